@@ -1,0 +1,451 @@
+#include "format/example.h"
+
+#include <tuple>
+#include <vector>
+
+#include "format/format.h"
+#include "util/coding.h"
+
+namespace shardpack::format {
+namespace {
+
+// Wire types.
+constexpr int kVarint = 0;
+constexpr int kFixed64 = 1;
+constexpr int kLen = 2;
+constexpr int kStartGroup = 3;
+constexpr int kEndGroup = 4;
+constexpr int kFixed32 = 5;
+constexpr uint8_t Tag(int field, int wire) { return static_cast<uint8_t>((field << 3) | wire); }
+
+void PutTagLen(std::string* out, uint8_t tag, uint64_t len) {
+  out->push_back(static_cast<char>(tag));
+  PutVarint64(out, len);
+}
+
+// Size of a length-delimited field holding `len` bytes (1-byte tag).
+uint64_t LenFieldSize(uint64_t len) { return 1 + VarintLength(len) + len; }
+
+// Sizes of the pieces of a bytes feature map entry { key, Feature{BytesList{value}} }.
+struct BytesEntrySizes {
+  uint64_t bytes_list, feature, entry;
+};
+BytesEntrySizes BytesEntry(std::string_view key, uint64_t value_len) {
+  BytesEntrySizes s;
+  s.bytes_list = LenFieldSize(value_len);
+  s.feature = LenFieldSize(s.bytes_list);
+  s.entry = LenFieldSize(key.size()) + LenFieldSize(s.feature);
+  return s;
+}
+
+// Everything of a bytes entry up to (not including) the value bytes.
+void AppendBytesEntryHeader(std::string* out, std::string_view key, uint64_t value_len) {
+  BytesEntrySizes s = BytesEntry(key, value_len);
+  PutTagLen(out, Tag(1, kLen), s.entry);  // Features.feature (map entry)
+  PutTagLen(out, Tag(1, kLen), key.size());
+  out->append(key);
+  PutTagLen(out, Tag(2, kLen), s.feature);     // entry.value: Feature
+  PutTagLen(out, Tag(1, kLen), s.bytes_list);  // Feature.bytes_list
+  PutTagLen(out, Tag(1, kLen), value_len);     // BytesList.value
+}
+
+void AppendBytesEntry(std::string* out, std::string_view key, std::string_view value) {
+  AppendBytesEntryHeader(out, key, value.size());
+  out->append(value);
+}
+
+void AppendInt64Entry(std::string* out, std::string_view key, int64_t value) {
+  uint64_t packed = VarintLength(static_cast<uint64_t>(value));
+  uint64_t list = LenFieldSize(packed);
+  uint64_t feature = LenFieldSize(list);
+  PutTagLen(out, Tag(1, kLen), LenFieldSize(key.size()) + LenFieldSize(feature));
+  PutTagLen(out, Tag(1, kLen), key.size());
+  out->append(key);
+  PutTagLen(out, Tag(2, kLen), feature);
+  PutTagLen(out, Tag(3, kLen), list);    // Feature.int64_list
+  PutTagLen(out, Tag(1, kLen), packed);  // Int64List.value, packed
+  PutVarint64(out, static_cast<uint64_t>(value));
+}
+
+}  // namespace
+
+std::string EncodeFeatureEntries(const SampleMeta& m, uint32_t pixel_crc) {
+  std::string out;
+  out.reserve(160 + m.class_text.size() + m.filename.size());
+  AppendInt64Entry(&out, kKeyHeight, m.height);
+  AppendInt64Entry(&out, kKeyWidth, m.width);
+  AppendInt64Entry(&out, kKeyChannels, m.channels);
+  AppendInt64Entry(&out, kKeyLabel, m.label);
+  AppendBytesEntry(&out, kKeyClassText, m.class_text);
+  AppendBytesEntry(&out, kKeyFilename, m.filename);
+  AppendBytesEntry(&out, kKeyFormat, kFormatRaw);
+  AppendInt64Entry(&out, kKeyRawCrc, pixel_crc);
+  return out;
+}
+
+std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,
+                                uint64_t payload_offset, uint32_t alignment) {
+  const uint64_t raw_entry = LenFieldSize(BytesEntry(kKeyRaw, pixel_bytes).entry);
+  const uint64_t raw_header = raw_entry - pixel_bytes;
+  auto prefix_size = [&](int64_t pad) {  // pad < 0: no padding entry
+    uint64_t pad_entry = pad < 0 ? 0 : LenFieldSize(BytesEntry(kKeyPad, pad).entry);
+    uint64_t features = entries.size() + pad_entry + raw_entry;
+    return LenFieldSize(features) - features + entries.size() + pad_entry + raw_header;
+  };
+  int64_t pad = -1;
+  if (alignment > 1) {
+    // The prefix grows by one byte per padding byte, except where a varint gets longer,
+    // so some pad below 2 * alignment + 8 lands the pixels on the boundary.
+    for (pad = 0; (payload_offset + prefix_size(pad)) % alignment != 0; ++pad) {
+    }
+  }
+  const uint64_t pad_entry = pad < 0 ? 0 : LenFieldSize(BytesEntry(kKeyPad, pad).entry);
+  std::string out;
+  out.reserve(prefix_size(pad));
+  PutTagLen(&out, Tag(1, kLen), entries.size() + pad_entry + raw_entry);  // Example.features
+  out.append(entries);
+  if (pad >= 0) {
+    AppendBytesEntryHeader(&out, kKeyPad, pad);
+    out.append(static_cast<size_t>(pad), '\0');
+  }
+  AppendBytesEntryHeader(&out, kKeyRaw, pixel_bytes);
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------
+// Parsing.
+
+namespace {
+
+constexpr int kMaxGroupDepth = 100;  // protobuf's default recursion limit
+
+class Parser {
+ public:
+  Parser(const uint8_t* base, const uint8_t* p, const uint8_t* end)
+      : base_(base), p_(p), end_(end) {}
+
+  bool done() const { return p_ >= end_; }
+
+  // Reads a tag; false with an error on malformed input.
+  Status ReadTag(int* field, int* wire) {
+    uint64_t tag;
+    const uint8_t* at = p_;
+    p_ = DecodeVarint64(p_, end_, &tag);
+    if (p_ == nullptr || tag > 0xffffffffu) return Error(at, "malformed field tag");
+    *field = static_cast<int>(tag >> 3);
+    *wire = static_cast<int>(tag & 7);
+    if (*field == 0) return Error(at, "field number 0");
+    return Status::Ok();
+  }
+
+  Status ReadVarint(uint64_t* v) {
+    const uint8_t* at = p_;
+    p_ = DecodeVarint64(p_, end_, v);
+    if (p_ == nullptr) return Error(at, "malformed varint");
+    return Status::Ok();
+  }
+
+  // Reads a length-delimited field's extent.
+  Status ReadLen(const uint8_t** begin, const uint8_t** end) {
+    uint64_t len = 0;
+    const uint8_t* at = p_;
+    SHARDPACK_RETURN_IF_ERROR(ReadVarint(&len));
+    if (len > static_cast<uint64_t>(end_ - p_)) {
+      return Error(at, "length " + std::to_string(len) + " runs past the end of its message");
+    }
+    *begin = p_;
+    p_ += len;
+    *end = p_;
+    return Status::Ok();
+  }
+
+  Status Skip(int field, int wire, int depth = 0) {
+    const uint8_t* at = p_;
+    switch (wire) {
+      case kVarint: {
+        uint64_t v;
+        return ReadVarint(&v);
+      }
+      case kFixed64:
+        return Advance(8, at);
+      case kFixed32:
+        return Advance(4, at);
+      case kLen: {
+        const uint8_t *b, *e;
+        return ReadLen(&b, &e);
+      }
+      case kStartGroup: {
+        if (depth >= kMaxGroupDepth) return Error(at, "groups nested too deeply");
+        for (;;) {
+          if (done()) return Error(at, "unterminated group");
+          int f, w;
+          SHARDPACK_RETURN_IF_ERROR(ReadTag(&f, &w));
+          if (w == kEndGroup) {
+            if (f != field) return Error(at, "mismatched end of group");
+            return Status::Ok();
+          }
+          SHARDPACK_RETURN_IF_ERROR(Skip(f, w, depth + 1));
+        }
+      }
+      default:
+        return Error(at, "invalid wire type " + std::to_string(wire));
+    }
+  }
+
+  Status Error(const uint8_t* at, const std::string& what) const {
+    return CorruptionError("payload is not a valid tf.train.Example: " + what +
+                           " at payload byte " + std::to_string(at - base_));
+  }
+
+  const uint8_t* base() const { return base_; }
+  const uint8_t* pos() const { return p_; }
+
+ private:
+  Status Advance(uint64_t n, const uint8_t* at) {
+    if (n > static_cast<uint64_t>(end_ - p_)) return Error(at, "field runs past its message");
+    p_ += n;
+    return Status::Ok();
+  }
+
+  const uint8_t* base_;
+  const uint8_t* p_;
+  const uint8_t* end_;
+};
+
+// Merges one serialized Feature into `f` with protobuf semantics: a oneof member that
+// appears again merges (list values append); a different member replaces the kind.
+Status ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, FeatureRef* f) {
+  Parser p(outer.base(), b, e);
+  if (f->kind == FeatureRef::Kind::kAbsent) f->kind = FeatureRef::Kind::kNone;
+  while (!p.done()) {
+    int field, wire;
+    SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
+    if (field < 1 || field > 3 || wire != kLen) {
+      SHARDPACK_RETURN_IF_ERROR(p.Skip(field, wire));
+      continue;
+    }
+    const uint8_t *lb, *le;
+    SHARDPACK_RETURN_IF_ERROR(p.ReadLen(&lb, &le));
+    auto kind = field == 1   ? FeatureRef::Kind::kBytes
+                : field == 2 ? FeatureRef::Kind::kFloat
+                             : FeatureRef::Kind::kInt64;
+    if (f->kind != kind) {
+      *f = FeatureRef{};
+      f->kind = kind;
+    }
+    Parser list(outer.base(), lb, le);
+    while (!list.done()) {
+      int lf, lw;
+      SHARDPACK_RETURN_IF_ERROR(list.ReadTag(&lf, &lw));
+      if (lf != 1) {
+        SHARDPACK_RETURN_IF_ERROR(list.Skip(lf, lw));
+        continue;
+      }
+      if (kind == FeatureRef::Kind::kBytes && lw == kLen) {
+        const uint8_t *vb, *ve;
+        SHARDPACK_RETURN_IF_ERROR(list.ReadLen(&vb, &ve));
+        if (f->count++ == 0) {
+          f->bytes = std::string_view(reinterpret_cast<const char*>(vb),
+                                      static_cast<size_t>(ve - vb));
+        }
+      } else if (kind == FeatureRef::Kind::kInt64 && lw == kVarint) {
+        uint64_t v;
+        SHARDPACK_RETURN_IF_ERROR(list.ReadVarint(&v));
+        if (f->count++ == 0) f->int64 = static_cast<int64_t>(v);
+      } else if (kind == FeatureRef::Kind::kInt64 && lw == kLen) {  // packed
+        const uint8_t *vb, *ve;
+        SHARDPACK_RETURN_IF_ERROR(list.ReadLen(&vb, &ve));
+        Parser packed(outer.base(), vb, ve);
+        while (!packed.done()) {
+          uint64_t v;
+          SHARDPACK_RETURN_IF_ERROR(packed.ReadVarint(&v));
+          if (f->count++ == 0) f->int64 = static_cast<int64_t>(v);
+        }
+      } else if (kind == FeatureRef::Kind::kFloat && lw == kFixed32) {
+        SHARDPACK_RETURN_IF_ERROR(list.Skip(lf, lw));
+        ++f->count;
+      } else if (kind == FeatureRef::Kind::kFloat && lw == kLen) {  // packed
+        const uint8_t *vb, *ve;
+        SHARDPACK_RETURN_IF_ERROR(list.ReadLen(&vb, &ve));
+        if ((ve - vb) % 4 != 0) return list.Error(vb, "packed float list of odd length");
+        f->count += static_cast<uint64_t>(ve - vb) / 4;
+      } else {
+        return list.Error(list.pos(), "value of the wrong wire type in a feature list");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+FeatureRef* Slot(ExampleView* v, std::string_view key) {
+  if (key == kKeyRaw) return &v->raw;
+  if (key == kKeyRawCrc) return &v->raw_crc;
+  if (key == kKeyHeight) return &v->height;
+  if (key == kKeyWidth) return &v->width;
+  if (key == kKeyChannels) return &v->channels;
+  if (key == kKeyLabel) return &v->label;
+  if (key == kKeyClassText) return &v->class_text;
+  if (key == kKeyFilename) return &v->filename;
+  if (key == kKeyFormat) return &v->format;
+  return nullptr;
+}
+
+Status ParseMapEntry(const Parser& outer, const uint8_t* b, const uint8_t* e, ExampleView* v) {
+  Parser p(outer.base(), b, e);
+  std::string_view key;
+  const uint8_t *vb = nullptr, *ve = nullptr;
+  std::vector<std::pair<const uint8_t*, const uint8_t*>> extra_values;
+  while (!p.done()) {
+    int field, wire;
+    SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
+    if (field == 1 && wire == kLen) {
+      const uint8_t *kb, *ke;
+      SHARDPACK_RETURN_IF_ERROR(p.ReadLen(&kb, &ke));
+      key = std::string_view(reinterpret_cast<const char*>(kb), static_cast<size_t>(ke - kb));
+    } else if (field == 2 && wire == kLen) {
+      // A value field that appears twice in one entry merges; rare enough to keep a list.
+      if (vb != nullptr) extra_values.emplace_back(vb, ve);
+      SHARDPACK_RETURN_IF_ERROR(p.ReadLen(&vb, &ve));
+    } else {
+      SHARDPACK_RETURN_IF_ERROR(p.Skip(field, wire));
+    }
+  }
+  ++v->num_features;
+  FeatureRef* slot = Slot(v, key);
+  FeatureRef merged;
+  for (auto [xb, xe] : extra_values) SHARDPACK_RETURN_IF_ERROR(ParseFeature(p, xb, xe, &merged));
+  if (vb != nullptr) {
+    SHARDPACK_RETURN_IF_ERROR(ParseFeature(p, vb, ve, &merged));
+  } else {
+    merged.kind = FeatureRef::Kind::kNone;
+  }
+  // A later entry with the same key replaces the earlier one (map semantics).
+  if (slot != nullptr) *slot = merged;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out) {
+  *out = ExampleView{};
+  Parser p(payload, payload, payload + size);
+  while (!p.done()) {
+    int field, wire;
+    SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
+    if (field != 1 || wire != kLen) {
+      SHARDPACK_RETURN_IF_ERROR(p.Skip(field, wire));
+      continue;
+    }
+    const uint8_t *fb, *fe;  // Features; repeated occurrences merge
+    SHARDPACK_RETURN_IF_ERROR(p.ReadLen(&fb, &fe));
+    Parser features(payload, fb, fe);
+    while (!features.done()) {
+      int ff, fw;
+      SHARDPACK_RETURN_IF_ERROR(features.ReadTag(&ff, &fw));
+      if (ff != 1 || fw != kLen) {
+        SHARDPACK_RETURN_IF_ERROR(features.Skip(ff, fw));
+        continue;
+      }
+      const uint8_t *eb, *ee;
+      SHARDPACK_RETURN_IF_ERROR(features.ReadLen(&eb, &ee));
+      SHARDPACK_RETURN_IF_ERROR(ParseMapEntry(features, eb, ee, out));
+    }
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+const char* KindName(FeatureRef::Kind k) {
+  switch (k) {
+    case FeatureRef::Kind::kAbsent: return "absent";
+    case FeatureRef::Kind::kNone: return "empty";
+    case FeatureRef::Kind::kBytes: return "bytes";
+    case FeatureRef::Kind::kFloat: return "float";
+    case FeatureRef::Kind::kInt64: return "int64";
+  }
+  return "?";
+}
+
+Status Expect(const FeatureRef& f, std::string_view key, FeatureRef::Kind kind) {
+  if (f.kind == kind && f.count == 1) return Status::Ok();
+  std::string want = kind == FeatureRef::Kind::kInt64 ? "one int64 value" : "one bytes value";
+  std::string found = f.kind == FeatureRef::Kind::kAbsent
+                          ? "no such feature"
+                          : std::to_string(f.count) + " " + KindName(f.kind) + " values";
+  return CorruptionError("feature " + std::string(key) + ": expected " + want + ", found " +
+                         found);
+}
+
+Status CheckDim(int64_t v, std::string_view key) {
+  if (v >= 1 && v <= kMaxDimension) return Status::Ok();
+  return CorruptionError("feature " + std::string(key) + ": " + std::to_string(v) +
+                         " is outside 1.." + std::to_string(kMaxDimension));
+}
+
+}  // namespace
+
+Status DecodeSample(const ExampleView& v, DecodedSample* out) {
+  using K = FeatureRef::Kind;
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.raw, kKeyRaw, K::kBytes));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.height, kKeyHeight, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.width, kKeyWidth, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.channels, kKeyChannels, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.label, kKeyLabel, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.height.int64, kKeyHeight));
+  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.width.int64, kKeyWidth));
+  int64_t c = v.channels.int64;
+  if (c != 1 && c != 3 && c != 4) {
+    return CorruptionError("feature image/channels: " + std::to_string(c) +
+                           ", expected 1, 3 or 4");
+  }
+  if (v.format.kind != K::kAbsent) {
+    SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
+    if (v.format.bytes != kFormatRaw) {
+      return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
+                             "\", expected \"raw\"");
+    }
+  }
+  // Each factor is at most 65500, so the product fits in 64 bits.
+  uint64_t expected = static_cast<uint64_t>(v.height.int64) *
+                      static_cast<uint64_t>(v.width.int64) * static_cast<uint64_t>(c);
+  if (v.raw.bytes.size() != expected) {
+    return CorruptionError("feature image/raw: " + std::to_string(v.raw.bytes.size()) +
+                           " bytes, expected " + std::to_string(expected) + " (" +
+                           std::to_string(v.height.int64) + "x" +
+                           std::to_string(v.width.int64) + "x" + std::to_string(c) + ")");
+  }
+  out->has_pixel_crc = v.raw_crc.kind != K::kAbsent;
+  if (out->has_pixel_crc) {
+    SHARDPACK_RETURN_IF_ERROR(Expect(v.raw_crc, kKeyRawCrc, K::kInt64));
+    if (v.raw_crc.int64 < 0 || v.raw_crc.int64 > 0xffffffffll) {
+      return CorruptionError("feature image/raw/crc32c: " + std::to_string(v.raw_crc.int64) +
+                             " is not a 32-bit checksum");
+    }
+    out->pixel_crc = static_cast<uint32_t>(v.raw_crc.int64);
+  }
+  for (auto [f, key, dst] : {std::tuple{&v.class_text, kKeyClassText, &out->class_text},
+                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
+    if (f->kind == K::kAbsent) {
+      *dst = {};
+      continue;
+    }
+    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
+    *dst = f->bytes;
+  }
+  out->pixels = reinterpret_cast<const uint8_t*>(v.raw.bytes.data());
+  out->pixel_bytes = v.raw.bytes.size();
+  out->height = v.height.int64;
+  out->width = v.width.int64;
+  out->channels = c;
+  out->label = v.label.int64;
+  return Status::Ok();
+}
+
+Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {
+  ExampleView view;
+  SHARDPACK_RETURN_IF_ERROR(ParseExampleView(payload, size, &view));
+  return DecodeSample(view, out);
+}
+
+}  // namespace shardpack::format

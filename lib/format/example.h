@@ -1,0 +1,82 @@
+// The record payload: a serialized tf.train.Example (docs/FORMAT.md §2).
+//
+// Writing: the encoder lays features out so that image/raw comes last and its bytes start
+// at a multiple of the pixel alignment in the shard file, padded by an image/pad bytes
+// feature. Any protobuf parser reads the result; map order carries no meaning.
+//
+// Reading: ParseExampleView walks the protobuf wire format in place and returns pointers
+// into the payload; no message is built and no byte is copied. It accepts any valid
+// Example (any feature order, packed or unpacked int64 lists, unknown fields, extra
+// features, repeated map keys where the last wins) exactly as libprotobuf would.
+#ifndef SHARDPACK_FORMAT_EXAMPLE_H_
+#define SHARDPACK_FORMAT_EXAMPLE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "shardpack/status.h"
+
+namespace shardpack::format {
+
+struct SampleMeta {
+  int64_t height = 0;
+  int64_t width = 0;
+  int64_t channels = 0;
+  int64_t label = 0;
+  std::string_view class_text;
+  std::string_view filename;
+};
+
+// The map entries of every feature except image/pad and image/raw.
+std::string EncodeFeatureEntries(const SampleMeta& meta, uint32_t pixel_crc);
+
+// The payload bytes that precede `pixel_bytes` bytes of pixels: the Example and Features
+// envelopes, `entries`, the padding entry and the image/raw entry's header. With the
+// payload at file offset `payload_offset`, the pixels start at a multiple of `alignment`
+// (alignment <= 1: no padding entry).
+std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,
+                                uint64_t payload_offset, uint32_t alignment);
+
+// One feature as the parser saw it: its kind and how many values it holds. Bytes and
+// int64 features keep their first value (scalars are all this format needs).
+struct FeatureRef {
+  enum class Kind { kAbsent, kNone, kBytes, kFloat, kInt64 };
+  Kind kind = Kind::kAbsent;  // kNone: the key is present with an empty Feature
+  uint64_t count = 0;
+  std::string_view bytes;  // first bytes value
+  int64_t int64 = 0;       // first int64 value
+};
+
+// The features shardpack reads, located in a payload.
+struct ExampleView {
+  FeatureRef raw, raw_crc, height, width, channels, label, class_text, filename, format;
+  uint64_t num_features = 0;  // map entries seen, all keys
+};
+
+// Locates the known features in a serialized Example. Corruption when the bytes are not
+// a valid protobuf message of that schema; the message names the payload byte offset.
+Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out);
+
+// A sample as read back: pointers into the payload.
+struct DecodedSample {
+  const uint8_t* pixels = nullptr;
+  uint64_t pixel_bytes = 0;
+  int64_t height = 0, width = 0, channels = 0, label = 0;
+  bool has_pixel_crc = false;
+  uint32_t pixel_crc = 0;
+  std::string_view class_text;
+  std::string_view filename;
+};
+
+// Checks the required features (image/raw, height, width, channels, label: one value each,
+// of the right type), the format, the dimensions (1..65500, channels 1, 3 or 4) and
+// len(image/raw) == H*W*C. Corruption with "feature K: expected ..., found ...".
+Status DecodeSample(const ExampleView& view, DecodedSample* out);
+
+// Parse + decode in one call.
+Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
+
+}  // namespace shardpack::format
+
+#endif  // SHARDPACK_FORMAT_EXAMPLE_H_

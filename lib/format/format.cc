@@ -1,0 +1,32 @@
+#include "format/format.h"
+
+#include <cstdio>
+
+namespace shardpack::format {
+namespace {
+std::string_view Extension(Backend b) { return b == Backend::kTfrecord ? ".tfrecord" : ".lmdb"; }
+std::string Number(uint64_t v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%05llu", static_cast<unsigned long long>(v));
+  return buf;
+}
+}  // namespace
+
+std::string ShardFileName(uint64_t shard, uint64_t num_shards, Backend backend) {
+  return "shard-" + Number(shard) + "-of-" + Number(num_shards) + std::string(Extension(backend));
+}
+std::string StagedShardFileName(uint64_t shard, Backend backend) {
+  return "shard-" + Number(shard) + std::string(Extension(backend));
+}
+std::string IndexFileName(uint64_t shard, uint64_t num_shards) {
+  return "shard-" + Number(shard) + "-of-" + Number(num_shards) + ".idx";
+}
+std::string StagedIndexFileName(uint64_t shard) { return "shard-" + Number(shard) + ".idx"; }
+
+std::string LmdbKey(uint64_t index) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%010llu", static_cast<unsigned long long>(index));
+  return buf;
+}
+
+}  // namespace shardpack::format

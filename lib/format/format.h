@@ -1,0 +1,61 @@
+// Constants of the shardpack on-disk format. The specification is docs/FORMAT.md; change
+// both together, and bump kFormatMajor (shardpack/manifest.h) for any incompatible change.
+#ifndef SHARDPACK_FORMAT_FORMAT_H_
+#define SHARDPACK_FORMAT_FORMAT_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "shardpack/manifest.h"
+
+namespace shardpack::format {
+
+// TFRecord framing: u64 length | u32 masked_crc32c(length) | payload | u32 masked_crc32c.
+inline constexpr uint64_t kRecordHeaderSize = 12;
+inline constexpr uint64_t kRecordFooterSize = 4;
+inline constexpr uint64_t kRecordOverhead = kRecordHeaderSize + kRecordFooterSize;
+
+// Largest payload a reader accepts before touching it: the largest image the converter
+// allows (89,478,485 pixels x 3 bytes, Pillow's MAX_IMAGE_PIXELS) plus 1 MiB of metadata.
+inline constexpr uint64_t kDefaultMaxRecordBytes = 268435456ull + (1u << 20);
+
+// Largest side of a stored image (libjpeg's JPEG_MAX_DIMENSION).
+inline constexpr int64_t kMaxDimension = 65500;
+
+// Pixel bytes of TFRecord shards start at file offsets that are multiples of this.
+inline constexpr uint32_t kDefaultPixelAlignment = 64;
+
+// tf.train.Example feature keys (TensorFlow's convention).
+inline constexpr std::string_view kKeyRaw = "image/raw";
+inline constexpr std::string_view kKeyRawCrc = "image/raw/crc32c";
+inline constexpr std::string_view kKeyHeight = "image/height";
+inline constexpr std::string_view kKeyWidth = "image/width";
+inline constexpr std::string_view kKeyChannels = "image/channels";
+inline constexpr std::string_view kKeyLabel = "image/class/label";
+inline constexpr std::string_view kKeyClassText = "image/class/text";
+inline constexpr std::string_view kKeyFilename = "image/filename";
+inline constexpr std::string_view kKeyFormat = "image/format";
+inline constexpr std::string_view kKeyPad = "image/pad";
+inline constexpr std::string_view kFormatRaw = "raw";
+
+inline constexpr std::string_view kManifestName = "manifest.json";
+inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
+inline constexpr uint64_t kMaxIndexBytes = 1ull << 30;
+
+// "shard-00003-of-00016.tfrecord"; the staged name, before the total is known, drops
+// "-of-MMMMM": "shard-00003.tfrecord".
+std::string ShardFileName(uint64_t shard, uint64_t num_shards, Backend backend);
+std::string StagedShardFileName(uint64_t shard, Backend backend);
+// "shard-00003-of-00016.idx".
+std::string IndexFileName(uint64_t shard, uint64_t num_shards);
+std::string StagedIndexFileName(uint64_t shard);
+
+// LMDB key of the record at `index` within its shard: 10 decimal digits, zero-padded, so
+// that keys sort in insertion order and MDB_APPEND applies.
+inline constexpr size_t kLmdbKeySize = 10;
+std::string LmdbKey(uint64_t index);
+
+}  // namespace shardpack::format
+
+#endif  // SHARDPACK_FORMAT_FORMAT_H_

@@ -1,0 +1,30 @@
+// The index sidecar of a TFRecord shard, in DALI's tfrecord2idx format: one ASCII line
+// per record, "<offset> <size>\n", offset of the record's length field and size of the
+// whole framed record, both decimal (docs/FORMAT.md §3).
+#ifndef SHARDPACK_FORMAT_INDEX_FILE_H_
+#define SHARDPACK_FORMAT_INDEX_FILE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardpack/status.h"
+
+namespace shardpack::format {
+
+struct IndexEntry {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  bool operator==(const IndexEntry&) const = default;
+};
+
+void AppendIndexLine(std::string* out, const IndexEntry& e);
+
+// Parses an index. Corruption names the 1-based line: "line 7: expected two decimal
+// numbers". Entries must be increasing and must not overlap.
+StatusOr<std::vector<IndexEntry>> ParseIndex(std::string_view text);
+
+}  // namespace shardpack::format
+
+#endif  // SHARDPACK_FORMAT_INDEX_FILE_H_

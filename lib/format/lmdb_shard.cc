@@ -1,0 +1,293 @@
+#include "format/lmdb_shard.h"
+
+#include <lmdb.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <unistd.h>
+
+#include "format/example.h"
+#include "format/format.h"
+#include "io/env.h"
+#include "util/hash.h"
+
+namespace shardpack::format {
+namespace {
+
+const char* LmdbCodeName(int rc) {
+  switch (rc) {
+    case MDB_KEYEXIST: return "MDB_KEYEXIST";
+    case MDB_NOTFOUND: return "MDB_NOTFOUND";
+    case MDB_PAGE_NOTFOUND: return "MDB_PAGE_NOTFOUND";
+    case MDB_CORRUPTED: return "MDB_CORRUPTED";
+    case MDB_PANIC: return "MDB_PANIC";
+    case MDB_VERSION_MISMATCH: return "MDB_VERSION_MISMATCH";
+    case MDB_INVALID: return "MDB_INVALID";
+    case MDB_MAP_FULL: return "MDB_MAP_FULL";
+    case MDB_DBS_FULL: return "MDB_DBS_FULL";
+    case MDB_READERS_FULL: return "MDB_READERS_FULL";
+    case MDB_TXN_FULL: return "MDB_TXN_FULL";
+    case MDB_CURSOR_FULL: return "MDB_CURSOR_FULL";
+    case MDB_PAGE_FULL: return "MDB_PAGE_FULL";
+    case MDB_MAP_RESIZED: return "MDB_MAP_RESIZED";
+    case MDB_INCOMPATIBLE: return "MDB_INCOMPATIBLE";
+    case MDB_BAD_RSLOT: return "MDB_BAD_RSLOT";
+    case MDB_BAD_TXN: return "MDB_BAD_TXN";
+    case MDB_BAD_VALSIZE: return "MDB_BAD_VALSIZE";
+    case MDB_BAD_DBI: return "MDB_BAD_DBI";
+    default: return nullptr;
+  }
+}
+
+// Owns a transaction; aborts it unless committed.
+class Txn {
+ public:
+  Txn() = default;
+  ~Txn() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+  }
+  Txn(const Txn&) = delete;
+  Txn& operator=(const Txn&) = delete;
+  MDB_txn** out() { return &txn_; }
+  MDB_txn* get() const { return txn_; }
+  int Commit() {
+    int rc = mdb_txn_commit(txn_);  // frees the txn whatever the result
+    txn_ = nullptr;
+    return rc;
+  }
+
+ private:
+  MDB_txn* txn_ = nullptr;
+};
+
+MDB_val Val(std::string_view s) {
+  return MDB_val{s.size(), const_cast<char*>(s.data())};
+}
+std::string_view View(const MDB_val& v) {
+  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
+}
+
+}  // namespace
+
+Status LmdbError(std::string_view context, int rc) {
+  std::string m(context);
+  m += ": ";
+  if (const char* name = LmdbCodeName(rc)) {
+    m += name;
+    m += ": ";
+    m += mdb_strerror(rc);
+    StatusCode code = rc == MDB_MAP_FULL || rc == MDB_READERS_FULL || rc == MDB_TXN_FULL
+                          ? StatusCode::kResourceExhausted
+                          : StatusCode::kCorruption;
+    return Status(code, std::move(m));
+  }
+  if (rc > 0) return ErrnoError(context, rc);
+  m += mdb_strerror(rc);
+  return InternalError(std::move(m));
+}
+
+LmdbEnv::~LmdbEnv() { reset(); }
+LmdbEnv& LmdbEnv::operator=(LmdbEnv&& o) noexcept {
+  if (this != &o) {
+    reset();
+    env_ = o.env_;
+    o.env_ = nullptr;
+  }
+  return *this;
+}
+void LmdbEnv::reset() {
+  if (env_ != nullptr) mdb_env_close(env_);
+  env_ = nullptr;
+}
+
+// ---------------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<LmdbShardWriter>> LmdbShardWriter::Create(std::string path,
+                                                                   LmdbWriterOptions options) {
+  const std::string tmp = path + ".tmp";
+  ::unlink(tmp.c_str());  // a stale temporary from an interrupted run
+  MDB_env* raw = nullptr;
+  int rc = mdb_env_create(&raw);
+  if (rc != 0) return LmdbError(tmp + ": mdb_env_create", rc);
+  LmdbEnv env(raw);
+  rc = mdb_env_set_mapsize(raw, options.initial_map_bytes);
+  if (rc != 0) return LmdbError(tmp + ": mdb_env_set_mapsize", rc);
+  // NOSYNC while loading: the file is a temporary until Finish() syncs it explicitly.
+  rc = mdb_env_open(raw, tmp.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC,
+                    0644);
+  if (rc != 0) return LmdbError(tmp + ": mdb_env_open", rc);
+  return std::unique_ptr<LmdbShardWriter>(
+      new LmdbShardWriter(std::move(path), options, std::move(env)));
+}
+
+LmdbShardWriter::LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env)
+    : path_(std::move(path)),
+      options_(options),
+      env_(std::move(env)),
+      map_bytes_(options.initial_map_bytes) {}
+
+LmdbShardWriter::~LmdbShardWriter() { Abandon(); }
+
+void LmdbShardWriter::Abandon() {
+  if (done_) return;
+  done_ = true;
+  env_.reset();
+  ::unlink((path_ + ".tmp").c_str());
+}
+
+uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes) {
+  // Payload plus LMDB's per-value cost: a node, and a page header per overflow chain.
+  return EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + pixel_bytes + 64 + 4096;
+}
+
+Status LmdbShardWriter::Append(std::string_view entries, std::string_view pixels,
+                               uint32_t /*pixel_crc: the Example carries it; LMDB has no
+                                          record checksum of its own*/) {
+  if (done_) return FailedPreconditionError(path_ + ": append after finish");
+  std::string value = EncodePayloadPrefix(entries, pixels.size(), 0, 1);
+  value.append(pixels);
+  bytes_ += value.size();
+  batch_bytes_ += value.size();
+  batch_.push_back(std::move(value));
+  ++records_;
+  if (batch_bytes_ >= options_.batch_bytes) return CommitBatch();
+  return Status::Ok();
+}
+
+Status LmdbShardWriter::CommitBatch() {
+  if (batch_.empty()) return Status::Ok();
+  const std::string tmp = path_ + ".tmp";
+  for (;;) {
+    Txn txn;
+    int rc = mdb_txn_begin(env_.get(), nullptr, 0, txn.out());
+    if (rc != 0) return LmdbError(tmp + ": mdb_txn_begin", rc);
+    MDB_dbi dbi;
+    rc = mdb_dbi_open(txn.get(), nullptr, 0, &dbi);
+    if (rc != 0) return LmdbError(tmp + ": mdb_dbi_open", rc);
+    for (size_t i = 0; i < batch_.size() && rc == 0; ++i) {
+      std::string key = LmdbKey(committed_ + i);
+      MDB_val k = Val(key);
+      MDB_val v = Val(batch_[i]);
+      rc = mdb_put(txn.get(), dbi, &k, &v, MDB_APPEND);
+    }
+    if (rc == 0) rc = txn.Commit();
+    if (rc == MDB_MAP_FULL) {
+      // The failed transaction is gone (aborted by Txn or by the failed commit); with no
+      // transaction active the map may grow, then the whole batch is replayed.
+      map_bytes_ *= 2;
+      ++growths_;
+      int grow = mdb_env_set_mapsize(env_.get(), map_bytes_);
+      if (grow != 0) return LmdbError(tmp + ": mdb_env_set_mapsize", grow);
+      continue;
+    }
+    if (rc != 0) return LmdbError(tmp + ": writing records", rc);
+    break;
+  }
+  committed_ += batch_.size();
+  batch_.clear();
+  batch_bytes_ = 0;
+  return Status::Ok();
+}
+
+Status LmdbShardWriter::Finish(FileEntry* data) {
+  if (done_) return FailedPreconditionError(path_ + ": finished twice");
+  const std::string tmp = path_ + ".tmp";
+  Status s = CommitBatch();
+  if (s.ok()) {
+    int rc = mdb_env_sync(env_.get(), 1);
+    if (rc != 0) s = LmdbError(tmp + ": mdb_env_sync", rc);
+  }
+  if (!s.ok()) {
+    Abandon();
+    return s;
+  }
+  env_.reset();
+  io::Env* fs = io::Env::Posix();
+  auto mapped = fs->MapFile(tmp, io::AccessPattern::kSequential);
+  if (!mapped.ok()) {
+    Abandon();
+    return mapped.status();
+  }
+  FileEntry entry{std::string(io::BaseName(path_)), (*mapped)->size(),
+                  Xxh3Hex((*mapped)->data(), (*mapped)->size())};
+  s = io::PublishFile(fs, tmp, path_);
+  if (!s.ok()) {
+    Abandon();
+    return s;
+  }
+  done_ = true;
+  *data = std::move(entry);
+  return Status::Ok();
+}
+
+// ---------------------------------------------------------------------------------------
+
+StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path,
+                                                                 bool random_access) {
+  if (::access(path.c_str(), R_OK) != 0) return ErrnoError(path + ": open", errno);
+  MDB_env* raw = nullptr;
+  int rc = mdb_env_create(&raw);
+  if (rc != 0) return LmdbError(path + ": mdb_env_create", rc);
+  LmdbEnv env(raw);
+  unsigned flags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS;
+  if (random_access) flags |= MDB_NORDAHEAD;
+  rc = mdb_env_open(raw, path.c_str(), flags, 0444);
+  if (rc != 0) return LmdbError(path + ": mdb_env_open", rc);
+  Txn txn;
+  rc = mdb_txn_begin(raw, nullptr, MDB_RDONLY, txn.out());
+  if (rc != 0) return LmdbError(path + ": mdb_txn_begin", rc);
+  MDB_dbi dbi;
+  rc = mdb_dbi_open(txn.get(), nullptr, 0, &dbi);
+  if (rc != 0) return LmdbError(path + ": mdb_dbi_open", rc);
+  MDB_stat st;
+  rc = mdb_stat(txn.get(), dbi, &st);
+  if (rc != 0) return LmdbError(path + ": mdb_stat", rc);
+  // Committing the transaction that opened the handle keeps the handle for later ones.
+  rc = txn.Commit();
+  if (rc != 0) return LmdbError(path + ": mdb_txn_commit", rc);
+  return std::unique_ptr<LmdbShardReader>(
+      new LmdbShardReader(path, std::move(env), dbi, st.ms_entries));
+}
+
+LmdbShardReader::~LmdbShardReader() = default;
+
+Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
+  Txn txn;
+  int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, txn.out());
+  if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
+  std::string key = LmdbKey(index);
+  MDB_val k = Val(key), v;
+  rc = mdb_get(txn.get(), dbi_, &k, &v);
+  if (rc == MDB_NOTFOUND) {
+    return CorruptionError(path_ + ": record " + std::to_string(index) + ": key " + key +
+                           " is missing");
+  }
+  if (rc != 0) return LmdbError(path_ + ": record " + std::to_string(index), rc);
+  // The map is read-only and nobody writes the dataset, so the bytes stay where they are
+  // after the transaction ends.
+  *value = View(v);
+  return Status::Ok();
+}
+
+Status LmdbShardReader::Walk(
+    const std::function<Status(std::string_view, std::string_view)>& fn) const {
+  Txn txn;
+  int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, txn.out());
+  if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
+  MDB_cursor* cursor = nullptr;
+  rc = mdb_cursor_open(txn.get(), dbi_, &cursor);
+  if (rc != 0) return LmdbError(path_ + ": mdb_cursor_open", rc);
+  MDB_val k, v;
+  Status s;
+  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0 && s.ok();
+       rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
+    s = fn(View(k), View(v));
+  }
+  mdb_cursor_close(cursor);
+  if (!s.ok()) return s;
+  if (rc != MDB_NOTFOUND) return LmdbError(path_ + ": reading records", rc);
+  return Status::Ok();
+}
+
+}  // namespace shardpack::format

@@ -1,0 +1,120 @@
+// LMDB shards: one environment per shard file (MDB_NOSUBDIR), keys of 10 zero-padded
+// decimal digits (the record's index in the shard), values the same Example payloads as
+// TFRecord records (docs/FORMAT.md §4).
+#ifndef SHARDPACK_FORMAT_LMDB_SHARD_H_
+#define SHARDPACK_FORMAT_LMDB_SHARD_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardpack/manifest.h"
+#include "shardpack/status.h"
+
+typedef struct MDB_env MDB_env;
+
+namespace shardpack::format {
+
+// Translates an LMDB return code: "<context>: MDB_MAP_FULL: Environment mapsize limit
+// reached". ENOENT becomes NotFound, other errno values IOError, MDB_* codes Corruption
+// or ResourceExhausted.
+Status LmdbError(std::string_view context, int rc);
+
+// Owns an MDB_env; closes it on destruction.
+class LmdbEnv {
+ public:
+  LmdbEnv() = default;
+  explicit LmdbEnv(MDB_env* env) : env_(env) {}
+  ~LmdbEnv();
+  LmdbEnv(LmdbEnv&& o) noexcept : env_(o.env_) { o.env_ = nullptr; }
+  LmdbEnv& operator=(LmdbEnv&& o) noexcept;
+  LmdbEnv(const LmdbEnv&) = delete;
+  LmdbEnv& operator=(const LmdbEnv&) = delete;
+  MDB_env* get() const { return env_; }
+  void reset();
+
+ private:
+  MDB_env* env_ = nullptr;
+};
+
+struct LmdbWriterOptions {
+  // Initial map size; doubled (abort, grow, replay the batch) on MDB_MAP_FULL.
+  uint64_t initial_map_bytes = 1ull << 30;
+  // Values buffered per write transaction (also the replay unit after a map growth).
+  uint64_t batch_bytes = 64ull << 20;
+};
+
+// Bulk-loads one shard with MDB_APPEND into "<path>.tmp" (no lock file: MDB_NOLOCK, one
+// writer by construction), then Finish() syncs, closes and renames it to `path`.
+// Not thread-safe.
+class LmdbShardWriter {
+ public:
+  static StatusOr<std::unique_ptr<LmdbShardWriter>> Create(std::string path,
+                                                           LmdbWriterOptions options);
+  ~LmdbShardWriter();
+
+  // Appends one sample (`entries` from EncodeFeatureEntries).
+  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
+  static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes);
+
+  uint64_t records() const { return records_; }
+  // Payload bytes appended (the file is larger by LMDB's page overhead).
+  uint64_t bytes() const { return bytes_; }
+  int map_growths() const { return growths_; }
+
+  Status Finish(FileEntry* data);
+  void Abandon();
+
+ private:
+  LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env);
+  Status CommitBatch();
+
+  std::string path_;
+  LmdbWriterOptions options_;
+  LmdbEnv env_;
+  uint64_t map_bytes_;
+  std::vector<std::string> batch_;
+  uint64_t batch_bytes_ = 0;
+  uint64_t committed_ = 0;
+  uint64_t records_ = 0;
+  uint64_t bytes_ = 0;
+  int growths_ = 0;
+  bool done_ = false;
+};
+
+// A shard opened read-only without locks (MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS). The
+// dataset is immutable by contract, so values returned by Get point into the read-only
+// map and stay valid until the reader is destroyed. Thread-safe.
+class LmdbShardReader {
+ public:
+  static StatusOr<std::unique_ptr<LmdbShardReader>> Open(const std::string& path,
+                                                         bool random_access);
+  ~LmdbShardReader();
+
+  uint64_t entries() const { return entries_; }
+  // The value of record `index`.
+  Status Get(uint64_t index, std::string_view* value) const;
+
+  // Visits every key/value in key order; stops at the first error of `fn` or of LMDB.
+  template <typename Fn>
+  Status ForEach(Fn&& fn) const {
+    return Walk([&](std::string_view k, std::string_view v) { return fn(k, v); });
+  }
+
+ private:
+  LmdbShardReader(std::string path, LmdbEnv env, unsigned dbi, uint64_t entries)
+      : path_(std::move(path)), env_(std::move(env)), dbi_(dbi), entries_(entries) {}
+  Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn) const;
+
+  std::string path_;
+  LmdbEnv env_;
+  unsigned dbi_;  // MDB_dbi of the main database
+  uint64_t entries_;
+};
+
+}  // namespace shardpack::format
+
+#endif  // SHARDPACK_FORMAT_LMDB_SHARD_H_

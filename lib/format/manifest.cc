@@ -1,0 +1,243 @@
+#include "shardpack/manifest.h"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+
+#include "format/format.h"
+#include "io/env.h"
+
+#ifndef SHARDPACK_VERSION
+#error "SHARDPACK_VERSION must be defined by the build"
+#endif
+
+namespace shardpack {
+
+std::string_view Version() { return SHARDPACK_VERSION; }
+
+std::string_view BackendName(Backend b) { return b == Backend::kTfrecord ? "tfrecord" : "lmdb"; }
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json FileJson(const FileEntry& f) {
+  return Json{{"file", f.file}, {"bytes", f.bytes}, {"xxh3_128", f.xxh3_128}};
+}
+
+// Reads fields with messages that name the field; every error is a Corruption of the
+// manifest, except an unknown major version.
+class Reader {
+ public:
+  explicit Reader(std::string_view source) : source_(source) {}
+
+  Status Error(const std::string& path, const std::string& what) const {
+    return CorruptionError(std::string(source_) + ": " + path + ": " + what);
+  }
+
+  Status Object(const Json& j, const std::string& path) const {
+    return j.is_object() ? Status::Ok() : Error(path, "expected an object");
+  }
+
+  Status Uint(const Json& j, const std::string& key, const std::string& path, uint64_t* out,
+              uint64_t max = UINT64_MAX) const {
+    auto it = j.find(key);
+    if (it == j.end()) return Error(path + "." + key, "missing");
+    if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
+      return Error(path + "." + key, "expected a non-negative integer, found " + it->dump());
+    }
+    *out = it->get<uint64_t>();
+    if (*out > max) {
+      return Error(path + "." + key, std::to_string(*out) + " exceeds " + std::to_string(max));
+    }
+    return Status::Ok();
+  }
+
+  Status Int(const Json& j, const std::string& key, const std::string& path, int* out,
+             int max) const {
+    uint64_t v;
+    SHARDPACK_RETURN_IF_ERROR(Uint(j, key, path, &v, static_cast<uint64_t>(max)));
+    *out = static_cast<int>(v);
+    return Status::Ok();
+  }
+
+  Status String(const Json& j, const std::string& key, const std::string& path,
+                std::string* out) const {
+    auto it = j.find(key);
+    if (it == j.end()) return Error(path + "." + key, "missing");
+    if (!it->is_string()) return Error(path + "." + key, "expected a string");
+    *out = it->get<std::string>();
+    return Status::Ok();
+  }
+
+  Status File(const Json& j, const std::string& path, FileEntry* out) const {
+    SHARDPACK_RETURN_IF_ERROR(Object(j, path));
+    SHARDPACK_RETURN_IF_ERROR(String(j, "file", path, &out->file));
+    if (out->file.empty() || out->file.find('/') != std::string::npos || out->file == "." ||
+        out->file == "..") {
+      return Error(path + ".file", "\"" + out->file + "\" is not a plain file name");
+    }
+    SHARDPACK_RETURN_IF_ERROR(Uint(j, "bytes", path, &out->bytes));
+    SHARDPACK_RETURN_IF_ERROR(String(j, "xxh3_128", path, &out->xxh3_128));
+    if (out->xxh3_128.size() != 32 ||
+        out->xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return Error(path + ".xxh3_128", "expected 32 lower-case hex digits");
+    }
+    return Status::Ok();
+  }
+
+ private:
+  std::string_view source_;
+};
+
+}  // namespace
+
+std::string SerializeManifest(const Manifest& m) {
+  Json j;
+  j["format"] = "shardpack";
+  j["format_version"] = std::to_string(m.format_major) + "." + std::to_string(m.format_minor);
+  j["tool_version"] = m.tool_version;
+  j["backend"] = std::string(BackendName(m.backend));
+  j["num_samples"] = m.num_samples;
+  Json image{{"layout", "HWC"}, {"dtype", "uint8"}, {"channels", m.image.channels}};
+  if (m.image.fixed()) {
+    image["height"] = m.image.height;
+    image["width"] = m.image.width;
+  } else {
+    image["max_side"] = m.image.max_side;
+  }
+  j["image"] = image;
+  j["pixel_alignment"] = m.pixel_alignment;
+  j["label_base"] = 0;
+  Json classes = Json::array();
+  for (const ClassEntry& c : m.classes) classes.push_back({{"name", c.name}, {"count", c.count}});
+  j["classes"] = classes;
+  j["seed"] = m.seed;
+  j["options"] = Json::parse(m.options_json.empty() ? "{}" : m.options_json);
+  Json shards = Json::array();
+  for (const ShardEntry& s : m.shards) {
+    Json e = FileJson(s.data);
+    e["records"] = s.records;
+    e["first_sample"] = s.first_sample;
+    if (s.index) e["index"] = FileJson(*s.index);
+    shards.push_back(e);
+  }
+  j["shards"] = shards;
+  return j.dump(2) + "\n";
+}
+
+StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source) {
+  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return CorruptionError(std::string(source) + ": not valid JSON");
+  Reader r(source);
+  Manifest m;
+  SHARDPACK_RETURN_IF_ERROR(r.Object(j, "manifest"));
+  std::string format, version, backend;
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "format", "manifest", &format));
+  if (format != "shardpack") return r.Error("format", "\"" + format + "\", expected \"shardpack\"");
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "format_version", "manifest", &version));
+  if (std::sscanf(version.c_str(), "%d.%d", &m.format_major, &m.format_minor) != 2 ||
+      m.format_major < 0 || m.format_minor < 0) {
+    return r.Error("format_version", "\"" + version + "\" is not MAJOR.MINOR");
+  }
+  if (m.format_major > kFormatMajor) {
+    return NotSupportedError(std::string(source) + ": format version " + version +
+                             ", this build reads <= " + std::to_string(kFormatMajor) + ".x");
+  }
+  if (m.format_major < 1) return r.Error("format_version", version + " was never released");
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "tool_version", "manifest", &m.tool_version));
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "backend", "manifest", &backend));
+  if (backend == "tfrecord") {
+    m.backend = Backend::kTfrecord;
+  } else if (backend == "lmdb") {
+    m.backend = Backend::kLmdb;
+  } else {
+    return r.Error("backend", "\"" + backend + "\", expected \"tfrecord\" or \"lmdb\"");
+  }
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "num_samples", "manifest", &m.num_samples));
+
+  auto image = j.find("image");
+  if (image == j.end()) return r.Error("image", "missing");
+  SHARDPACK_RETURN_IF_ERROR(r.Object(*image, "image"));
+  SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m.image.channels, 4));
+  if (m.image.channels != 1 && m.image.channels != 3 && m.image.channels != 4) {
+    return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1, 3 or 4");
+  }
+  const int kMaxSide = static_cast<int>(format::kMaxDimension);
+  if (image->contains("height") || image->contains("width")) {
+    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "height", "image", &m.image.height, kMaxSide));
+    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "width", "image", &m.image.width, kMaxSide));
+    if (!m.image.fixed()) return r.Error("image", "a fixed size must be positive");
+  } else {
+    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "max_side", "image", &m.image.max_side, kMaxSide));
+  }
+  uint64_t alignment;
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "pixel_alignment", "manifest", &alignment, 4096));
+  m.pixel_alignment = static_cast<uint32_t>(alignment);
+
+  auto classes = j.find("classes");
+  if (classes == j.end() || !classes->is_array()) return r.Error("classes", "expected an array");
+  uint64_t class_total = 0;
+  for (size_t i = 0; i < classes->size(); ++i) {
+    const std::string path = "classes[" + std::to_string(i) + "]";
+    ClassEntry c;
+    SHARDPACK_RETURN_IF_ERROR(r.Object((*classes)[i], path));
+    SHARDPACK_RETURN_IF_ERROR(r.String((*classes)[i], "name", path, &c.name));
+    SHARDPACK_RETURN_IF_ERROR(r.Uint((*classes)[i], "count", path, &c.count));
+    class_total += c.count;
+    m.classes.push_back(std::move(c));
+  }
+  if (class_total != m.num_samples) {
+    return r.Error("classes", "counts add up to " + std::to_string(class_total) +
+                                  ", num_samples is " + std::to_string(m.num_samples));
+  }
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "seed", "manifest", &m.seed));
+  auto options = j.find("options");
+  if (options == j.end() || !options->is_object()) return r.Error("options", "expected an object");
+  m.options_json = options->dump();
+
+  auto shards = j.find("shards");
+  if (shards == j.end() || !shards->is_array()) return r.Error("shards", "expected an array");
+  uint64_t next_sample = 0;
+  for (size_t i = 0; i < shards->size(); ++i) {
+    const std::string path = "shards[" + std::to_string(i) + "]";
+    const Json& s = (*shards)[i];
+    ShardEntry e;
+    SHARDPACK_RETURN_IF_ERROR(r.File(s, path, &e.data));
+    SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "records", path, &e.records));
+    SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "first_sample", path, &e.first_sample));
+    if (e.first_sample != next_sample) {
+      return r.Error(path + ".first_sample", std::to_string(e.first_sample) + ", expected " +
+                                                 std::to_string(next_sample));
+    }
+    next_sample += e.records;
+    auto index = s.find("index");
+    if (index != s.end()) {
+      FileEntry f;
+      SHARDPACK_RETURN_IF_ERROR(r.File(*index, path + ".index", &f));
+      e.index = std::move(f);
+    } else if (m.backend == Backend::kTfrecord) {
+      return r.Error(path + ".index", "missing (every TFRecord shard has an index)");
+    }
+    m.shards.push_back(std::move(e));
+  }
+  if (next_sample != m.num_samples) {
+    return r.Error("shards", "record counts add up to " + std::to_string(next_sample) +
+                                 ", num_samples is " + std::to_string(m.num_samples));
+  }
+  return m;
+}
+
+StatusOr<Manifest> ReadManifest(const std::string& dir) {
+  const std::string path = io::JoinPath(dir, format::kManifestName);
+  auto text = io::Env::Posix()->ReadFile(path, format::kMaxManifestBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(path + ": no manifest: " + dir + " is not a shardpack dataset");
+    }
+    return text.status();
+  }
+  return ParseManifest(*text, path);
+}
+
+}  // namespace shardpack

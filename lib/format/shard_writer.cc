@@ -1,0 +1,275 @@
+#include "shardpack/shard_writer.h"
+
+#include <nlohmann/json.hpp>
+
+#include "format/example.h"
+#include "format/format.h"
+#include "format/lmdb_shard.h"
+#include "format/tfrecord_shard.h"
+#include "io/env.h"
+#include "util/crc32c.h"
+
+namespace shardpack {
+
+class ShardWriter::Impl {
+ public:
+  Impl(std::string dir, ShardWriterOptions options, io::Env* env)
+      : dir_(std::move(dir)), options_(std::move(options)), env_(env) {
+    class_counts_.assign(options_.class_names.size(), 0);
+  }
+
+  ~Impl() {
+    // Without Finish(), nothing is published: drop the open shard and the staged ones.
+    tfrecord_.reset();
+    lmdb_.reset();
+    if (!finished_) {
+      for (size_t i = 0; i < shards_.size(); ++i) {
+        env_->RemoveFile(io::JoinPath(dir_, shards_[i].data.file)).IgnoreError();
+        if (shards_[i].index) {
+          env_->RemoveFile(io::JoinPath(dir_, shards_[i].index->file)).IgnoreError();
+        }
+      }
+    }
+  }
+
+  Status Validate(const SampleInput& s) const {
+    const ImageSpec& spec = options_.image;
+    auto shape = [&] {
+      return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
+             std::to_string(s.channels);
+    };
+    if (s.height < 1 || s.width < 1 || s.height > format::kMaxDimension ||
+        s.width > format::kMaxDimension) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
+                                  " is outside 1..65500");
+    }
+    if (s.channels != spec.channels) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
+                                  std::to_string(s.channels) + " channels, the dataset has " +
+                                  std::to_string(spec.channels));
+    }
+    if (spec.fixed() && (s.height != spec.height || s.width != spec.width)) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
+                                  ", the dataset is " + std::to_string(spec.height) + "x" +
+                                  std::to_string(spec.width));
+    }
+    if (!spec.fixed() && spec.max_side > 0 &&
+        (s.height > spec.max_side || s.width > spec.max_side)) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
+                                  " exceeds max side " + std::to_string(spec.max_side));
+    }
+    uint64_t expected = uint64_t(s.height) * uint64_t(s.width) * uint64_t(s.channels);
+    if (s.pixels.size() != expected) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
+                                  std::to_string(s.pixels.size()) + " pixel bytes, shape " +
+                                  shape() + " needs " + std::to_string(expected));
+    }
+    return CheckLabel(s.label);
+  }
+
+  Status CheckLabel(int64_t label) const {
+    if (label < 0 || static_cast<uint64_t>(label) >= options_.class_names.size()) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": label " +
+                                  std::to_string(label) + " is not a class (0.." +
+                                  std::to_string(options_.class_names.size()) + ")");
+    }
+    return Status::Ok();
+  }
+
+  Status AddEncoded(std::string_view entries, std::span<const uint8_t> pixels,
+                    uint32_t pixel_crc, int64_t label) {
+    if (!failed_.ok()) return failed_;
+    if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
+    SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
+    Status s = Append(entries, pixels, pixel_crc);
+    if (!s.ok()) {
+      failed_ = s;
+      return s;
+    }
+    ++class_counts_[static_cast<size_t>(label)];
+    ++samples_;
+    return Status::Ok();
+  }
+
+  StatusOr<Manifest> Finish() {
+    if (!failed_.ok()) return failed_;
+    if (finished_) return FailedPreconditionError(dir_ + ": finished twice");
+    Status s = CloseShard();
+    if (s.ok()) s = PublishFinalNames();
+    if (!s.ok()) {
+      failed_ = s;
+      return s;
+    }
+    Manifest m;
+    m.tool_version = "shardpack " + std::string(Version());
+    m.backend = options_.backend;
+    m.num_samples = samples_;
+    m.image = options_.image;
+    m.pixel_alignment = options_.backend == Backend::kTfrecord ? options_.pixel_alignment : 1;
+    for (size_t i = 0; i < options_.class_names.size(); ++i) {
+      m.classes.push_back({options_.class_names[i], class_counts_[i]});
+    }
+    m.shards = shards_;
+    m.seed = options_.seed;
+    m.options_json = options_.options_json;
+    s = io::WriteFileAtomically(env_, io::JoinPath(dir_, format::kManifestName),
+                                SerializeManifest(m));
+    if (!s.ok()) {
+      failed_ = s;
+      return s;
+    }
+    finished_ = true;
+    return m;
+  }
+
+  uint64_t samples() const { return samples_; }
+  // Valid after CheckLabel(label) passed.
+  std::string_view ClassName(int64_t label) const {
+    return options_.class_names[static_cast<size_t>(label)];
+  }
+
+ private:
+  bool IsTfrecord() const { return options_.backend == Backend::kTfrecord; }
+
+  Status Append(std::string_view entries, std::span<const uint8_t> pixels, uint32_t crc) {
+    std::string_view px(reinterpret_cast<const char*>(pixels.data()), pixels.size());
+    uint64_t records = IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0)
+                                    : (lmdb_ ? lmdb_->records() : 0);
+    uint64_t bytes = IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0)
+                                  : (lmdb_ ? lmdb_->bytes() : 0);
+    uint64_t next = IsTfrecord() ? format::TfrecordShardWriter::RecordSizeBound(
+                                       entries, px.size(), options_.pixel_alignment)
+                                 : format::LmdbShardWriter::RecordSizeBound(entries, px.size());
+    bool full = records > 0 && ((options_.max_shard_records > 0 &&
+                                 records >= options_.max_shard_records) ||
+                                bytes + next > options_.max_shard_bytes);
+    if (full) SHARDPACK_RETURN_IF_ERROR(CloseShard());
+    if (!tfrecord_ && !lmdb_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
+    return IsTfrecord() ? tfrecord_->Append(entries, px, crc) : lmdb_->Append(entries, px, crc);
+  }
+
+  Status OpenShard() {
+    const uint64_t n = shards_.size();
+    std::string path = io::JoinPath(dir_, format::StagedShardFileName(n, options_.backend));
+    if (IsTfrecord()) {
+      auto w = format::TfrecordShardWriter::Create(
+          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)),
+          options_.pixel_alignment);
+      if (!w.ok()) return w.status();
+      tfrecord_ = std::move(w).value();
+    } else {
+      format::LmdbWriterOptions lo;
+      lo.initial_map_bytes = options_.lmdb_initial_map_bytes;
+      auto w = format::LmdbShardWriter::Create(path, lo);
+      if (!w.ok()) return w.status();
+      lmdb_ = std::move(w).value();
+    }
+    return Status::Ok();
+  }
+
+  Status CloseShard() {
+    ShardEntry e;
+    e.first_sample = shards_.empty() ? 0 : shards_.back().first_sample + shards_.back().records;
+    if (tfrecord_) {
+      e.records = tfrecord_->records();
+      FileEntry index;
+      SHARDPACK_RETURN_IF_ERROR(tfrecord_->Finish(&e.data, &index));
+      e.index = std::move(index);
+      tfrecord_.reset();
+    } else if (lmdb_) {
+      e.records = lmdb_->records();
+      SHARDPACK_RETURN_IF_ERROR(lmdb_->Finish(&e.data));
+      lmdb_.reset();
+    } else {
+      return Status::Ok();
+    }
+    shards_.push_back(std::move(e));
+    return Status::Ok();
+  }
+
+  Status PublishFinalNames() {
+    const uint64_t total = shards_.size();
+    for (uint64_t i = 0; i < total; ++i) {
+      ShardEntry& e = shards_[i];
+      std::string name = format::ShardFileName(i, total, options_.backend);
+      SHARDPACK_RETURN_IF_ERROR(
+          env_->RenameFile(io::JoinPath(dir_, e.data.file), io::JoinPath(dir_, name)));
+      e.data.file = name;
+      if (e.index) {
+        std::string index_name = format::IndexFileName(i, total);
+        SHARDPACK_RETURN_IF_ERROR(env_->RenameFile(io::JoinPath(dir_, e.index->file),
+                                                   io::JoinPath(dir_, index_name)));
+        e.index->file = index_name;
+      }
+    }
+    return env_->SyncDir(dir_);
+  }
+
+  std::string dir_;
+  ShardWriterOptions options_;
+  io::Env* env_;
+  std::unique_ptr<format::TfrecordShardWriter> tfrecord_;
+  std::unique_ptr<format::LmdbShardWriter> lmdb_;
+  std::vector<ShardEntry> shards_;
+  std::vector<uint64_t> class_counts_;
+  uint64_t samples_ = 0;
+  Status failed_;
+  bool finished_ = false;
+};
+
+StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& dir,
+                                                           ShardWriterOptions options) {
+  io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
+  if (options.backend == Backend::kLmdb) env = io::Env::Posix();
+  if (options.class_names.empty()) {
+    return InvalidArgumentError("ShardWriterOptions.class_names is empty: a dataset needs "
+                                "at least one class");
+  }
+  const ImageSpec& im = options.image;
+  if (im.channels != 1 && im.channels != 3 && im.channels != 4) {
+    return InvalidArgumentError("ImageSpec.channels is " + std::to_string(im.channels) +
+                                ", expected 1, 3 or 4");
+  }
+  if ((im.height > 0) != (im.width > 0) || im.height < 0 || im.width < 0 || im.max_side < 0) {
+    return InvalidArgumentError("ImageSpec: give both height and width, or neither");
+  }
+  if (options.pixel_alignment == 0 || options.pixel_alignment > 4096 ||
+      (options.pixel_alignment & (options.pixel_alignment - 1)) != 0) {
+    return InvalidArgumentError("pixel_alignment " + std::to_string(options.pixel_alignment) +
+                                " is not a power of two in 1..4096");
+  }
+  if (options.max_shard_bytes == 0) {
+    return InvalidArgumentError("max_shard_bytes must be positive");
+  }
+  if (!nlohmann::json::accept(options.options_json.empty() ? "{}" : options.options_json)) {
+    return InvalidArgumentError("options_json is not valid JSON");
+  }
+  SHARDPACK_RETURN_IF_ERROR(env->CreateDirs(dir));
+  auto names = env->ListDir(dir);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (n == format::kManifestName || n.rfind("shard-", 0) == 0) {
+      return AlreadyExistsError(io::JoinPath(dir, n) +
+                                ": the output directory already holds a dataset; remove it "
+                                "or choose another directory");
+    }
+  }
+  return std::unique_ptr<ShardWriter>(
+      new ShardWriter(std::make_unique<Impl>(dir, std::move(options), env)));
+}
+
+ShardWriter::ShardWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ShardWriter::~ShardWriter() = default;
+
+Status ShardWriter::Add(const SampleInput& s) {
+  SHARDPACK_RETURN_IF_ERROR(impl_->Validate(s));
+  format::SampleMeta meta{s.height, s.width, s.channels, s.label, impl_->ClassName(s.label),
+                          s.filename};
+  uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
+  return impl_->AddEncoded(format::EncodeFeatureEntries(meta, crc), s.pixels, crc, s.label);
+}
+
+StatusOr<Manifest> ShardWriter::Finish() { return impl_->Finish(); }
+uint64_t ShardWriter::samples() const { return impl_->samples(); }
+
+}  // namespace shardpack

@@ -1,0 +1,94 @@
+#include "format/tfrecord_shard.h"
+
+#include "format/index_file.h"
+#include "format/record.h"
+#include "util/crc32c.h"
+
+namespace shardpack::format {
+
+StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(
+    io::Env* env, std::string path, std::string index_path, uint32_t pixel_alignment) {
+  auto file = env->NewWritableFile(path + ".tmp");
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<TfrecordShardWriter>(new TfrecordShardWriter(
+      env, std::move(path), std::move(index_path), pixel_alignment, std::move(file).value()));
+}
+
+TfrecordShardWriter::TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,
+                                         uint32_t pixel_alignment,
+                                         std::unique_ptr<io::WritableFile> file)
+    : env_(env),
+      path_(std::move(path)),
+      index_path_(std::move(index_path)),
+      alignment_(pixel_alignment),
+      file_(std::move(file)) {}
+
+TfrecordShardWriter::~TfrecordShardWriter() { Abandon(); }
+
+void TfrecordShardWriter::Abandon() {
+  if (done_) return;
+  done_ = true;
+  if (file_) file_->Close().IgnoreError();  // the file is being thrown away
+  env_->RemoveFile(path_ + ".tmp").IgnoreError();
+  env_->RemoveFile(index_path_ + ".tmp").IgnoreError();
+}
+
+Status TfrecordShardWriter::Write(std::string_view bytes) {
+  hasher_.Update(bytes);
+  offset_ += bytes.size();
+  return file_->Append(bytes);
+}
+
+uint64_t TfrecordShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
+                                              uint32_t pixel_alignment) {
+  return kRecordOverhead + EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + 32 +
+         2ull * pixel_alignment + 8 + pixel_bytes;
+}
+
+Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pixels,
+                                   uint32_t pixel_crc) {
+  if (done_) return FailedPreconditionError(path_ + ": append after finish");
+  const uint64_t record_offset = offset_;
+  std::string prefix = EncodePayloadPrefix(entries, pixels.size(),
+                                           record_offset + kRecordHeaderSize, alignment_);
+  const uint64_t length = prefix.size() + pixels.size();
+  uint8_t header[kRecordHeaderSize];
+  EncodeRecordHeader(length, header);
+  uint32_t payload_crc =
+      crc32c::Combine(crc32c::Value(prefix), pixel_crc, pixels.size());
+  uint8_t footer[kRecordFooterSize];
+  EncodeRecordFooter(payload_crc, footer);
+  SHARDPACK_RETURN_IF_ERROR(Write({reinterpret_cast<const char*>(header), sizeof header}));
+  SHARDPACK_RETURN_IF_ERROR(Write(prefix));
+  SHARDPACK_RETURN_IF_ERROR(Write(pixels));
+  SHARDPACK_RETURN_IF_ERROR(Write({reinterpret_cast<const char*>(footer), sizeof footer}));
+  AppendIndexLine(&index_, {record_offset, offset_ - record_offset});
+  ++records_;
+  return Status::Ok();
+}
+
+Status TfrecordShardWriter::Finish(FileEntry* data, FileEntry* index) {
+  if (done_) return FailedPreconditionError(path_ + ": finished twice");
+  Status s = file_->Sync();
+  Status c = file_->Close();
+  if (s.ok()) s = c;
+  // The index is published first: a shard under its final name always has its index.
+  bool index_published = false;
+  if (s.ok()) {
+    s = io::WriteFileAtomically(env_, index_path_, index_);
+    index_published = s.ok();
+  }
+  if (s.ok()) s = io::PublishFile(env_, path_ + ".tmp", path_);
+  if (!s.ok()) {
+    if (index_published && !env_->FileExists(path_)) env_->RemoveFile(index_path_).IgnoreError();
+    Abandon();
+    return s;
+  }
+  done_ = true;
+  *data = FileEntry{std::string(io::BaseName(path_)), offset_, hasher_.HexDigest()};
+  *index = FileEntry{std::string(io::BaseName(index_path_)), index_.size(),
+                     Xxh3Hex(index_.data(), index_.size())};
+  return Status::Ok();
+}
+
+}  // namespace shardpack::format

@@ -1,0 +1,63 @@
+// Writing one TFRecord shard and its index (docs/FORMAT.md §1-3).
+#ifndef SHARDPACK_FORMAT_TFRECORD_SHARD_H_
+#define SHARDPACK_FORMAT_TFRECORD_SHARD_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "format/example.h"
+#include "io/env.h"
+#include "shardpack/manifest.h"
+#include "util/hash.h"
+
+namespace shardpack::format {
+
+// Writes records to "<final>.tmp"; Finish() fsyncs it, writes the index the same way, and
+// renames both to their final names, so that a shard or index that exists under its final
+// name is complete. Abandon() (or destruction without Finish) removes the temporary files.
+// Not thread-safe: one writer per shard, called from one thread at a time.
+class TfrecordShardWriter {
+ public:
+  static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env,
+                                                               std::string path,
+                                                               std::string index_path,
+                                                               uint32_t pixel_alignment);
+  ~TfrecordShardWriter();
+
+  // Appends one sample: `entries` from EncodeFeatureEntries, then the pixels, whose
+  // crc32c is `pixel_crc`. The payload checksum is derived from pixel_crc by CRC
+  // combination, so the pixels are summed only once.
+  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
+
+  // Bytes the record for this sample will take, padding included (an upper bound).
+  static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
+                                  uint32_t pixel_alignment);
+
+  uint64_t records() const { return records_; }
+  uint64_t bytes() const { return offset_; }
+
+  // Publishes the shard and index; fills their manifest entries (names are base names).
+  Status Finish(FileEntry* data, FileEntry* index);
+  void Abandon();
+
+ private:
+  TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,
+                      uint32_t pixel_alignment, std::unique_ptr<io::WritableFile> file);
+  Status Write(std::string_view bytes);
+
+  io::Env* env_;
+  std::string path_, index_path_;
+  uint32_t alignment_;
+  std::unique_ptr<io::WritableFile> file_;
+  Xxh3Hasher hasher_;
+  std::string index_;
+  uint64_t offset_ = 0;
+  uint64_t records_ = 0;
+  bool done_ = false;
+};
+
+}  // namespace shardpack::format
+
+#endif  // SHARDPACK_FORMAT_TFRECORD_SHARD_H_

@@ -1,0 +1,89 @@
+// Dataset: a shardpack dataset opened by its manifest, with random access to any sample
+// by global index, zero-copy: TFRecord shards are memory-mapped and located through their
+// .idx files; LMDB shards are read through read-only, lock-free environments.
+//
+//   auto ds = Dataset::Open("data/caltech256");           // StatusOr
+//   SampleView s;
+//   Status st = (*ds)->Get(1207, &s);   // s.pixels points into the mapped shard
+//
+// Lifetime: a SampleView's pointers stay valid while the Dataset lives; the files must not
+// be modified meanwhile (a dataset is immutable once its manifest is published).
+// Thread-safety: Get may be called from any number of threads at once.
+#ifndef SHARDPACK_DATASET_H_
+#define SHARDPACK_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "shardpack/manifest.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+namespace io {
+class Env;
+}
+
+struct DatasetOptions {
+  // Check each record's payload checksum (and the pixel checksum) on Get. Default on: a
+  // bit flip surfaces as an error naming the file, record and offset, never as pixels.
+  bool verify_crc = true;
+  // Records claiming a longer payload are rejected before any byte is read (default:
+  // the largest image the format allows plus 1 MiB of metadata).
+  uint64_t max_record_bytes = 268435456ull + (1u << 20);
+  // Hint for the kernel: random access (the default) disables read-ahead.
+  bool random_access = true;
+  // File system for TFRecord datasets; nullptr: POSIX.
+  io::Env* env = nullptr;
+};
+
+struct SampleView {
+  std::span<const uint8_t> pixels;  // HWC uint8
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  int64_t label = 0;
+  std::string_view class_text;
+  std::string_view filename;
+};
+
+// Where a sample lives, for messages and for readers that batch by shard.
+struct SampleLocation {
+  size_t shard = 0;          // index into manifest().shards
+  uint64_t record = 0;       // ordinal within the shard
+  uint64_t offset = 0;       // TFRecord: file offset of the record; LMDB: 0
+};
+
+class Dataset {
+ public:
+  // Reads and checks DIR/manifest.json, maps every shard, loads TFRecord indexes and
+  // checks them against the manifest's record counts and the file sizes. Does not read
+  // the records themselves: `shardpack verify` does that.
+  static StatusOr<std::unique_ptr<Dataset>> Open(const std::string& dir,
+                                                 const DatasetOptions& options = {});
+  ~Dataset();
+  Dataset(const Dataset&) = delete;
+  Dataset& operator=(const Dataset&) = delete;
+
+  const Manifest& manifest() const;
+  const std::string& dir() const;
+  uint64_t size() const;
+
+  // The sample at global index `index` (0 <= index < size()). OutOfRange beyond the end;
+  // Corruption naming "<file>: record N at offset X: <what>" for a damaged record.
+  Status Get(uint64_t index, SampleView* out) const;
+
+  StatusOr<SampleLocation> Locate(uint64_t index) const;
+
+ private:
+  class Impl;
+  explicit Dataset(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_DATASET_H_

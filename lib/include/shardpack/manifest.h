@@ -1,0 +1,86 @@
+// The dataset manifest, DST/manifest.json: what a dataset holds and how to check it.
+// A directory without a manifest is not a dataset. Byte-level spec: docs/FORMAT.md.
+#ifndef SHARDPACK_MANIFEST_H_
+#define SHARDPACK_MANIFEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+// The version of this build of shardpack, e.g. "0.1.0".
+std::string_view Version();
+
+// Manifest format versions. A reader accepts any minor version of a major it knows
+// (minor versions only add fields) and refuses a newer major.
+inline constexpr int kFormatMajor = 1;
+inline constexpr int kFormatMinor = 0;
+
+enum class Backend {
+  kTfrecord,  // shard-NNNNN-of-MMMMM.tfrecord + .idx (DALI tfrecord2idx format)
+  kLmdb,      // shard-NNNNN-of-MMMMM.lmdb, one LMDB environment per file (MDB_NOSUBDIR)
+};
+std::string_view BackendName(Backend b);  // "tfrecord" / "lmdb"
+
+// The shape contract of every sample. Pixels are HWC uint8, RGB (3 channels) or gray (1).
+struct ImageSpec {
+  int channels = 3;
+  // Fixed-size datasets: every sample is height x width. Zero for variable size.
+  int height = 0;
+  int width = 0;
+  // Variable-size datasets: no side exceeds max_side (0: no bound promised).
+  int max_side = 0;
+  bool fixed() const { return height > 0 && width > 0; }
+};
+
+struct FileEntry {
+  std::string file;      // name relative to the dataset directory
+  uint64_t bytes = 0;    // exact file size
+  std::string xxh3_128;  // XXH3-128 of the whole file, 32 hex digits (canonical order)
+};
+
+struct ShardEntry {
+  FileEntry data;
+  std::optional<FileEntry> index;  // TFRecord shards only
+  uint64_t records = 0;
+  uint64_t first_sample = 0;  // global index of the shard's first record
+};
+
+struct ClassEntry {
+  std::string name;
+  uint64_t count = 0;  // samples with this label
+};
+
+struct Manifest {
+  int format_major = kFormatMajor;
+  int format_minor = kFormatMinor;
+  std::string tool_version;  // "shardpack 0.1.0"
+  Backend backend = Backend::kTfrecord;
+  uint64_t num_samples = 0;
+  ImageSpec image;
+  uint32_t pixel_alignment = 64;  // TFRecord: file offset alignment of every image/raw
+  std::vector<ClassEntry> classes;  // label i is classes[i]; labels are 0-based
+  std::vector<ShardEntry> shards;
+  uint64_t seed = 0;
+  // The options the dataset was made with, as a JSON object text ("{}" when none).
+  std::string options_json = "{}";
+};
+
+// Serialized form: pretty-printed JSON with a stable key order, ending in a newline.
+std::string SerializeManifest(const Manifest& m);
+
+// Parses and checks a manifest. `source` names the file in messages. A manifest of an
+// unknown major version gives NotSupported: "version X.Y, this build reads <= Z".
+StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source);
+
+// Reads DIR/manifest.json.
+StatusOr<Manifest> ReadManifest(const std::string& dir);
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_MANIFEST_H_

@@ -1,0 +1,96 @@
+// ShardWriter: turns samples (pixels + label + metadata) into a dataset directory of
+// TFRecord or LMDB shards and a manifest.
+//
+//   ShardWriterOptions o;
+//   o.class_names = {"cat", "dog"};
+//   o.image = {.channels = 3, .height = 256, .width = 256};
+//   auto writer = ShardWriter::Create("out/", o);          // StatusOr
+//   (*writer)->Add({.pixels = px, .height = 256, .width = 256, .channels = 3, .label = 1});
+//   auto manifest = (*writer)->Finish();                  // publishes manifest.json
+//
+// Publishing: each shard is written under a temporary name, fsync'd and renamed to a
+// staged name ("shard-00003.tfrecord") when complete; Finish() renames the staged shards
+// to "shard-00003-of-00016.tfrecord" and writes manifest.json last, atomically. Until the
+// manifest exists the directory is not a dataset. A writer destroyed without Finish()
+// removes its temporary files and publishes nothing.
+//
+// Thread-safety: one thread at a time.
+#ifndef SHARDPACK_SHARD_WRITER_H_
+#define SHARDPACK_SHARD_WRITER_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardpack/manifest.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+namespace io {
+class Env;
+}
+
+struct ShardWriterOptions {
+  Backend backend = Backend::kTfrecord;
+  // A shard is closed before a record would take it past this many bytes (default
+  // 64 MiB, MosaicML's choice; a shard holds at least one record whatever its size).
+  uint64_t max_shard_bytes = 64ull << 20;
+  // A shard is closed after this many records; 0: no limit.
+  uint64_t max_shard_records = 0;
+  // Names of the classes; a sample's label indexes this list (0-based). Required.
+  std::vector<std::string> class_names;
+  // Shape contract every sample must meet (channels; fixed size or max side).
+  ImageSpec image;
+  // TFRecord: pixel bytes start at file offsets that are multiples of this (1: no
+  // padding). Default 64, a cache line.
+  uint32_t pixel_alignment = 64;
+  // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
+  uint64_t lmdb_initial_map_bytes = 1ull << 30;
+  // Recorded in the manifest: the seed and options the dataset was made with (a JSON
+  // object text).
+  uint64_t seed = 0;
+  std::string options_json = "{}";
+  // File system; nullptr: POSIX. LMDB shards always use the real file system.
+  io::Env* env = nullptr;
+};
+
+struct SampleInput {
+  std::span<const uint8_t> pixels;  // HWC uint8, height * width * channels bytes
+  int height = 0;
+  int width = 0;
+  int channels = 0;
+  int64_t label = 0;
+  std::string_view filename;  // stored as image/filename (may be empty)
+};
+
+class ShardWriter {
+ public:
+  // Creates `dir` if needed. AlreadyExists when it holds a manifest or shard files.
+  static StatusOr<std::unique_ptr<ShardWriter>> Create(const std::string& dir,
+                                                       ShardWriterOptions options);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+
+  // Appends one sample. InvalidArgument when it breaks the shape contract or its label is
+  // not a class; an I/O error leaves the writer failed (every later call returns it).
+  Status Add(const SampleInput& sample);
+
+  // Publishes the shards under their final names and the manifest; returns it.
+  StatusOr<Manifest> Finish();
+
+  uint64_t samples() const;
+
+ private:
+  class Impl;
+  explicit ShardWriter(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_SHARD_WRITER_H_

@@ -1,0 +1,62 @@
+// verify: proves a dataset intact or names each fault by file, record and byte offset.
+//
+// Checks: the manifest parses and its version is supported; every listed file exists and
+// its size and XXH3-128 match; no unlisted shard files (or leftover temporaries); every
+// record's length and data checksums; every payload parses as a tf.train.Example with the
+// required features, len(image/raw) == H*W*C, the pixel checksum, the shape contract of
+// the manifest; labels within the class list and class text matching; LMDB keys in
+// sequence; index lines matching a scan of the shard; record counts adding up to the
+// manifest. It reports every fault and does not stop at the first.
+//
+// A damaged LMDB file is never opened in this process: when its checksum does not match,
+// its records are read in a child process, so that a crash inside LMDB becomes a fault.
+#ifndef SHARDPACK_VERIFY_H_
+#define SHARDPACK_VERIFY_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+struct VerifyFault {
+  std::string file;     // relative to the dataset directory
+  int64_t record = -1;  // ordinal within the file, -1 when the fault is about the file
+  int64_t offset = -1;  // byte offset in the file, -1 when unknown or not applicable
+  std::string message;  // what is wrong, with expected versus actual
+};
+
+// "<file>: record N at offset X: <message>", omitting the parts that are -1.
+std::string FormatFault(const VerifyFault& f);
+
+struct VerifyOptions {
+  // Threads checking shards in parallel; 0: all cores.
+  int num_threads = 0;
+  // Called once per fault as it is found, from any thread, never concurrently.
+  std::function<void(const VerifyFault&)> on_fault;
+  // Faults kept per file before the rest are summarised in one line (the counts stay
+  // exact). Default 1000.
+  uint64_t max_faults_per_file = 1000;
+};
+
+struct VerifyReport {
+  uint64_t files = 0;    // files checked (shards, indexes, manifest)
+  uint64_t records = 0;  // records checked
+  uint64_t bytes = 0;    // bytes read
+  double seconds = 0;
+  uint64_t fault_count = 0;        // every fault found
+  std::vector<VerifyFault> faults;  // in file order, then offset order
+  bool ok() const { return fault_count == 0; }
+};
+
+// Verifies the dataset in `dir`. A non-OK Status means the dataset could not be read at
+// all (no manifest, unreadable or unsupported manifest); faults inside a readable dataset
+// are in the report.
+StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options = {});
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_VERIFY_H_

@@ -1,0 +1,90 @@
+// The file-system seam. Every file the writers and the TFRecord reader touch goes through
+// an Env, so tests can swap in MemEnv (io/mem_env.h) and inject a failing write, fsync or
+// rename at any point. LMDB talks to the file system itself and always uses real files.
+//
+// Thread-safety: Env implementations are safe for concurrent use; a WritableFile is used
+// by one thread at a time; a MappedFile is immutable and may be read from any thread.
+#ifndef SHARDPACK_IO_ENV_H_
+#define SHARDPACK_IO_ENV_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "shardpack/status.h"
+
+namespace shardpack::io {
+
+// A file being written. Append may buffer; Sync flushes and makes the bytes durable
+// (fsync). Close flushes and releases the handle; a Close that fails means the bytes may
+// not be in the file. The destructor closes without reporting: callers that care about
+// the data call Close() and check it.
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual Status Append(std::string_view data) = 0;
+  virtual Status Sync() = 0;
+  virtual Status Close() = 0;
+  // Bytes appended so far.
+  virtual uint64_t Size() const = 0;
+};
+
+// A whole file mapped read-only. data() stays valid for the object's lifetime.
+class MappedFile {
+ public:
+  virtual ~MappedFile() = default;
+  virtual const uint8_t* data() const = 0;
+  virtual uint64_t size() const = 0;
+};
+
+// How a mapping will be read, passed to the kernel as a read-ahead hint.
+enum class AccessPattern { kNormal, kSequential, kRandom };
+
+class Env {
+ public:
+  virtual ~Env() = default;
+
+  // The process-wide POSIX environment.
+  static Env* Posix();
+
+  // Creates or truncates `path` for writing.
+  virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
+  virtual StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
+                                                        AccessPattern pattern) = 0;
+  // Reads a whole file into memory; refuses files above `max_bytes`.
+  virtual StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
+  // Atomically replaces `to` with `from` (same directory, same file system).
+  virtual Status RenameFile(const std::string& from, const std::string& to) = 0;
+  virtual Status RemoveFile(const std::string& path) = 0;
+  // fsync of a directory: makes renames and creations in it durable.
+  virtual Status SyncDir(const std::string& dir) = 0;
+  // Creates `dir` and its parents; OK when it exists.
+  virtual Status CreateDirs(const std::string& dir) = 0;
+  // Names (not paths) of the entries of `dir`, sorted.
+  virtual StatusOr<std::vector<std::string>> ListDir(const std::string& dir) = 0;
+  virtual StatusOr<uint64_t> FileSize(const std::string& path) = 0;
+  virtual bool FileExists(const std::string& path) = 0;
+};
+
+// Joins a directory and a file name.
+std::string JoinPath(std::string_view dir, std::string_view name);
+// The part of a path after the last '/'.
+std::string_view BaseName(std::string_view path);
+// The part of a path before the last '/', or "." when there is none.
+std::string DirName(std::string_view path);
+
+// Publishes `data` at `path` so that a reader sees either the old file or the whole new
+// one, never a part, even across a crash or power loss: write "<path>.tmp", fsync, close,
+// rename over `path`, fsync the directory. On failure the temporary file is removed and
+// `path` is untouched.
+Status WriteFileAtomically(Env* env, const std::string& path, std::string_view data);
+
+// Publishes a finished temporary file: fsync'd and closed by the caller, renamed here
+// and the directory fsync'd.
+Status PublishFile(Env* env, const std::string& tmp_path, const std::string& final_path);
+
+}  // namespace shardpack::io
+
+#endif  // SHARDPACK_IO_ENV_H_

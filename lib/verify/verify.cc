@@ -1,0 +1,508 @@
+#include "shardpack/verify.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
+
+#include "format/example.h"
+#include "format/format.h"
+#include "format/index_file.h"
+#include "format/lmdb_shard.h"
+#include "format/record.h"
+#include "io/env.h"
+#include "shardpack/manifest.h"
+#include "util/crc32c.h"
+#include "util/hash.h"
+
+namespace shardpack {
+
+std::string FormatFault(const VerifyFault& f) {
+  std::string s = f.file;
+  if (f.record >= 0) {
+    s += ": record " + std::to_string(f.record);
+    if (f.offset >= 0) s += " at offset " + std::to_string(f.offset);
+  } else if (f.offset >= 0) {
+    s += ": offset " + std::to_string(f.offset);
+  }
+  s += ": " + f.message;
+  return s;
+}
+
+namespace {
+
+// A child reading a damaged LMDB file gets this long before it counts as hung.
+constexpr int kIsolatedTimeoutSeconds = 120;
+
+// Faults of one file, capped, in the order found.
+class FileFaults {
+ public:
+  FileFaults(std::string file, uint64_t cap, const VerifyOptions& options, std::mutex* mu)
+      : file_(std::move(file)), cap_(cap), options_(options), mu_(mu) {}
+
+  void Add(int64_t record, int64_t offset, std::string message) {
+    ++count_;
+    if (faults_.size() >= cap_) return;
+    VerifyFault f{file_, record, offset, std::move(message)};
+    if (options_.on_fault) {
+      std::lock_guard<std::mutex> l(*mu_);
+      options_.on_fault(f);
+    }
+    faults_.push_back(std::move(f));
+  }
+
+  uint64_t count() const { return count_; }
+
+  void MoveTo(std::vector<VerifyFault>* out) {
+    std::stable_sort(faults_.begin(), faults_.end(),
+                     [](const VerifyFault& a, const VerifyFault& b) { return a.offset < b.offset; });
+    for (auto& f : faults_) out->push_back(std::move(f));
+    if (count_ > faults_.size()) {
+      out->push_back({file_, -1, -1,
+                      std::to_string(count_ - faults_.size()) + " more faults not listed (" +
+                          std::to_string(count_) + " in all)"});
+    }
+  }
+
+ private:
+  std::string file_;
+  uint64_t cap_;
+  const VerifyOptions& options_;
+  std::mutex* mu_;
+  std::vector<VerifyFault> faults_;
+  uint64_t count_ = 0;
+};
+
+struct ShardResult {
+  std::vector<FileFaults> files;  // data file, then index file
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+};
+
+std::string Shape(int64_t h, int64_t w, int64_t c) {
+  return std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c);
+}
+
+// Checks one payload against the format and the manifest. `stored_payload_crc`: the
+// TFRecord data checksum, or nullptr (LMDB has none). Returns the first fault, or "" with
+// the sample in `d`.
+std::string CheckPayload(const uint8_t* payload, uint64_t length,
+                         const uint32_t* stored_payload_crc, const Manifest& m,
+                         format::DecodedSample& d) {
+  Status parsed = format::ParseSample(payload, length, &d);
+  uint32_t pixel_crc = 0;
+  if (parsed.ok()) pixel_crc = crc32c::Value(d.pixels, d.pixel_bytes);
+  if (stored_payload_crc != nullptr) {
+    uint32_t actual;
+    if (parsed.ok()) {
+      // The pixels were summed once; the payload checksum is derived from that sum.
+      const uint64_t start = static_cast<uint64_t>(d.pixels - payload);
+      const uint64_t end = start + d.pixel_bytes;
+      actual = crc32c::Combine(crc32c::Value(payload, start), pixel_crc, d.pixel_bytes);
+      actual = crc32c::Extend(actual, payload + end, length - end);
+    } else {
+      actual = crc32c::Value(payload, length);
+    }
+    if (actual != *stored_payload_crc) {
+      return "data checksum " + format::Hex32(actual) + ", expected " +
+             format::Hex32(*stored_payload_crc);
+    }
+  }
+  if (!parsed.ok()) return parsed.message();
+  if (!d.has_pixel_crc) return "feature image/raw/crc32c: missing";
+  if (pixel_crc != d.pixel_crc) {
+    return "pixel checksum " + format::Hex32(pixel_crc) + ", expected " +
+           format::Hex32(d.pixel_crc);
+  }
+  if (d.label < 0 || static_cast<uint64_t>(d.label) >= m.classes.size()) {
+    return "label " + std::to_string(d.label) + " is outside the " +
+           std::to_string(m.classes.size()) + " classes of the manifest";
+  }
+  const std::string& name = m.classes[static_cast<size_t>(d.label)].name;
+  if (d.class_text != name) {
+    return "class text \"" + std::string(d.class_text) + "\" does not match label " +
+           std::to_string(d.label) + " (\"" + name + "\")";
+  }
+  if (d.channels != m.image.channels) {
+    return std::to_string(d.channels) + " channels, the manifest says " +
+           std::to_string(m.image.channels);
+  }
+  if (m.image.fixed() && (d.height != m.image.height || d.width != m.image.width)) {
+    return "shape " + Shape(d.height, d.width, d.channels) + ", the manifest says " +
+           Shape(m.image.height, m.image.width, m.image.channels);
+  }
+  if (!m.image.fixed() && m.image.max_side > 0 &&
+      (d.height > m.image.max_side || d.width > m.image.max_side)) {
+    return "shape " + Shape(d.height, d.width, d.channels) + " exceeds the max side " +
+           std::to_string(m.image.max_side) + " of the manifest";
+  }
+  return "";
+}
+
+void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string& actual_hash,
+                    FileFaults* faults) {
+  if (actual_bytes != e.bytes) {
+    faults->Add(-1, -1, "size " + std::to_string(actual_bytes) + " bytes, the manifest says " +
+                            std::to_string(e.bytes));
+  }
+  if (actual_hash != e.xxh3_128) {
+    faults->Add(-1, -1, "xxh3_128 checksum " + actual_hash + ", the manifest says " + e.xxh3_128);
+  }
+}
+
+void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Manifest& m,
+                         io::Env* env, ShardResult* out) {
+  FileFaults& faults = out->files[0];
+  FileFaults& index_faults = out->files[1];
+  auto file = env->MapFile(io::JoinPath(dir, e.data.file), io::AccessPattern::kSequential);
+  if (!file.ok()) {
+    faults.Add(-1, -1, file.status().code() == StatusCode::kNotFound
+                           ? "missing: the manifest lists it"
+                           : file.status().message());
+    return;
+  }
+  const uint8_t* data = (*file)->data();
+  const uint64_t size = (*file)->size();
+  out->bytes += size;
+
+  std::set<uint64_t> fault_offsets;
+  format::RecordScanner scanner(
+      data, size, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = false},
+      [&](uint64_t record, uint64_t offset, const std::string& message) {
+        fault_offsets.insert(offset);
+        faults.Add(static_cast<int64_t>(record), static_cast<int64_t>(offset), message);
+      });
+  // The file is hashed region by region as the scan passes, while the bytes are in cache.
+  Xxh3Hasher hasher;
+  uint64_t hashed = 0;
+  std::vector<format::IndexEntry> framed;
+  format::RecordView r;
+  while (scanner.Next(&r)) {
+    hasher.Update(data + hashed, r.offset + r.framed_size() - hashed);
+    hashed = r.offset + r.framed_size();
+    framed.push_back({r.offset, r.framed_size()});
+    format::DecodedSample d;
+    std::string fault = CheckPayload(r.payload, r.length, &r.stored_crc, m, d);
+    if (fault.empty() && m.pixel_alignment > 1) {
+      uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - data);
+      if (pixel_offset % m.pixel_alignment != 0) {
+        fault = "pixels start at offset " + std::to_string(pixel_offset) +
+                ", not a multiple of the manifest's pixel alignment " +
+                std::to_string(m.pixel_alignment);
+      }
+    }
+    if (!fault.empty()) {
+      fault_offsets.insert(r.offset);
+      faults.Add(static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset), fault);
+    }
+  }
+  hasher.Update(data + hashed, size - hashed);
+  CheckFileEntry(e.data, size, hasher.HexDigest(), &faults);
+  const uint64_t seen = scanner.records_seen();
+  out->records += seen;
+  if (seen != e.records) {
+    faults.Add(-1, -1, std::to_string(seen) + " records, the manifest says " +
+                           std::to_string(e.records));
+  }
+
+  // The index: its own checksum, then every line against the scan.
+  const std::string index_path = io::JoinPath(dir, e.index->file);
+  auto text = env->ReadFile(index_path, format::kMaxIndexBytes);
+  if (!text.ok()) {
+    index_faults.Add(-1, -1, text.status().code() == StatusCode::kNotFound
+                                 ? "missing: the manifest lists it"
+                                 : text.status().message());
+    return;
+  }
+  out->bytes += text->size();
+  CheckFileEntry(*e.index, text->size(), Xxh3Hex(text->data(), text->size()), &index_faults);
+  auto index = format::ParseIndex(*text);
+  if (!index.ok()) {
+    index_faults.Add(-1, -1, index.status().message());
+    return;
+  }
+  // Merge by offset: a line without a framed record there, or a record without a line,
+  // is a fault, except where the record itself was already reported.
+  size_t i = 0, j = 0;
+  const auto& lines = *index;
+  while (i < lines.size() || j < framed.size()) {
+    if (j == framed.size() || (i < lines.size() && lines[i].offset < framed[j].offset)) {
+      if (fault_offsets.count(lines[i].offset) == 0) {
+        index_faults.Add(static_cast<int64_t>(i), -1,
+                         "line " + std::to_string(i + 1) + ": \"" +
+                             std::to_string(lines[i].offset) + " " +
+                             std::to_string(lines[i].size) + "\": no record of " +
+                             e.data.file + " starts at that offset");
+      }
+      ++i;
+    } else if (i == lines.size() || framed[j].offset < lines[i].offset) {
+      index_faults.Add(-1, -1,
+                       "no line for the record at offset " + std::to_string(framed[j].offset) +
+                           " of " + e.data.file);
+      ++j;
+    } else {
+      if (lines[i].size != framed[j].size) {
+        index_faults.Add(static_cast<int64_t>(i), -1,
+                         "line " + std::to_string(i + 1) + ": size " +
+                             std::to_string(lines[i].size) + ", the record at offset " +
+                             std::to_string(framed[j].offset) + " is " +
+                             std::to_string(framed[j].size) + " bytes");
+      }
+      ++i;
+      ++j;
+    }
+  }
+}
+
+// Reads every record of an LMDB shard and reports faults through `add`.
+Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m,
+                     const std::function<void(int64_t, std::string)>& add, uint64_t* records) {
+  auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false);
+  if (!reader.ok()) return reader.status();
+  uint64_t n = 0;
+  Status s = (*reader)->ForEach([&](std::string_view key, std::string_view value) {
+    std::string expected = format::LmdbKey(n);
+    if (key != expected) {
+      add(static_cast<int64_t>(n), "key \"" + std::string(key) + "\", expected \"" + expected +
+                                       "\"");
+    } else {
+      format::DecodedSample d;
+      std::string fault = CheckPayload(reinterpret_cast<const uint8_t*>(value.data()),
+                                       value.size(), nullptr, m, d);
+      if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
+    }
+    ++n;
+    return Status::Ok();
+  });
+  *records = n;
+  if (!s.ok()) return s;
+  if (n != e.records) {
+    add(-1, std::to_string(n) + " records, the manifest says " + std::to_string(e.records));
+  }
+  return Status::Ok();
+}
+
+// Runs WalkLmdbShard in a child process: a damaged LMDB file can make LMDB read wild
+// pointers or loop, and that must end as a fault, not as a crash or hang of verify.
+// Faults travel over a pipe as "record\tmessage\n" lines.
+void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const Manifest& m,
+                           FileFaults* faults, uint64_t* records) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) {
+    faults->Add(-1, -1, ErrnoError("pipe", errno).message());
+    return;
+  }
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    faults->Add(-1, -1, ErrnoError("fork", errno).message());
+    ::close(fds[0]);
+    ::close(fds[1]);
+    return;
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    auto send = [&](const std::string& line) {
+      const char* p = line.data();
+      size_t left = line.size();
+      while (left > 0) {
+        ssize_t w = ::write(fds[1], p, left);
+        if (w <= 0) {
+          if (w < 0 && errno == EINTR) continue;
+          ::_exit(3);
+        }
+        p += w;
+        left -= static_cast<size_t>(w);
+      }
+    };
+    uint64_t n = 0;
+    Status s = WalkLmdbShard(path, e, m, [&](int64_t record, std::string message) {
+      std::replace(message.begin(), message.end(), '\n', ' ');
+      send(std::to_string(record) + "\t" + message + "\n");
+    }, &n);
+    if (!s.ok()) send("-1\t" + s.message() + "\n");
+    send("#records\t" + std::to_string(n) + "\n");
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string buffer;
+  bool timed_out = false;
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(kIsolatedTimeoutSeconds);
+  for (;;) {
+    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    deadline - std::chrono::steady_clock::now())
+                                    .count());
+    if (left <= 0) {
+      timed_out = true;
+      break;
+    }
+    struct pollfd p {fds[0], POLLIN, 0};
+    int rc = ::poll(&p, 1, left);
+    if (rc < 0 && errno == EINTR) continue;
+    if (rc == 0) continue;
+    char buf[65536];
+    ssize_t r = ::read(fds[0], buf, sizeof buf);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    buffer.append(buf, static_cast<size_t>(r));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  size_t pos = 0;
+  while (pos < buffer.size()) {
+    size_t eol = buffer.find('\n', pos);
+    if (eol == std::string::npos) break;
+    std::string line = buffer.substr(pos, eol - pos);
+    pos = eol + 1;
+    size_t tab = line.find('\t');
+    if (tab == std::string::npos) continue;
+    if (line.compare(0, tab, "#records") == 0) {
+      *records = std::stoull(line.substr(tab + 1));
+    } else {
+      faults->Add(std::stoll(line.substr(0, tab)), -1, line.substr(tab + 1));
+    }
+  }
+  if (timed_out) {
+    faults->Add(-1, -1, "reading the LMDB file did not finish within " +
+                            std::to_string(kIsolatedTimeoutSeconds) +
+                            " s: the file is damaged beyond reading");
+  } else if (WIFSIGNALED(status)) {
+    faults->Add(-1, -1, "reading the LMDB file crashed the reader (signal " +
+                            std::to_string(WTERMSIG(status)) + ", " +
+                            sigabbrev_np(WTERMSIG(status)) +
+                            "): the file is damaged beyond reading");
+  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    faults->Add(-1, -1, "the process reading the LMDB file failed");
+  }
+}
+
+void VerifyLmdbShard(const std::string& dir, const ShardEntry& e, const Manifest& m,
+                     io::Env* env, ShardResult* out) {
+  FileFaults& faults = out->files[0];
+  const std::string path = io::JoinPath(dir, e.data.file);
+  auto file = env->MapFile(path, io::AccessPattern::kSequential);
+  if (!file.ok()) {
+    faults.Add(-1, -1, file.status().code() == StatusCode::kNotFound
+                           ? "missing: the manifest lists it"
+                           : file.status().message());
+    return;
+  }
+  out->bytes += (*file)->size();
+  std::string hash = Xxh3Hex((*file)->data(), (*file)->size());
+  const bool intact = hash == e.data.xxh3_128 && (*file)->size() == e.data.bytes;
+  CheckFileEntry(e.data, (*file)->size(), hash, &faults);
+  file->reset();
+  uint64_t records = 0;
+  if (intact) {
+    // Byte-identical to what the writer produced: safe to open here.
+    Status s = WalkLmdbShard(path, e, m, [&](int64_t record, std::string message) {
+      faults.Add(record, -1, std::move(message));
+    }, &records);
+    if (!s.ok()) faults.Add(-1, -1, s.message());
+  } else {
+    WalkLmdbShardIsolated(path, e, m, &faults, &records);
+  }
+  out->records += records;
+}
+
+bool LooksLikeOurs(const std::string& name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() >= suffix.size() &&
+           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  return name.rfind("shard-", 0) == 0 || ends_with(".tmp");
+}
+
+}  // namespace
+
+StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  io::Env* env = io::Env::Posix();
+  const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
+  auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      return NotFoundError(manifest_path + ": no manifest: " + dir +
+                           " is not a shardpack dataset");
+    }
+    return text.status();
+  }
+  auto parsed = ParseManifest(*text, manifest_path);
+  if (!parsed.ok()) return parsed.status();
+  const Manifest& m = *parsed;
+
+  VerifyReport report;
+  report.files = 1;
+  report.bytes = text->size();
+  std::mutex mu;
+
+  // Files in the directory that the manifest does not list.
+  std::set<std::string> listed;
+  for (const ShardEntry& e : m.shards) {
+    listed.insert(e.data.file);
+    if (e.index) listed.insert(e.index->file);
+  }
+  FileFaults stray("(directory)", options.max_faults_per_file, options, &mu);
+  auto names = env->ListDir(dir);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (listed.count(n) == 0 && LooksLikeOurs(n)) {
+      stray.Add(-1, -1, n + ": not listed in the manifest (a leftover or foreign file)");
+    }
+  }
+
+  std::vector<ShardResult> results(m.shards.size());
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options,
+                                  &mu);
+    if (m.shards[i].index) {
+      results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file,
+                                    options, &mu);
+    }
+  }
+  auto check = [&](size_t i) {
+    if (m.backend == Backend::kTfrecord) {
+      VerifyTfrecordShard(dir, m.shards[i], m, env, &results[i]);
+    } else {
+      VerifyLmdbShard(dir, m.shards[i], m, env, &results[i]);
+    }
+  };
+  const int threads = options.num_threads > 0 ? options.num_threads
+                                              : tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); });
+  });
+
+  uint64_t records = 0;
+  for (auto& r : results) {
+    records += r.records;
+    report.bytes += r.bytes;
+    for (auto& f : r.files) {
+      ++report.files;
+      report.fault_count += f.count();
+      f.MoveTo(&report.faults);
+    }
+  }
+  report.fault_count += stray.count();
+  stray.MoveTo(&report.faults);
+  report.records = records;
+  report.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
+}  // namespace shardpack

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of shardpack from Debian 12's packages.
+# Idempotent: packages already present are left alone. Needs root (or sudo).
+# The CUDA toolkit is optional and never installed here: CMake detects it.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config git
+  liblmdb-dev lmdb-utils
+  libturbojpeg0-dev libjpeg62-turbo-dev libpng-dev
+  protobuf-compiler libprotobuf-dev
+  libtbb-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libcli11-dev nlohmann-json3-dev libxxhash-dev
+  clang-format clang-tidy
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

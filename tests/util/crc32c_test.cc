@@ -1,0 +1,72 @@
+#include "util/crc32c.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace shardpack::crc32c {
+namespace {
+
+// RFC 3720 section B.4 test vectors.
+TEST(Crc32cTest, MatchesRfc3720Vectors) {
+  std::vector<uint8_t> buf(32, 0);
+  EXPECT_EQ(Value(buf.data(), buf.size()), 0x8a9136aau);
+  std::fill(buf.begin(), buf.end(), 0xff);
+  EXPECT_EQ(Value(buf.data(), buf.size()), 0x62a8ab43u);
+  std::iota(buf.begin(), buf.end(), 0);
+  EXPECT_EQ(Value(buf.data(), buf.size()), 0x46dd794eu);
+  for (int i = 0; i < 32; ++i) buf[i] = static_cast<uint8_t>(31 - i);
+  EXPECT_EQ(Value(buf.data(), buf.size()), 0x113fdb5cu);
+  const uint8_t iscsi_read[48] = {
+      0x01, 0xc0, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x00, 0x00, 0x04, 0x00,
+      0x00, 0x00, 0x00, 0x14, 0x00, 0x00, 0x00, 0x18, 0x28, 0x00, 0x00, 0x00,
+      0x00, 0x00, 0x00, 0x00, 0x02, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00};
+  EXPECT_EQ(Value(iscsi_read, sizeof iscsi_read), 0xd9963a56u);
+  EXPECT_EQ(Value(std::string_view("123456789")), 0xe3069283u);
+}
+
+TEST(Crc32cTest, HardwareAndPortablePathsAgreeOnEveryLengthAndAlignment) {
+  std::mt19937_64 rng(7);
+  std::vector<uint8_t> buf(3 * 8192 * 2 + 100);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  for (size_t len : {0, 1, 7, 8, 9, 255, 256, 767, 768, 769, 4096, 24575, 24576, 24577,
+                     static_cast<int>(buf.size()) - 8}) {
+    for (size_t align = 0; align < 8; ++align) {
+      if (align + len > buf.size()) continue;
+      EXPECT_EQ(Extend(0, buf.data() + align, len), ExtendPortable(0, buf.data() + align, len))
+          << "len " << len << " align " << align;
+    }
+  }
+}
+
+TEST(Crc32cTest, ExtendEqualsValueOfConcatenation) {
+  std::string a = "hello ", b = "world";
+  EXPECT_EQ(Extend(Value(a), b.data(), b.size()), Value(a + b));
+}
+
+TEST(Crc32cTest, CombineEqualsValueOfConcatenation) {
+  std::mt19937_64 rng(11);
+  for (size_t la : {0, 1, 13, 1000}) {
+    for (size_t lb : {0, 1, 5, 64, 4097, 196608}) {
+      std::string a(la, '\0'), b(lb, '\0');
+      for (auto& c : a) c = static_cast<char>(rng());
+      for (auto& c : b) c = static_cast<char>(rng());
+      EXPECT_EQ(Combine(Value(a), Value(b), b.size()), Value(a + b)) << la << "+" << lb;
+    }
+  }
+}
+
+TEST(Crc32cTest, MaskRoundTripsAndDiffers) {
+  uint32_t crc = Value(std::string_view("foo"));
+  EXPECT_NE(Mask(crc), crc);
+  EXPECT_NE(Mask(Mask(crc)), crc);
+  EXPECT_EQ(Unmask(Mask(crc)), crc);
+  EXPECT_EQ(Unmask(Unmask(Mask(Mask(crc)))), crc);
+}
+
+}  // namespace
+}  // namespace shardpack::crc32c

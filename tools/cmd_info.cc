@@ -1,0 +1,89 @@
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "shardpack/manifest.h"
+#include "tools/commands.h"
+
+namespace shardpack::cli {
+
+namespace {
+
+std::string HumanBytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", v, units[u]);
+  return buf;
+}
+
+std::string ImageText(const ImageSpec& im) {
+  std::string s = im.fixed() ? std::to_string(im.height) + "x" + std::to_string(im.width)
+                  : im.max_side > 0 ? "variable, max side " + std::to_string(im.max_side)
+                                    : "variable";
+  return s + ", " + std::to_string(im.channels) + " channel" + (im.channels == 1 ? "" : "s") +
+         " (HWC uint8)";
+}
+
+}  // namespace
+
+std::function<int()> AddInfo(CLI::App& app) {
+  struct Args {
+    std::string dir;
+    bool json = false;
+    int classes = 20;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand("info", "Describe a dataset: samples, classes, shards");
+  cmd->add_option("DST", args->dir, "Dataset directory (holding manifest.json)")->required();
+  cmd->add_flag("--json", args->json, "Print a machine-readable description on stdout");
+  cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
+      ->check(CLI::NonNegativeNumber);
+  return [args] {
+    auto manifest = ReadManifest(args->dir);
+    if (!manifest.ok()) {
+      std::fprintf(stderr, "shardpack info: %s\n", manifest.status().message().c_str());
+      return kExitUsage;
+    }
+    const Manifest& m = *manifest;
+    uint64_t bytes = 0;
+    for (const ShardEntry& s : m.shards) bytes += s.data.bytes + (s.index ? s.index->bytes : 0);
+    if (args->json) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(SerializeManifest(m));
+      j["total_bytes"] = bytes;
+      std::cout << j.dump(2) << "\n";
+      return kExitOk;
+    }
+    std::printf("dataset      %s\n", args->dir.c_str());
+    std::printf("format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
+                m.tool_version.c_str());
+    std::printf("samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
+    std::printf("image        %s\n", ImageText(m.image).c_str());
+    std::printf("shards       %zu %s shards, %s\n", m.shards.size(),
+                std::string(BackendName(m.backend)).c_str(), HumanBytes(bytes).c_str());
+    std::printf("seed         %llu\n", static_cast<unsigned long long>(m.seed));
+    std::printf("options      %s\n", m.options_json.c_str());
+    std::printf("classes      %zu (labels 0..%zu)\n", m.classes.size(),
+                m.classes.empty() ? 0 : m.classes.size() - 1);
+    size_t shown = args->classes == 0 ? m.classes.size()
+                                      : std::min<size_t>(m.classes.size(), args->classes);
+    for (size_t i = 0; i < shown; ++i) {
+      std::printf("  %5zu  %-32s %llu\n", i, m.classes[i].name.c_str(),
+                  static_cast<unsigned long long>(m.classes[i].count));
+    }
+    if (shown < m.classes.size()) {
+      std::printf("  ... %zu more (--classes 0 lists all)\n", m.classes.size() - shown);
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace shardpack::cli

@@ -1,0 +1,68 @@
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "shardpack/verify.h"
+#include "tools/commands.h"
+
+namespace shardpack::cli {
+
+std::function<int()> AddVerify(CLI::App& app) {
+  struct Args {
+    std::string dir;
+    int threads = 0;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "verify", "Prove a dataset intact, or name each fault by file, record and byte offset");
+  cmd->add_option("DST", args->dir, "Dataset directory (holding manifest.json)")->required();
+  cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
+  return [args] {
+    VerifyOptions options;
+    options.num_threads = args->threads;
+    auto report = VerifyDataset(args->dir, options);
+    if (!report.ok()) {
+      std::fprintf(stderr, "shardpack verify: %s\n", report.status().message().c_str());
+      return kExitUsage;
+    }
+    const VerifyReport& r = *report;
+    if (args->json) {
+      nlohmann::ordered_json j;
+      j["dataset"] = args->dir;
+      j["ok"] = r.ok();
+      j["files"] = r.files;
+      j["records"] = r.records;
+      j["bytes"] = r.bytes;
+      j["seconds"] = r.seconds;
+      j["fault_count"] = r.fault_count;
+      nlohmann::ordered_json faults = nlohmann::ordered_json::array();
+      for (const VerifyFault& f : r.faults) {
+        faults.push_back({{"file", f.file},
+                          {"record", f.record},
+                          {"offset", f.offset},
+                          {"message", f.message}});
+      }
+      j["faults"] = faults;
+      std::cout << j.dump(2) << "\n";
+    } else {
+      for (const VerifyFault& f : r.faults) {
+        std::fprintf(stderr, "shardpack verify: %s\n", FormatFault(f).c_str());
+      }
+      double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e9 : 0;
+      std::printf("%s: %s: %llu files, %llu records, %.3f GB in %.2f s (%.2f GB/s), %llu %s\n",
+                  args->dir.c_str(), r.ok() ? "OK" : "FAULTS",
+                  static_cast<unsigned long long>(r.files),
+                  static_cast<unsigned long long>(r.records), static_cast<double>(r.bytes) / 1e9,
+                  r.seconds, gbps, static_cast<unsigned long long>(r.fault_count),
+                  r.fault_count == 1 ? "fault" : "faults");
+    }
+    return r.ok() ? kExitOk : kExitFaults;
+  };
+}
+
+}  // namespace shardpack::cli

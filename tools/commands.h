@@ -1,0 +1,24 @@
+// The shardpack CLI: one file per subcommand, each thin over the library. Diagnostics go
+// to stderr as "shardpack <command>: <path>[: record N at offset X]: <message>", results
+// to stdout (--json for machines). Exit codes: 0 success, 1 data faults found, 2 usage or
+// environment errors.
+#ifndef SHARDPACK_TOOLS_COMMANDS_H_
+#define SHARDPACK_TOOLS_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace shardpack::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFaults = 1;
+inline constexpr int kExitUsage = 2;
+
+// Each Add* registers a subcommand and returns the function that runs it.
+std::function<int()> AddVerify(CLI::App& app);
+std::function<int()> AddInfo(CLI::App& app);
+
+}  // namespace shardpack::cli
+
+#endif  // SHARDPACK_TOOLS_COMMANDS_H_
