@@ -56,6 +56,10 @@ class Txn {
     txn_ = nullptr;
     return rc;
   }
+  void Abort() {
+    if (txn_ != nullptr) mdb_txn_abort(txn_);
+    txn_ = nullptr;
+  }
 
  private:
   MDB_txn* txn_ = nullptr;
@@ -173,8 +177,10 @@ Status LmdbShardWriter::CommitBatch() {
     }
     if (rc == 0) rc = txn.Commit();
     if (rc == MDB_MAP_FULL) {
-      // The failed transaction is gone (aborted by Txn or by the failed commit); with no
-      // transaction active the map may grow, then the whole batch is replayed.
+      // A transaction that hit MDB_MAP_FULL is unusable: abort it (a failed commit has
+      // already freed it). With no transaction active the map may grow, then the whole
+      // batch is replayed.
+      txn.Abort();
       map_bytes_ *= 2;
       ++growths_;
       int grow = mdb_env_set_mapsize(env_.get(), map_bytes_);

@@ -1,0 +1,73 @@
+// The shardpack binary's exit codes and output, run as a user would run it.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+
+#include "test_util.h"
+
+namespace shardpack {
+namespace {
+
+struct CliRun {
+  int code;
+  std::string out;
+};
+
+CliRun Shardpack(const std::string& args) {
+  std::string cmd = std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
+  FILE* p = ::popen(cmd.c_str(), "r");
+  CliRun r{-1, ""};
+  if (p == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+TEST(CliTest, VerifyExitsZeroOnACleanDatasetOneOnFaultsTwoOnNoDataset) {
+  testing::TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 5});
+  CliRun ok = Shardpack("verify " + dir.path());
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find(": OK: "), std::string::npos) << ok.out;
+
+  std::string bytes = testing::ReadFileOrDie(dir.Join(m.shards[0].data.file));
+  bytes[bytes.size() - 1] ^= 1;  // the last record's data checksum
+  testing::WriteFileOrDie(dir.Join(m.shards[0].data.file), bytes);
+  CliRun bad = Shardpack("verify " + dir.path());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("shardpack verify: " + m.shards[0].data.file + ": record 3 at offset"),
+            std::string::npos)
+      << bad.out;
+  CliRun json = Shardpack("verify --json " + dir.path());
+  EXPECT_EQ(json.code, 1);
+  EXPECT_NE(json.out.find("\"ok\": false"), std::string::npos) << json.out;
+
+  testing::TempDir empty;
+  CliRun none = Shardpack("verify " + empty.path());
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("is not a shardpack dataset"), std::string::npos);
+  EXPECT_EQ(Shardpack("verify").code, 2);
+  EXPECT_EQ(Shardpack("frobnicate").code, 2);
+}
+
+TEST(CliTest, InfoDescribesTheDataset) {
+  testing::TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 7, .num_classes = 2});
+  CliRun r = Shardpack("info " + dir.path());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("samples      7"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("class1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4x5, 3 channels"), std::string::npos) << r.out;
+  CliRun j = Shardpack("info --json " + dir.path());
+  EXPECT_EQ(j.code, 0);
+  EXPECT_NE(j.out.find("\"num_samples\": 7"), std::string::npos) << j.out;
+}
+
+}  // namespace
+}  // namespace shardpack

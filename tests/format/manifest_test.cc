@@ -1,0 +1,74 @@
+#include "shardpack/manifest.h"
+
+#include <gtest/gtest.h>
+
+namespace shardpack {
+namespace {
+
+Manifest Sample() {
+  Manifest m;
+  m.tool_version = "shardpack test";
+  m.backend = Backend::kTfrecord;
+  m.num_samples = 3;
+  m.image = {.channels = 3, .height = 8, .width = 6};
+  m.classes = {{"cat", 2}, {"dog", 1}};
+  ShardEntry s;
+  s.data = {"shard-00000-of-00001.tfrecord", 999, std::string(32, 'a')};
+  s.index = FileEntry{"shard-00000-of-00001.idx", 20, std::string(32, 'b')};
+  s.records = 3;
+  m.shards = {s};
+  m.seed = 7;
+  m.options_json = R"({"resize":"8x6"})";
+  return m;
+}
+
+TEST(ManifestTest, RoundTripsThroughJson) {
+  Manifest m = Sample();
+  std::string text = SerializeManifest(m);
+  auto back = ParseManifest(text, "manifest.json");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(SerializeManifest(*back), text);
+  EXPECT_EQ(back->classes[1].name, "dog");
+  EXPECT_EQ(back->shards[0].index->file, "shard-00000-of-00001.idx");
+  EXPECT_EQ(back->image.height, 8);
+}
+
+TEST(ManifestTest, UnknownMajorVersionSaysWhatThisBuildReads) {
+  std::string text = SerializeManifest(Sample());
+  std::string v = "\"format_version\": \"1.0\"";
+  text.replace(text.find(v), v.size(), "\"format_version\": \"2.3\"");
+  auto r = ParseManifest(text, "d/manifest.json");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kNotSupported);
+  EXPECT_EQ(r.status().message(), "d/manifest.json: format version 2.3, this build reads <= 1.x");
+}
+
+TEST(ManifestTest, NewerMinorVersionIsAccepted) {
+  std::string text = SerializeManifest(Sample());
+  std::string v = "\"format_version\": \"1.0\"";
+  text.replace(text.find(v), v.size(), "\"format_version\": \"1.9\"");
+  EXPECT_TRUE(ParseManifest(text, "m").ok());
+}
+
+TEST(ManifestTest, InconsistentCountsAndBadFieldsAreNamed) {
+  Manifest m = Sample();
+  m.shards[0].records = 2;
+  auto r = ParseManifest(SerializeManifest(m), "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("record counts add up to 2, num_samples is 3"),
+            std::string::npos)
+      << r.status().message();
+
+  m = Sample();
+  m.shards[0].data.file = "../etc/passwd";
+  r = ParseManifest(SerializeManifest(m), "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("not a plain file name"), std::string::npos);
+
+  r = ParseManifest("{not json", "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -1,0 +1,166 @@
+#include "format/record.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "util/coding.h"
+#include "util/crc32c.h"
+
+namespace shardpack::format {
+namespace {
+
+std::string Frame(std::string_view payload) {
+  uint8_t header[kRecordHeaderSize], footer[kRecordFooterSize];
+  EncodeRecordHeader(payload.size(), header);
+  EncodeRecordFooter(crc32c::Value(payload), footer);
+  return std::string(reinterpret_cast<char*>(header), sizeof header) + std::string(payload) +
+         std::string(reinterpret_cast<char*>(footer), sizeof footer);
+}
+
+std::string Hex(std::string_view s) {
+  static const char* d = "0123456789abcdef";
+  std::string out;
+  for (unsigned char c : s) {
+    out += d[c >> 4];
+    out += d[c & 15];
+  }
+  return out;
+}
+
+struct Fault {
+  uint64_t record, offset;
+  std::string message;
+};
+
+std::vector<Fault> ScanFaults(const std::string& file, std::vector<RecordView>* good = nullptr) {
+  std::vector<Fault> faults;
+  RecordScanner scanner(reinterpret_cast<const uint8_t*>(file.data()), file.size(), {},
+                        [&](uint64_t r, uint64_t o, const std::string& m) {
+                          faults.push_back({r, o, m});
+                        });
+  RecordView v;
+  while (scanner.Next(&v)) {
+    if (good) good->push_back(v);
+  }
+  return faults;
+}
+
+// Vectors from TensorFlow's framing, as computed in shared/reference (section c.1).
+TEST(RecordTest, EmptyRecordMatchesTensorFlowBytes) {
+  EXPECT_EQ(Hex(Frame("")), "000000000000000029039807d8ea82a2");
+}
+
+TEST(RecordTest, SmallExampleRecordMatchesReferenceBytes) {
+  std::string payload;
+  for (const char* p = "\x0a\x10\x0a\x0e\x0a\x05label\x12\x05\x1a\x03\x0a\x01\x07"; *p; ++p) {
+    payload += *p;
+  }
+  ASSERT_EQ(payload.size(), 18u);
+  EXPECT_EQ(Hex(Frame(payload)),
+            "1200000000000000241f64250a100a0e0a056c6162656c12051a030a0107368c84b9");
+}
+
+// An independent parse of the framing, written from the TFRecord spec.
+TEST(RecordTest, FramingParsesIndependently) {
+  std::string file = Frame("abc") + Frame(std::string(1000, 'z'));
+  size_t pos = 0;
+  std::vector<std::string> payloads;
+  while (pos < file.size()) {
+    const auto* p = reinterpret_cast<const uint8_t*>(file.data() + pos);
+    uint64_t len = DecodeFixed64(p);
+    uint32_t len_crc = DecodeFixed32(p + 8);
+    uint32_t rot = len_crc - 0xa282ead8u;
+    EXPECT_EQ((rot >> 17) | (rot << 15), crc32c::Value(p, 8));
+    payloads.emplace_back(file.data() + pos + 12, len);
+    uint32_t data_crc = DecodeFixed32(p + 12 + len);
+    rot = data_crc - 0xa282ead8u;
+    EXPECT_EQ((rot >> 17) | (rot << 15), crc32c::Value(p + 12, len));
+    pos += 16 + len;
+  }
+  EXPECT_EQ(payloads, (std::vector<std::string>{"abc", std::string(1000, 'z')}));
+}
+
+TEST(RecordTest, CleanFileScansWithoutFaults) {
+  std::string file = Frame("one") + Frame("two") + Frame("");
+  std::vector<RecordView> good;
+  EXPECT_TRUE(ScanFaults(file, &good).empty());
+  ASSERT_EQ(good.size(), 3u);
+  EXPECT_EQ(good[1].offset, 19u);
+  EXPECT_EQ(good[1].index, 1u);
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(good[1].payload), good[1].length), "two");
+}
+
+TEST(RecordTest, PayloadChecksumMismatchIsReportedAndScanContinues) {
+  std::string file = Frame("one") + Frame("two") + Frame("three");
+  file[19 + 12] ^= 1;  // first payload byte of record 1
+  std::vector<RecordView> good;
+  auto faults = ScanFaults(file, &good);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].record, 1u);
+  EXPECT_EQ(faults[0].offset, 19u);
+  EXPECT_NE(faults[0].message.find("data checksum"), std::string::npos);
+  ASSERT_EQ(good.size(), 2u);
+  EXPECT_EQ(good[1].index, 2u);
+}
+
+TEST(RecordTest, CorruptLengthResynchronisesAtTheNextRecord) {
+  std::string file = Frame("one") + Frame("two") + Frame("three");
+  file[19] ^= 0x40;  // length of record 1
+  std::vector<RecordView> good;
+  auto faults = ScanFaults(file, &good);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].record, 1u);
+  EXPECT_EQ(faults[0].offset, 19u);
+  EXPECT_NE(faults[0].message.find("length checksum"), std::string::npos);
+  EXPECT_NE(faults[0].message.find("skipped 19 bytes"), std::string::npos) << faults[0].message;
+  ASSERT_EQ(good.size(), 2u);
+  EXPECT_EQ(good[1].offset, 38u);
+  EXPECT_EQ(good[1].index, 2u);
+}
+
+TEST(RecordTest, TruncationAtEveryOffsetOfTheLastRecordIsReportedNeverACrash) {
+  const std::string full = Frame("first") + Frame("the last record");
+  const size_t last = Frame("first").size();
+  for (size_t cut = last + 1; cut < full.size(); ++cut) {
+    std::vector<RecordView> good;
+    auto faults = ScanFaults(full.substr(0, cut), &good);
+    ASSERT_EQ(faults.size(), 1u) << "cut at " << cut;
+    EXPECT_EQ(faults[0].record, 1u);
+    EXPECT_EQ(faults[0].offset, last);
+    EXPECT_NE(faults[0].message.find("truncated"), std::string::npos) << faults[0].message;
+    EXPECT_EQ(good.size(), 1u);
+  }
+}
+
+TEST(RecordTest, LengthWithValidChecksumBeyondTheFileIsAnErrorNotAnAllocation) {
+  std::string file = Frame("x");
+  uint8_t header[kRecordHeaderSize];
+  EncodeRecordHeader(1ull << 40, header);  // a terabyte, correctly checksummed
+  file += std::string(reinterpret_cast<char*>(header), sizeof header) + "tiny";
+  RecordView v;
+  Status s = ReadRecordAt(reinterpret_cast<const uint8_t*>(file.data()), file.size(),
+                          Frame("x").size(), kDefaultMaxRecordBytes, true, &v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("exceeds the limit"), std::string::npos) << s.message();
+  s = ReadRecordAt(reinterpret_cast<const uint8_t*>(file.data()), file.size(), Frame("x").size(),
+                   UINT64_MAX, true, &v);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("truncated record: length 1099511627776"), std::string::npos)
+      << s.message();
+  auto faults = ScanFaults(file);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_EQ(faults[0].record, 1u);
+}
+
+TEST(RecordTest, GarbageFileReportsOnceAndNeverLoops) {
+  std::string file(5000, '\x5a');
+  auto faults = ScanFaults(file);
+  ASSERT_EQ(faults.size(), 1u);
+  EXPECT_NE(faults[0].message.find("unreadable"), std::string::npos) << faults[0].message;
+}
+
+}  // namespace
+}  // namespace shardpack::format

@@ -1,0 +1,85 @@
+#include "io/env.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+
+#include "io/mem_env.h"
+#include "test_util.h"
+
+namespace shardpack::io {
+namespace {
+
+using shardpack::testing::TempDir;
+
+TEST(PosixEnvTest, WriteFileAtomicallyPublishesWholeFileAndLeavesNoTemporary) {
+  TempDir dir;
+  Env* env = Env::Posix();
+  const std::string path = dir.Join("manifest.json");
+  ASSERT_TRUE(WriteFileAtomically(env, path, "first").ok());
+  ASSERT_TRUE(WriteFileAtomically(env, path, "second version").ok());
+  auto text = env->ReadFile(path, 1 << 20);
+  ASSERT_TRUE(text.ok());
+  EXPECT_EQ(*text, "second version");
+  auto names = env->ListDir(dir.path());
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, std::vector<std::string>{"manifest.json"});
+}
+
+TEST(PosixEnvTest, MapFileSeesTheBytesAndMissingFileIsNotFound) {
+  TempDir dir;
+  Env* env = Env::Posix();
+  shardpack::testing::WriteFileOrDie(dir.Join("f"), "abc");
+  auto m = env->MapFile(dir.Join("f"), AccessPattern::kSequential);
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>((*m)->data()), (*m)->size()), "abc");
+  auto missing = env->MapFile(dir.Join("nope"), AccessPattern::kRandom);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(missing.status().message().find("nope"), std::string::npos);
+}
+
+TEST(PosixEnvTest, ReadFileRefusesFilesAboveTheLimit) {
+  TempDir dir;
+  shardpack::testing::WriteFileOrDie(dir.Join("big"), std::string(100, 'x'));
+  auto r = Env::Posix()->ReadFile(dir.Join("big"), 99);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+}
+
+// Every step of the atomic publish can fail; each failure is reported with its errno
+// name, the destination is untouched and no temporary is left behind.
+TEST(MemEnvTest, EveryFailingStepOfAnAtomicWriteIsReportedAndLeavesTheOldFile) {
+  for (FaultOp op : {FaultOp::kAppend, FaultOp::kSync, FaultOp::kClose, FaultOp::kRename,
+                     FaultOp::kSyncDir}) {
+    for (int err : {ENOSPC, EIO}) {
+      MemEnv env;
+      ASSERT_TRUE(env.CreateDirs("/d").ok());
+      env.SetFileContents("/d/m.json", "old");
+      env.InjectFault(op, 1, err);
+      Status s = WriteFileAtomically(&env, "/d/m.json", "new");
+      ASSERT_FALSE(s.ok()) << static_cast<int>(op);
+      EXPECT_EQ(s.code(), StatusCode::kIOError);
+      EXPECT_NE(s.message().find(err == ENOSPC ? "ENOSPC" : "EIO"), std::string::npos)
+          << s.message();
+      EXPECT_FALSE(env.FileExists("/d/m.json.tmp"));
+      // A failed directory fsync comes after the rename: the new bytes are in place but
+      // the caller is told they may not be durable.
+      EXPECT_EQ(env.FileContents("/d/m.json"), op == FaultOp::kSyncDir ? "new" : "old");
+    }
+  }
+}
+
+TEST(MemEnvTest, InjectedFaultFiresOnTheNthCallOnly) {
+  MemEnv env;
+  auto f = env.NewWritableFile("/x");
+  ASSERT_TRUE(f.ok());
+  env.InjectFault(FaultOp::kAppend, 2, EIO);
+  EXPECT_TRUE((*f)->Append("a").ok());
+  EXPECT_FALSE((*f)->Append("b").ok());
+  EXPECT_TRUE((*f)->Append("c").ok());
+  EXPECT_EQ(env.FileContents("/x"), "ac");
+}
+
+}  // namespace
+}  // namespace shardpack::io

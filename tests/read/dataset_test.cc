@@ -1,0 +1,72 @@
+#include "shardpack/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "test_util.h"
+
+namespace shardpack {
+namespace {
+
+using testing::TempDir;
+
+TEST(DatasetTest, LocateNamesShardRecordAndOffset) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 10, .max_shard_records = 4});
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_TRUE(ds.ok());
+  auto loc = (*ds)->Locate(9);
+  ASSERT_TRUE(loc.ok());
+  EXPECT_EQ(loc->shard, 2u);
+  EXPECT_EQ(loc->record, 1u);
+  EXPECT_GT(loc->offset, 0u);
+}
+
+TEST(DatasetTest, FlippedPixelIsACorruptionNamingFileRecordAndOffset) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 6, .max_shard_records = 3});
+  auto ds0 = Dataset::Open(dir.path());
+  ASSERT_TRUE(ds0.ok());
+  auto loc = (*ds0)->Locate(4);
+  ASSERT_TRUE(loc.ok());
+  SampleView s;
+  ASSERT_OK((*ds0)->Get(4, &s));
+  const std::string path = dir.Join(m.shards[1].data.file);
+  std::string bytes = testing::ReadFileOrDie(path);
+  const size_t pixel_at = bytes.find(std::string(reinterpret_cast<const char*>(s.pixels.data()),
+                                                 s.pixels.size()));
+  ds0->reset();
+  ASSERT_NE(pixel_at, std::string::npos);
+  bytes[pixel_at + 5] ^= 0x10;
+  testing::WriteFileOrDie(path, bytes);
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_TRUE(ds.ok());
+  Status st = (*ds)->Get(4, &s);
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.code(), StatusCode::kCorruption);
+  EXPECT_NE(st.message().find(m.shards[1].data.file + ": record 1 at offset " +
+                              std::to_string(loc->offset) + ": data checksum"),
+            std::string::npos)
+      << st.message();
+  // With checksums off, the damaged pixels come back: the choice is the caller's.
+  auto unchecked = Dataset::Open(dir.path(), {.verify_crc = false});
+  ASSERT_TRUE(unchecked.ok());
+  EXPECT_OK((*unchecked)->Get(4, &s));
+}
+
+TEST(DatasetTest, MissingManifestOrShardIsAClearError) {
+  TempDir dir;
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(ds.status().message().find("is not a shardpack dataset"), std::string::npos);
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 6, .max_shard_records = 3});
+  std::filesystem::remove(dir.Join(m.shards[1].data.file));
+  ds = Dataset::Open(dir.path());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find(m.shards[1].data.file), std::string::npos);
+}
+
+}  // namespace
+}  // namespace shardpack

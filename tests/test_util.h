@@ -1,0 +1,68 @@
+// Fixtures shared by the tests: temporary directories and small generated datasets.
+#ifndef SHARDPACK_TESTS_TEST_UTIL_H_
+#define SHARDPACK_TESTS_TEST_UTIL_H_
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "shardpack/manifest.h"
+#include "shardpack/shard_writer.h"
+#include "shardpack/status.h"
+
+namespace shardpack::testing {
+
+// A fresh directory under the test temp dir, removed with its contents on destruction.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string Join(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Pixels of sample `i`: a deterministic pattern that differs per sample and per byte.
+std::vector<uint8_t> TestPixels(uint64_t i, int height, int width, int channels);
+
+struct TestDatasetSpec {
+  Backend backend = Backend::kTfrecord;
+  uint64_t samples = 10;
+  int height = 4;
+  int width = 5;
+  int channels = 3;
+  bool variable_size = false;  // sample i is (height + i % 3) x (width + i % 2)
+  int num_classes = 3;         // label of sample i is i % num_classes
+  uint64_t max_shard_records = 4;
+  uint64_t max_shard_bytes = 64ull << 20;
+  uint64_t lmdb_initial_map_bytes = 1ull << 20;
+};
+
+// Writes a dataset with ShardWriter; fails the test on any error.
+Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec);
+
+std::string ReadFileOrDie(const std::string& path);
+void WriteFileOrDie(const std::string& path, const std::string& data);
+
+#define ASSERT_OK(expr)                                 \
+  do {                                                  \
+    ::shardpack::Status s_ = (expr);                    \
+    ASSERT_TRUE(s_.ok()) << s_.ToString();              \
+  } while (0)
+#define EXPECT_OK(expr)                                 \
+  do {                                                  \
+    ::shardpack::Status s_ = (expr);                    \
+    EXPECT_TRUE(s_.ok()) << s_.ToString();              \
+  } while (0)
+
+}  // namespace shardpack::testing
+
+#endif  // SHARDPACK_TESTS_TEST_UTIL_H_
