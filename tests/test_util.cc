@@ -9,15 +9,15 @@ namespace shardpack::testing {
 TempDir::TempDir() {
   static std::atomic<int> counter{0};
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  std::string name = info != nullptr ? std::string(info->test_suite_name()) + "." + info->name()
-                                     : "shardpack";
+  std::string name =
+      info != nullptr ? std::string(info->test_suite_name()) + "." + info->name() : "shardpack";
   for (char& c : name) {
     if (c == '/') c = '_';
   }
-  path_ = (std::filesystem::temp_directory_path() /
-           ("shardpack-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) +
-            "-" + name))
-              .string();
+  path_ =
+      (std::filesystem::temp_directory_path() / ("shardpack-test-" + std::to_string(::getpid()) +
+                                                 "-" + std::to_string(counter++) + "-" + name))
+          .string();
   std::filesystem::remove_all(path_);
   std::filesystem::create_directories(path_);
 }

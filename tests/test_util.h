@@ -52,15 +52,15 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec);
 std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& data);
 
-#define ASSERT_OK(expr)                                 \
-  do {                                                  \
-    ::shardpack::Status s_ = (expr);                    \
-    ASSERT_TRUE(s_.ok()) << s_.ToString();              \
+#define ASSERT_OK(expr)                    \
+  do {                                     \
+    ::shardpack::Status s_ = (expr);       \
+    ASSERT_TRUE(s_.ok()) << s_.ToString(); \
   } while (0)
-#define EXPECT_OK(expr)                                 \
-  do {                                                  \
-    ::shardpack::Status s_ = (expr);                    \
-    EXPECT_TRUE(s_.ok()) << s_.ToString();              \
+#define EXPECT_OK(expr)                    \
+  do {                                     \
+    ::shardpack::Status s_ = (expr);       \
+    EXPECT_TRUE(s_.ok()) << s_.ToString(); \
   } while (0)
 
 }  // namespace shardpack::testing

@@ -26,7 +26,7 @@ std::string HumanBytes(uint64_t b) {
 }
 
 std::string ImageText(const ImageSpec& im) {
-  std::string s = im.fixed() ? std::to_string(im.height) + "x" + std::to_string(im.width)
+  std::string s = im.fixed()        ? std::to_string(im.height) + "x" + std::to_string(im.width)
                   : im.max_side > 0 ? "variable, max side " + std::to_string(im.max_side)
                                     : "variable";
   return s + ", " + std::to_string(im.channels) + " channel" + (im.channels == 1 ? "" : "s") +
@@ -73,8 +73,8 @@ std::function<int()> AddInfo(CLI::App& app) {
     std::printf("options      %s\n", m.options_json.c_str());
     std::printf("classes      %zu (labels 0..%zu)\n", m.classes.size(),
                 m.classes.empty() ? 0 : m.classes.size() - 1);
-    size_t shown = args->classes == 0 ? m.classes.size()
-                                      : std::min<size_t>(m.classes.size(), args->classes);
+    size_t shown =
+        args->classes == 0 ? m.classes.size() : std::min<size_t>(m.classes.size(), args->classes);
     for (size_t i = 0; i < shown; ++i) {
       std::printf("  %5zu  %-32s %llu\n", i, m.classes[i].name.c_str(),
                   static_cast<unsigned long long>(m.classes[i].count));

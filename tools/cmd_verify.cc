@@ -42,10 +42,8 @@ std::function<int()> AddVerify(CLI::App& app) {
       j["fault_count"] = r.fault_count;
       nlohmann::ordered_json faults = nlohmann::ordered_json::array();
       for (const VerifyFault& f : r.faults) {
-        faults.push_back({{"file", f.file},
-                          {"record", f.record},
-                          {"offset", f.offset},
-                          {"message", f.message}});
+        faults.push_back(
+            {{"file", f.file}, {"record", f.record}, {"offset", f.offset}, {"message", f.message}});
       }
       j["faults"] = faults;
       std::cout << j.dump(2) << "\n";

@@ -245,8 +245,8 @@ Status ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, Fea
         const uint8_t *vb, *ve;
         SHARDPACK_RETURN_IF_ERROR(list.ReadLen(&vb, &ve));
         if (f->count++ == 0) {
-          f->bytes = std::string_view(reinterpret_cast<const char*>(vb),
-                                      static_cast<size_t>(ve - vb));
+          f->bytes =
+              std::string_view(reinterpret_cast<const char*>(vb), static_cast<size_t>(ve - vb));
         }
       } else if (kind == FeatureRef::Kind::kInt64 && lw == kVarint) {
         uint64_t v;
@@ -358,11 +358,16 @@ namespace {
 
 const char* KindName(FeatureRef::Kind k) {
   switch (k) {
-    case FeatureRef::Kind::kAbsent: return "absent";
-    case FeatureRef::Kind::kNone: return "empty";
-    case FeatureRef::Kind::kBytes: return "bytes";
-    case FeatureRef::Kind::kFloat: return "float";
-    case FeatureRef::Kind::kInt64: return "int64";
+    case FeatureRef::Kind::kAbsent:
+      return "absent";
+    case FeatureRef::Kind::kNone:
+      return "empty";
+    case FeatureRef::Kind::kBytes:
+      return "bytes";
+    case FeatureRef::Kind::kFloat:
+      return "float";
+    case FeatureRef::Kind::kInt64:
+      return "int64";
   }
   return "?";
 }
@@ -373,8 +378,7 @@ Status Expect(const FeatureRef& f, std::string_view key, FeatureRef::Kind kind) 
   std::string found = f.kind == FeatureRef::Kind::kAbsent
                           ? "no such feature"
                           : std::to_string(f.count) + " " + KindName(f.kind) + " values";
-  return CorruptionError("feature " + std::string(key) + ": expected " + want + ", found " +
-                         found);
+  return CorruptionError("feature " + std::string(key) + ": expected " + want + ", found " + found);
 }
 
 Status CheckDim(int64_t v, std::string_view key) {
@@ -396,8 +400,7 @@ Status DecodeSample(const ExampleView& v, DecodedSample* out) {
   SHARDPACK_RETURN_IF_ERROR(CheckDim(v.width.int64, kKeyWidth));
   int64_t c = v.channels.int64;
   if (c != 1 && c != 3 && c != 4) {
-    return CorruptionError("feature image/channels: " + std::to_string(c) +
-                           ", expected 1, 3 or 4");
+    return CorruptionError("feature image/channels: " + std::to_string(c) + ", expected 1, 3 or 4");
   }
   if (v.format.kind != K::kAbsent) {
     SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
@@ -407,13 +410,13 @@ Status DecodeSample(const ExampleView& v, DecodedSample* out) {
     }
   }
   // Each factor is at most 65500, so the product fits in 64 bits.
-  uint64_t expected = static_cast<uint64_t>(v.height.int64) *
-                      static_cast<uint64_t>(v.width.int64) * static_cast<uint64_t>(c);
+  uint64_t expected = static_cast<uint64_t>(v.height.int64) * static_cast<uint64_t>(v.width.int64) *
+                      static_cast<uint64_t>(c);
   if (v.raw.bytes.size() != expected) {
     return CorruptionError("feature image/raw: " + std::to_string(v.raw.bytes.size()) +
                            " bytes, expected " + std::to_string(expected) + " (" +
-                           std::to_string(v.height.int64) + "x" +
-                           std::to_string(v.width.int64) + "x" + std::to_string(c) + ")");
+                           std::to_string(v.height.int64) + "x" + std::to_string(v.width.int64) +
+                           "x" + std::to_string(c) + ")");
   }
   out->has_pixel_crc = v.raw_crc.kind != K::kAbsent;
   if (out->has_pixel_crc) {

@@ -16,12 +16,16 @@ inline constexpr uint64_t kRecordHeaderSize = 12;
 inline constexpr uint64_t kRecordFooterSize = 4;
 inline constexpr uint64_t kRecordOverhead = kRecordHeaderSize + kRecordFooterSize;
 
-// Largest payload a reader accepts before touching it: the largest image the converter
-// allows (89,478,485 pixels x 3 bytes, Pillow's MAX_IMAGE_PIXELS) plus 1 MiB of metadata.
-inline constexpr uint64_t kDefaultMaxRecordBytes = 268435456ull + (1u << 20);
-
-// Largest side of a stored image (libjpeg's JPEG_MAX_DIMENSION).
+// Largest image stored, in pixels (Pillow's MAX_IMAGE_PIXELS: a quarter GiB at 3 bytes a
+// pixel), and largest side (libjpeg's JPEG_MAX_DIMENSION). The writer refuses more.
+inline constexpr uint64_t kMaxPixels = 89478485;
 inline constexpr int64_t kMaxDimension = 65500;
+// Longest image/filename and image/class/text the writer stores.
+inline constexpr size_t kMaxTextBytes = 4096;
+
+// Largest payload a reader accepts before touching it: the largest image (kMaxPixels x 3
+// channels) plus 1 MiB for metadata, which the writer's limits keep far smaller.
+inline constexpr uint64_t kDefaultMaxRecordBytes = kMaxPixels * 3 + (1u << 20);
 
 // Pixel bytes of TFRecord shards start at file offsets that are multiples of this.
 inline constexpr uint32_t kDefaultPixelAlignment = 64;

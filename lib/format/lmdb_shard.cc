@@ -17,26 +17,46 @@ namespace {
 
 const char* LmdbCodeName(int rc) {
   switch (rc) {
-    case MDB_KEYEXIST: return "MDB_KEYEXIST";
-    case MDB_NOTFOUND: return "MDB_NOTFOUND";
-    case MDB_PAGE_NOTFOUND: return "MDB_PAGE_NOTFOUND";
-    case MDB_CORRUPTED: return "MDB_CORRUPTED";
-    case MDB_PANIC: return "MDB_PANIC";
-    case MDB_VERSION_MISMATCH: return "MDB_VERSION_MISMATCH";
-    case MDB_INVALID: return "MDB_INVALID";
-    case MDB_MAP_FULL: return "MDB_MAP_FULL";
-    case MDB_DBS_FULL: return "MDB_DBS_FULL";
-    case MDB_READERS_FULL: return "MDB_READERS_FULL";
-    case MDB_TXN_FULL: return "MDB_TXN_FULL";
-    case MDB_CURSOR_FULL: return "MDB_CURSOR_FULL";
-    case MDB_PAGE_FULL: return "MDB_PAGE_FULL";
-    case MDB_MAP_RESIZED: return "MDB_MAP_RESIZED";
-    case MDB_INCOMPATIBLE: return "MDB_INCOMPATIBLE";
-    case MDB_BAD_RSLOT: return "MDB_BAD_RSLOT";
-    case MDB_BAD_TXN: return "MDB_BAD_TXN";
-    case MDB_BAD_VALSIZE: return "MDB_BAD_VALSIZE";
-    case MDB_BAD_DBI: return "MDB_BAD_DBI";
-    default: return nullptr;
+    case MDB_KEYEXIST:
+      return "MDB_KEYEXIST";
+    case MDB_NOTFOUND:
+      return "MDB_NOTFOUND";
+    case MDB_PAGE_NOTFOUND:
+      return "MDB_PAGE_NOTFOUND";
+    case MDB_CORRUPTED:
+      return "MDB_CORRUPTED";
+    case MDB_PANIC:
+      return "MDB_PANIC";
+    case MDB_VERSION_MISMATCH:
+      return "MDB_VERSION_MISMATCH";
+    case MDB_INVALID:
+      return "MDB_INVALID";
+    case MDB_MAP_FULL:
+      return "MDB_MAP_FULL";
+    case MDB_DBS_FULL:
+      return "MDB_DBS_FULL";
+    case MDB_READERS_FULL:
+      return "MDB_READERS_FULL";
+    case MDB_TXN_FULL:
+      return "MDB_TXN_FULL";
+    case MDB_CURSOR_FULL:
+      return "MDB_CURSOR_FULL";
+    case MDB_PAGE_FULL:
+      return "MDB_PAGE_FULL";
+    case MDB_MAP_RESIZED:
+      return "MDB_MAP_RESIZED";
+    case MDB_INCOMPATIBLE:
+      return "MDB_INCOMPATIBLE";
+    case MDB_BAD_RSLOT:
+      return "MDB_BAD_RSLOT";
+    case MDB_BAD_TXN:
+      return "MDB_BAD_TXN";
+    case MDB_BAD_VALSIZE:
+      return "MDB_BAD_VALSIZE";
+    case MDB_BAD_DBI:
+      return "MDB_BAD_DBI";
+    default:
+      return nullptr;
   }
 }
 
@@ -65,9 +85,7 @@ class Txn {
   MDB_txn* txn_ = nullptr;
 };
 
-MDB_val Val(std::string_view s) {
-  return MDB_val{s.size(), const_cast<char*>(s.data())};
-}
+MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 std::string_view View(const MDB_val& v) {
   return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
 }
@@ -118,8 +136,8 @@ StatusOr<std::unique_ptr<LmdbShardWriter>> LmdbShardWriter::Create(std::string p
   rc = mdb_env_set_mapsize(raw, options.initial_map_bytes);
   if (rc != 0) return LmdbError(tmp + ": mdb_env_set_mapsize", rc);
   // NOSYNC while loading: the file is a temporary until Finish() syncs it explicitly.
-  rc = mdb_env_open(raw, tmp.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC,
-                    0644);
+  rc =
+      mdb_env_open(raw, tmp.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
   if (rc != 0) return LmdbError(tmp + ": mdb_env_open", rc);
   return std::unique_ptr<LmdbShardWriter>(
       new LmdbShardWriter(std::move(path), options, std::move(env)));

@@ -207,8 +207,8 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "records", path, &e.records));
     SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "first_sample", path, &e.first_sample));
     if (e.first_sample != next_sample) {
-      return r.Error(path + ".first_sample", std::to_string(e.first_sample) + ", expected " +
-                                                 std::to_string(next_sample));
+      return r.Error(path + ".first_sample",
+                     std::to_string(e.first_sample) + ", expected " + std::to_string(next_sample));
     }
     next_sample += e.records;
     auto index = s.find("index");

@@ -31,17 +31,16 @@ bool HeaderValid(const uint8_t* h) {
 Status ReadRecordAt(const uint8_t* data, uint64_t size, uint64_t offset, uint64_t max_length,
                     bool check_payload_crc, RecordView* out) {
   if (offset > size || size - offset < kRecordHeaderSize) {
-    return CorruptionError("truncated record header: " +
-                           std::to_string(offset > size ? 0 : size - offset) +
-                           " bytes remain, 12 needed");
+    return CorruptionError(
+        "truncated record header: " + std::to_string(offset > size ? 0 : size - offset) +
+        " bytes remain, 12 needed");
   }
   const uint8_t* h = data + offset;
   uint64_t length = DecodeFixed64(h);
   uint32_t actual = crc32c::Value(h, 8);
   uint32_t expected = crc32c::Unmask(DecodeFixed32(h + 8));
   if (actual != expected) {
-    return CorruptionError("length checksum " + Hex32(actual) + ", expected " +
-                           Hex32(expected));
+    return CorruptionError("length checksum " + Hex32(actual) + ", expected " + Hex32(expected));
   }
   if (length > max_length) {
     return CorruptionError("length " + std::to_string(length) + " exceeds the limit of " +
@@ -71,8 +70,7 @@ Status CheckPayloadCrc(const RecordView& r, uint32_t actual_crc) {
   return Status::Ok();
 }
 
-RecordScanner::RecordScanner(const uint8_t* data, uint64_t size, Options options,
-                             Reporter reporter)
+RecordScanner::RecordScanner(const uint8_t* data, uint64_t size, Options options, Reporter reporter)
     : data_(data), size_(size), options_(options), reporter_(std::move(reporter)) {}
 
 uint64_t RecordScanner::Resync(uint64_t from) const {
@@ -92,8 +90,8 @@ void RecordScanner::Fault(uint64_t offset, std::string message, bool resync) {
       message += "; skipped " + std::to_string(next - offset) +
                  " bytes to the next valid record header at offset " + std::to_string(next);
     } else if (offset < size_) {
-      message += "; no valid record header follows: the last " +
-                 std::to_string(size_ - offset) + " bytes of the file are unreadable";
+      message += "; no valid record header follows: the last " + std::to_string(size_ - offset) +
+                 " bytes of the file are unreadable";
     }
     pos_ = next;
   }

@@ -76,8 +76,8 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
-  Status AddEncoded(std::string_view entries, std::span<const uint8_t> pixels,
-                    uint32_t pixel_crc, int64_t label) {
+  Status AddEncoded(std::string_view entries, std::span<const uint8_t> pixels, uint32_t pixel_crc,
+                    int64_t label) {
     if (!failed_.ok()) return failed_;
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
     SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
@@ -133,16 +133,16 @@ class ShardWriter::Impl {
 
   Status Append(std::string_view entries, std::span<const uint8_t> pixels, uint32_t crc) {
     std::string_view px(reinterpret_cast<const char*>(pixels.data()), pixels.size());
-    uint64_t records = IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0)
-                                    : (lmdb_ ? lmdb_->records() : 0);
-    uint64_t bytes = IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0)
-                                  : (lmdb_ ? lmdb_->bytes() : 0);
+    uint64_t records =
+        IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0) : (lmdb_ ? lmdb_->records() : 0);
+    uint64_t bytes =
+        IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0) : (lmdb_ ? lmdb_->bytes() : 0);
     uint64_t next = IsTfrecord() ? format::TfrecordShardWriter::RecordSizeBound(
                                        entries, px.size(), options_.pixel_alignment)
                                  : format::LmdbShardWriter::RecordSizeBound(entries, px.size());
-    bool full = records > 0 && ((options_.max_shard_records > 0 &&
-                                 records >= options_.max_shard_records) ||
-                                bytes + next > options_.max_shard_bytes);
+    bool full =
+        records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
+                        bytes + next > options_.max_shard_bytes);
     if (full) SHARDPACK_RETURN_IF_ERROR(CloseShard());
     if (!tfrecord_ && !lmdb_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
     return IsTfrecord() ? tfrecord_->Append(entries, px, crc) : lmdb_->Append(entries, px, crc);
@@ -153,8 +153,7 @@ class ShardWriter::Impl {
     std::string path = io::JoinPath(dir_, format::StagedShardFileName(n, options_.backend));
     if (IsTfrecord()) {
       auto w = format::TfrecordShardWriter::Create(
-          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)),
-          options_.pixel_alignment);
+          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)), options_.pixel_alignment);
       if (!w.ok()) return w.status();
       tfrecord_ = std::move(w).value();
     } else {
@@ -197,8 +196,8 @@ class ShardWriter::Impl {
       e.data.file = name;
       if (e.index) {
         std::string index_name = format::IndexFileName(i, total);
-        SHARDPACK_RETURN_IF_ERROR(env_->RenameFile(io::JoinPath(dir_, e.index->file),
-                                                   io::JoinPath(dir_, index_name)));
+        SHARDPACK_RETURN_IF_ERROR(
+            env_->RenameFile(io::JoinPath(dir_, e.index->file), io::JoinPath(dir_, index_name)));
         e.index->file = index_name;
       }
     }
@@ -222,8 +221,9 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
   io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
   if (options.backend == Backend::kLmdb) env = io::Env::Posix();
   if (options.class_names.empty()) {
-    return InvalidArgumentError("ShardWriterOptions.class_names is empty: a dataset needs "
-                                "at least one class");
+    return InvalidArgumentError(
+        "ShardWriterOptions.class_names is empty: a dataset needs "
+        "at least one class");
   }
   const ImageSpec& im = options.image;
   if (im.channels != 1 && im.channels != 3 && im.channels != 4) {
@@ -263,7 +263,7 @@ ShardWriter::~ShardWriter() = default;
 
 Status ShardWriter::Add(const SampleInput& s) {
   SHARDPACK_RETURN_IF_ERROR(impl_->Validate(s));
-  format::SampleMeta meta{s.height, s.width, s.channels, s.label, impl_->ClassName(s.label),
+  format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};
   uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
   return impl_->AddEncoded(format::EncodeFeatureEntries(meta, crc), s.pixels, crc, s.label);

@@ -49,13 +49,12 @@ Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pi
                                    uint32_t pixel_crc) {
   if (done_) return FailedPreconditionError(path_ + ": append after finish");
   const uint64_t record_offset = offset_;
-  std::string prefix = EncodePayloadPrefix(entries, pixels.size(),
-                                           record_offset + kRecordHeaderSize, alignment_);
+  std::string prefix =
+      EncodePayloadPrefix(entries, pixels.size(), record_offset + kRecordHeaderSize, alignment_);
   const uint64_t length = prefix.size() + pixels.size();
   uint8_t header[kRecordHeaderSize];
   EncodeRecordHeader(length, header);
-  uint32_t payload_crc =
-      crc32c::Combine(crc32c::Value(prefix), pixel_crc, pixels.size());
+  uint32_t payload_crc = crc32c::Combine(crc32c::Value(prefix), pixel_crc, pixels.size());
   uint8_t footer[kRecordFooterSize];
   EncodeRecordFooter(payload_crc, footer);
   SHARDPACK_RETURN_IF_ERROR(Write({reinterpret_cast<const char*>(header), sizeof header}));

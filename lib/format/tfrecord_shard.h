@@ -20,8 +20,7 @@ namespace shardpack::format {
 // Not thread-safe: one writer per shard, called from one thread at a time.
 class TfrecordShardWriter {
  public:
-  static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env,
-                                                               std::string path,
+  static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env, std::string path,
                                                                std::string index_path,
                                                                uint32_t pixel_alignment);
   ~TfrecordShardWriter();

@@ -38,9 +38,7 @@ namespace {
 class MemMappedFile final : public MappedFile {
  public:
   explicit MemMappedFile(std::shared_ptr<const std::string> data) : data_(std::move(data)) {}
-  const uint8_t* data() const override {
-    return reinterpret_cast<const uint8_t*>(data_->data());
-  }
+  const uint8_t* data() const override { return reinterpret_cast<const uint8_t*>(data_->data()); }
   uint64_t size() const override { return data_->size(); }
 
  private:

@@ -220,9 +220,7 @@ class PosixEnv final : public Env {
     return static_cast<uint64_t>(st.st_size);
   }
 
-  bool FileExists(const std::string& path) override {
-    return ::access(path.c_str(), F_OK) == 0;
-  }
+  bool FileExists(const std::string& path) override { return ::access(path.c_str(), F_OK) == 0; }
 };
 
 }  // namespace

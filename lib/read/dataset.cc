@@ -13,6 +13,9 @@
 
 namespace shardpack {
 
+static_assert(DatasetOptions{}.max_record_bytes == format::kDefaultMaxRecordBytes,
+              "the public default must match the format's limit");
+
 namespace {
 
 struct Shard {
@@ -98,8 +101,8 @@ class Dataset::Impl {
     const uint64_t pixel_start = static_cast<uint64_t>(d.pixels - r.payload);
     const uint64_t pixel_end = pixel_start + d.pixel_bytes;
     uint32_t pixels = crc32c::Value(d.pixels, d.pixel_bytes);
-    uint32_t payload = crc32c::Combine(crc32c::Value(r.payload, pixel_start), pixels,
-                                       d.pixel_bytes);
+    uint32_t payload =
+        crc32c::Combine(crc32c::Value(r.payload, pixel_start), pixels, d.pixel_bytes);
     payload = crc32c::Extend(payload, r.payload + pixel_end, r.length - pixel_end);
     SHARDPACK_RETURN_IF_ERROR(format::CheckPayloadCrc(r, payload));
     if (d.has_pixel_crc && pixels != d.pixel_crc) {
@@ -137,16 +140,15 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
   auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(manifest_path + ": no manifest: " + dir +
-                           " is not a shardpack dataset");
+      return NotFoundError(manifest_path + ": no manifest: " + dir + " is not a shardpack dataset");
     }
     return text.status();
   }
   auto manifest = ParseManifest(*text, manifest_path);
   if (!manifest.ok()) return manifest.status();
   impl->manifest = std::move(manifest).value();
-  const auto pattern = options.random_access ? io::AccessPattern::kRandom
-                                             : io::AccessPattern::kSequential;
+  const auto pattern =
+      options.random_access ? io::AccessPattern::kRandom : io::AccessPattern::kSequential;
   for (const ShardEntry& e : impl->manifest.shards) {
     Shard shard;
     shard.name = e.data.file;

@@ -96,8 +96,7 @@ struct ShiftTable {
     }
   }
   uint32_t Shift(uint32_t crc) const {
-    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^
-           t[3][crc >> 24];
+    return t[0][crc & 0xff] ^ t[1][(crc >> 8) & 0xff] ^ t[2][(crc >> 16) & 0xff] ^ t[3][crc >> 24];
   }
 };
 

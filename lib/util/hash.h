@@ -1,5 +1,6 @@
 // XXH3-128 file checksums for the manifest, streamed so that a file is hashed while it
-// is written or scanned, never read twice for it.
+// is written or scanned, never read twice for it. xxHash (Debian's libxxhash-dev) is
+// compiled inline twice, for SSE2 and for AVX2, and the faster one is chosen at run time.
 #ifndef SHARDPACK_UTIL_HASH_H_
 #define SHARDPACK_UTIL_HASH_H_
 
@@ -32,6 +33,9 @@ class Xxh3Hasher {
 
 // One-shot XXH3-128 of a buffer, as HexDigest() gives it.
 std::string Xxh3Hex(const void* data, size_t n);
+
+// The same with the baseline (SSE2) code whatever the CPU has, for tests that compare.
+std::string Xxh3HexPortable(const void* data, size_t n);
 
 }  // namespace shardpack
 

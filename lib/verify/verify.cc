@@ -64,8 +64,9 @@ class FileFaults {
   uint64_t count() const { return count_; }
 
   void MoveTo(std::vector<VerifyFault>* out) {
-    std::stable_sort(faults_.begin(), faults_.end(),
-                     [](const VerifyFault& a, const VerifyFault& b) { return a.offset < b.offset; });
+    std::stable_sort(
+        faults_.begin(), faults_.end(),
+        [](const VerifyFault& a, const VerifyFault& b) { return a.offset < b.offset; });
     for (auto& f : faults_) out->push_back(std::move(f));
     if (count_ > faults_.size()) {
       out->push_back({file_, -1, -1,
@@ -152,8 +153,9 @@ std::string CheckPayload(const uint8_t* payload, uint64_t length,
 void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string& actual_hash,
                     FileFaults* faults) {
   if (actual_bytes != e.bytes) {
-    faults->Add(-1, -1, "size " + std::to_string(actual_bytes) + " bytes, the manifest says " +
-                            std::to_string(e.bytes));
+    faults->Add(-1, -1,
+                "size " + std::to_string(actual_bytes) + " bytes, the manifest says " +
+                    std::to_string(e.bytes));
   }
   if (actual_hash != e.xxh3_128) {
     faults->Add(-1, -1, "xxh3_128 checksum " + actual_hash + ", the manifest says " + e.xxh3_128);
@@ -166,9 +168,9 @@ void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Mani
   FileFaults& index_faults = out->files[1];
   auto file = env->MapFile(io::JoinPath(dir, e.data.file), io::AccessPattern::kSequential);
   if (!file.ok()) {
-    faults.Add(-1, -1, file.status().code() == StatusCode::kNotFound
-                           ? "missing: the manifest lists it"
-                           : file.status().message());
+    faults.Add(-1, -1,
+               file.status().code() == StatusCode::kNotFound ? "missing: the manifest lists it"
+                                                             : file.status().message());
     return;
   }
   const uint8_t* data = (*file)->data();
@@ -211,17 +213,18 @@ void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Mani
   const uint64_t seen = scanner.records_seen();
   out->records += seen;
   if (seen != e.records) {
-    faults.Add(-1, -1, std::to_string(seen) + " records, the manifest says " +
-                           std::to_string(e.records));
+    faults.Add(-1, -1,
+               std::to_string(seen) + " records, the manifest says " + std::to_string(e.records));
   }
 
   // The index: its own checksum, then every line against the scan.
   const std::string index_path = io::JoinPath(dir, e.index->file);
   auto text = env->ReadFile(index_path, format::kMaxIndexBytes);
   if (!text.ok()) {
-    index_faults.Add(-1, -1, text.status().code() == StatusCode::kNotFound
-                                 ? "missing: the manifest lists it"
-                                 : text.status().message());
+    index_faults.Add(-1, -1,
+                     text.status().code() == StatusCode::kNotFound
+                         ? "missing: the manifest lists it"
+                         : text.status().message());
     return;
   }
   out->bytes += text->size();
@@ -240,9 +243,8 @@ void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Mani
       if (fault_offsets.count(lines[i].offset) == 0) {
         index_faults.Add(static_cast<int64_t>(i), -1,
                          "line " + std::to_string(i + 1) + ": \"" +
-                             std::to_string(lines[i].offset) + " " +
-                             std::to_string(lines[i].size) + "\": no record of " +
-                             e.data.file + " starts at that offset");
+                             std::to_string(lines[i].offset) + " " + std::to_string(lines[i].size) +
+                             "\": no record of " + e.data.file + " starts at that offset");
       }
       ++i;
     } else if (i == lines.size() || framed[j].offset < lines[i].offset) {
@@ -273,12 +275,12 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
   Status s = (*reader)->ForEach([&](std::string_view key, std::string_view value) {
     std::string expected = format::LmdbKey(n);
     if (key != expected) {
-      add(static_cast<int64_t>(n), "key \"" + std::string(key) + "\", expected \"" + expected +
-                                       "\"");
+      add(static_cast<int64_t>(n),
+          "key \"" + std::string(key) + "\", expected \"" + expected + "\"");
     } else {
       format::DecodedSample d;
-      std::string fault = CheckPayload(reinterpret_cast<const uint8_t*>(value.data()),
-                                       value.size(), nullptr, m, d);
+      std::string fault =
+          CheckPayload(reinterpret_cast<const uint8_t*>(value.data()), value.size(), nullptr, m, d);
       if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
     }
     ++n;
@@ -325,10 +327,13 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
       }
     };
     uint64_t n = 0;
-    Status s = WalkLmdbShard(path, e, m, [&](int64_t record, std::string message) {
-      std::replace(message.begin(), message.end(), '\n', ' ');
-      send(std::to_string(record) + "\t" + message + "\n");
-    }, &n);
+    Status s = WalkLmdbShard(
+        path, e, m,
+        [&](int64_t record, std::string message) {
+          std::replace(message.begin(), message.end(), '\n', ' ');
+          send(std::to_string(record) + "\t" + message + "\n");
+        },
+        &n);
     if (!s.ok()) send("-1\t" + s.message() + "\n");
     send("#records\t" + std::to_string(n) + "\n");
     ::_exit(0);
@@ -346,7 +351,9 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
       timed_out = true;
       break;
     }
-    struct pollfd p {fds[0], POLLIN, 0};
+    struct pollfd p {
+      fds[0], POLLIN, 0
+    };
     int rc = ::poll(&p, 1, left);
     if (rc < 0 && errno == EINTR) continue;
     if (rc == 0) continue;
@@ -376,28 +383,29 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
     }
   }
   if (timed_out) {
-    faults->Add(-1, -1, "reading the LMDB file did not finish within " +
-                            std::to_string(kIsolatedTimeoutSeconds) +
-                            " s: the file is damaged beyond reading");
+    faults->Add(-1, -1,
+                "reading the LMDB file did not finish within " +
+                    std::to_string(kIsolatedTimeoutSeconds) +
+                    " s: the file is damaged beyond reading");
   } else if (WIFSIGNALED(status)) {
-    faults->Add(-1, -1, "reading the LMDB file crashed the reader (signal " +
-                            std::to_string(WTERMSIG(status)) + ", " +
-                            sigabbrev_np(WTERMSIG(status)) +
-                            "): the file is damaged beyond reading");
+    faults->Add(-1, -1,
+                "reading the LMDB file crashed the reader (signal " +
+                    std::to_string(WTERMSIG(status)) + ", " + sigabbrev_np(WTERMSIG(status)) +
+                    "): the file is damaged beyond reading");
   } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     faults->Add(-1, -1, "the process reading the LMDB file failed");
   }
 }
 
-void VerifyLmdbShard(const std::string& dir, const ShardEntry& e, const Manifest& m,
-                     io::Env* env, ShardResult* out) {
+void VerifyLmdbShard(const std::string& dir, const ShardEntry& e, const Manifest& m, io::Env* env,
+                     ShardResult* out) {
   FileFaults& faults = out->files[0];
   const std::string path = io::JoinPath(dir, e.data.file);
   auto file = env->MapFile(path, io::AccessPattern::kSequential);
   if (!file.ok()) {
-    faults.Add(-1, -1, file.status().code() == StatusCode::kNotFound
-                           ? "missing: the manifest lists it"
-                           : file.status().message());
+    faults.Add(-1, -1,
+               file.status().code() == StatusCode::kNotFound ? "missing: the manifest lists it"
+                                                             : file.status().message());
     return;
   }
   out->bytes += (*file)->size();
@@ -408,9 +416,10 @@ void VerifyLmdbShard(const std::string& dir, const ShardEntry& e, const Manifest
   uint64_t records = 0;
   if (intact) {
     // Byte-identical to what the writer produced: safe to open here.
-    Status s = WalkLmdbShard(path, e, m, [&](int64_t record, std::string message) {
-      faults.Add(record, -1, std::move(message));
-    }, &records);
+    Status s = WalkLmdbShard(
+        path, e, m,
+        [&](int64_t record, std::string message) { faults.Add(record, -1, std::move(message)); },
+        &records);
     if (!s.ok()) faults.Add(-1, -1, s.message());
   } else {
     WalkLmdbShardIsolated(path, e, m, &faults, &records);
@@ -435,8 +444,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
   auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(manifest_path + ": no manifest: " + dir +
-                           " is not a shardpack dataset");
+      return NotFoundError(manifest_path + ": no manifest: " + dir + " is not a shardpack dataset");
     }
     return text.status();
   }
@@ -466,11 +474,10 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
 
   std::vector<ShardResult> results(m.shards.size());
   for (size_t i = 0; i < m.shards.size(); ++i) {
-    results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options,
-                                  &mu);
+    results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options, &mu);
     if (m.shards[i].index) {
-      results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file,
-                                    options, &mu);
+      results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file, options,
+                                    &mu);
     }
   }
   auto check = [&](size_t i) {
@@ -480,12 +487,11 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
       VerifyLmdbShard(dir, m.shards[i], m, env, &results[i]);
     }
   };
-  const int threads = options.num_threads > 0 ? options.num_threads
-                                              : tbb::this_task_arena::max_concurrency();
+  const int threads =
+      options.num_threads > 0 ? options.num_threads : tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(threads);
-  arena.execute([&] {
-    tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); });
-  });
+  arena.execute(
+      [&] { tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); }); });
 
   uint64_t records = 0;
   for (auto& r : results) {
@@ -500,8 +506,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
   report.fault_count += stray.count();
   stray.MoveTo(&report.faults);
   report.records = records;
-  report.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
 

@@ -56,7 +56,8 @@ TEST(ExampleTest, PixelsComeLastAndStartAlignedForEveryOffset) {
     for (uint32_t alignment : {1u, 64u, 4096u}) {
       std::string payload = Payload(meta, pixels, offset, alignment);
       DecodedSample d = MustParse(payload);
-      uint64_t start = static_cast<uint64_t>(d.pixels - reinterpret_cast<const uint8_t*>(payload.data()));
+      uint64_t start =
+          static_cast<uint64_t>(d.pixels - reinterpret_cast<const uint8_t*>(payload.data()));
       EXPECT_EQ(start + d.pixel_bytes, payload.size()) << "pixels are not last";
       EXPECT_EQ((offset + start) % alignment, 0u) << "offset " << offset << " align " << alignment;
     }
@@ -147,13 +148,11 @@ TEST(ExampleTest, ViewAcceptsUnpackedIntsUnknownFieldsAndLastDuplicateKeyWins) {
     return len_field(3, list);
   };
   auto bytes = [&](const std::string& v) { return len_field(1, len_field(1, v)); };
-  std::string features = entry("image/height", unpacked_int(1)) +
-                         entry("image/width", unpacked_int(2)) +
-                         entry("image/channels", unpacked_int(1)) +
-                         entry("image/class/label", unpacked_int(9)) +
-                         entry("image/raw", bytes("zz")) +
-                         entry("image/class/label", unpacked_int(4)) +  // wins
-                         entry("image/raw", bytes("ab"));               // wins
+  std::string features =
+      entry("image/height", unpacked_int(1)) + entry("image/width", unpacked_int(2)) +
+      entry("image/channels", unpacked_int(1)) + entry("image/class/label", unpacked_int(9)) +
+      entry("image/raw", bytes("zz")) + entry("image/class/label", unpacked_int(4)) +  // wins
+      entry("image/raw", bytes("ab"));                                                 // wins
   std::string unknown = std::string("\x10\x96\x01", 3);  // field 2, varint 150
   std::string payload = unknown + len_field(1, features);
   ExpectAgreesWithFullParse(payload);

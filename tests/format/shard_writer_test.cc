@@ -27,9 +27,9 @@ TEST_P(RoundTripTest, EverySampleReadsBackByGlobalIndex) {
   TestDatasetSpec spec{.backend = GetParam(), .samples = 11, .max_shard_records = 4};
   Manifest m = testing::WriteTestDataset(dir.path(), spec);
   ASSERT_EQ(m.shards.size(), 3u);
-  EXPECT_EQ(m.shards[0].data.file,
-            GetParam() == Backend::kTfrecord ? "shard-00000-of-00003.tfrecord"
-                                             : "shard-00000-of-00003.lmdb");
+  EXPECT_EQ(m.shards[0].data.file, GetParam() == Backend::kTfrecord
+                                       ? "shard-00000-of-00003.tfrecord"
+                                       : "shard-00000-of-00003.lmdb");
   EXPECT_EQ(m.shards[2].records, 3u);
   EXPECT_EQ(m.shards[2].first_sample, 8u);
   EXPECT_EQ(m.classes[0].count, 4u);  // samples 0, 3, 6, 9
@@ -54,7 +54,8 @@ TEST_P(RoundTripTest, EverySampleReadsBackByGlobalIndex) {
 
 TEST_P(RoundTripTest, VariableSizeSamplesKeepTheirShapes) {
   TempDir dir;
-  testing::WriteTestDataset(dir.path(), {.backend = GetParam(), .samples = 6, .variable_size = true});
+  testing::WriteTestDataset(dir.path(),
+                            {.backend = GetParam(), .samples = 6, .variable_size = true});
   auto ds = Dataset::Open(dir.path());
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
   for (uint64_t i = 0; i < 6; ++i) {
@@ -110,7 +111,8 @@ TEST(ShardWriterTest, TfrecordShardParsesIndependentlyAndMatchesManifestAndIndex
     std::vector<uint8_t> px = testing::TestPixels(n, 4, 5, 3);
     EXPECT_EQ(raw, std::string(px.begin(), px.end()));
     // The pixels start on a 64-byte boundary of the file.
-    EXPECT_EQ((raw.data() - ex.features().feature().at("image/raw").bytes_list().value(0).data()), 0);
+    EXPECT_EQ((raw.data() - ex.features().feature().at("image/raw").bytes_list().value(0).data()),
+              0);
     size_t at = file.find(raw, pos);
     EXPECT_EQ(at % 64, 0u) << "record " << n;
     expected_index += std::to_string(pos) + " " + std::to_string(16 + len) + "\n";
@@ -125,14 +127,15 @@ TEST(ShardWriterTest, RotatesBySizeWithAtLeastOneRecordPerShard) {
   TempDir dir;
   // Each record is about 520 bytes (192 pixel bytes, metadata, alignment padding).
   Manifest m = testing::WriteTestDataset(
-      dir.path(), {.samples = 9, .height = 8, .width = 8, .max_shard_records = 0,
-                   .max_shard_bytes = 1200});
+      dir.path(),
+      {.samples = 9, .height = 8, .width = 8, .max_shard_records = 0, .max_shard_bytes = 1200});
   EXPECT_GE(m.shards.size(), 4u);
   EXPECT_LE(m.shards.size(), 9u);
   for (const ShardEntry& e : m.shards) EXPECT_LE(e.data.bytes, 1200u);
   TempDir dir2;
-  m = testing::WriteTestDataset(dir2.path(), {.samples = 3, .height = 64, .width = 64,
-                                              .max_shard_records = 0, .max_shard_bytes = 100});
+  m = testing::WriteTestDataset(
+      dir2.path(),
+      {.samples = 3, .height = 64, .width = 64, .max_shard_records = 0, .max_shard_bytes = 100});
   EXPECT_EQ(m.shards.size(), 3u) << "a record larger than the limit still gets a shard";
 }
 
@@ -225,9 +228,12 @@ TEST(ShardWriterTest, EveryInjectedIoFailureIsAnErrorAndNeverPublishesAManifest)
 TEST(ShardWriterTest, LmdbMapGrowsFromATinyInitialSizeAndKeepsEveryRecord) {
   for (uint64_t initial : {32ull << 10, 100ull << 10, 1ull << 20}) {
     TempDir dir;
-    Manifest m = testing::WriteTestDataset(
-        dir.path(), {.backend = Backend::kLmdb, .samples = 40, .height = 32, .width = 32,
-                     .max_shard_records = 0, .lmdb_initial_map_bytes = initial});
+    Manifest m = testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb,
+                                                        .samples = 40,
+                                                        .height = 32,
+                                                        .width = 32,
+                                                        .max_shard_records = 0,
+                                                        .lmdb_initial_map_bytes = initial});
     ASSERT_EQ(m.num_samples, 40u);
     auto ds = Dataset::Open(dir.path());
     ASSERT_TRUE(ds.ok()) << ds.status().ToString();

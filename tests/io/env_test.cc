@@ -50,8 +50,8 @@ TEST(PosixEnvTest, ReadFileRefusesFilesAboveTheLimit) {
 // Every step of the atomic publish can fail; each failure is reported with its errno
 // name, the destination is untouched and no temporary is left behind.
 TEST(MemEnvTest, EveryFailingStepOfAnAtomicWriteIsReportedAndLeavesTheOldFile) {
-  for (FaultOp op : {FaultOp::kAppend, FaultOp::kSync, FaultOp::kClose, FaultOp::kRename,
-                     FaultOp::kSyncDir}) {
+  for (FaultOp op :
+       {FaultOp::kAppend, FaultOp::kSync, FaultOp::kClose, FaultOp::kRename, FaultOp::kSyncDir}) {
     for (int err : {ENOSPC, EIO}) {
       MemEnv env;
       ASSERT_TRUE(env.CreateDirs("/d").ok());

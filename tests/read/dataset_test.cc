@@ -34,8 +34,8 @@ TEST(DatasetTest, FlippedPixelIsACorruptionNamingFileRecordAndOffset) {
   ASSERT_OK((*ds0)->Get(4, &s));
   const std::string path = dir.Join(m.shards[1].data.file);
   std::string bytes = testing::ReadFileOrDie(path);
-  const size_t pixel_at = bytes.find(std::string(reinterpret_cast<const char*>(s.pixels.data()),
-                                                 s.pixels.size()));
+  const size_t pixel_at =
+      bytes.find(std::string(reinterpret_cast<const char*>(s.pixels.data()), s.pixels.size()));
   ds0->reset();
   ASSERT_NE(pixel_at, std::string::npos);
   bytes[pixel_at + 5] ^= 0x10;

@@ -74,9 +74,10 @@ TEST(VerifyTest, EveryFlippedByteIsReportedAndNamesTheRightRecord) {
     while (rec + 1 < records.size() && records[rec + 1].offset <= i) ++rec;
     VerifyReport r = MustVerify(dir.path(), 1);
     ASSERT_FALSE(r.ok()) << "byte " << i;
-    EXPECT_TRUE(HasFault(r, name, static_cast<int64_t>(rec),
-                         static_cast<int64_t>(records[rec].offset), ""))
-        << "byte " << i << " (record " << rec << ")\n" << Dump(r);
+    EXPECT_TRUE(
+        HasFault(r, name, static_cast<int64_t>(rec), static_cast<int64_t>(records[rec].offset), ""))
+        << "byte " << i << " (record " << rec << ")\n"
+        << Dump(r);
     EXPECT_TRUE(HasFault(r, name, -1, -1, "xxh3_128 checksum")) << Dump(r);
   }
   testing::WriteFileOrDie(path, original);
@@ -100,7 +101,8 @@ TEST(VerifyTest, TruncationAtEveryOffsetOfTheLastRecordIsReported) {
       EXPECT_TRUE(HasFault(r, name, -1, -1, "2 records, the manifest says 3")) << Dump(r);
     } else {
       EXPECT_TRUE(HasFault(r, name, 2, static_cast<int64_t>(last), "truncated"))
-          << "cut " << cut << "\n" << Dump(r);
+          << "cut " << cut << "\n"
+          << Dump(r);
     }
     EXPECT_TRUE(HasFault(r, name, -1, -1, "size " + std::to_string(cut))) << Dump(r);
   }
@@ -191,9 +193,11 @@ TEST(VerifyTest, LabelOutsideTheClassListIsReported) {
 // A damaged LMDB file must not crash verify: it is read in a child process.
 TEST(VerifyTest, CorruptLmdbFilesAreReportedWithoutCrashing) {
   TempDir dir;
-  Manifest m = testing::WriteTestDataset(
-      dir.path(), {.backend = Backend::kLmdb, .samples = 12, .height = 16, .width = 16,
-                   .max_shard_records = 0});
+  Manifest m = testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb,
+                                                      .samples = 12,
+                                                      .height = 16,
+                                                      .width = 16,
+                                                      .max_shard_records = 0});
   const std::string name = m.shards[0].data.file;
   const std::string path = dir.Join(name);
   const std::string original = testing::ReadFileOrDie(path);
@@ -205,7 +209,8 @@ TEST(VerifyTest, CorruptLmdbFilesAreReportedWithoutCrashing) {
       size_t page = (rng() % (bytes.size() / 4096)) * 4096;
       std::fill(bytes.begin() + page, bytes.begin() + page + 4096, '\0');
     } else {
-      for (int k = 0; k < 1 + trial % 8; ++k) bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
+      for (int k = 0; k < 1 + trial % 8; ++k)
+        bytes[rng() % bytes.size()] ^= static_cast<char>(1 + rng() % 255);
     }
     testing::WriteFileOrDie(path, bytes);
     VerifyReport r = MustVerify(dir.path());

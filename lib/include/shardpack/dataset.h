@@ -32,8 +32,8 @@ struct DatasetOptions {
   // bit flip surfaces as an error naming the file, record and offset, never as pixels.
   bool verify_crc = true;
   // Records claiming a longer payload are rejected before any byte is read (default:
-  // the largest image the format allows plus 1 MiB of metadata).
-  uint64_t max_record_bytes = 268435456ull + (1u << 20);
+  // the largest image the format allows, 89,478,485 pixels x 3 bytes, plus 1 MiB).
+  uint64_t max_record_bytes = 89478485ull * 3 + (1u << 20);
   // Hint for the kernel: random access (the default) disables read-ahead.
   bool random_access = true;
   // File system for TFRecord datasets; nullptr: POSIX.
@@ -52,9 +52,9 @@ struct SampleView {
 
 // Where a sample lives, for messages and for readers that batch by shard.
 struct SampleLocation {
-  size_t shard = 0;          // index into manifest().shards
-  uint64_t record = 0;       // ordinal within the shard
-  uint64_t offset = 0;       // TFRecord: file offset of the record; LMDB: 0
+  size_t shard = 0;     // index into manifest().shards
+  uint64_t record = 0;  // ordinal within the shard
+  uint64_t offset = 0;  // TFRecord: file offset of the record; LMDB: 0
 };
 
 class Dataset {

@@ -21,16 +21,16 @@ namespace shardpack {
 
 enum class StatusCode : int {
   kOk = 0,
-  kInvalidArgument = 1,    // the caller passed something unusable (flag, option, path)
-  kNotFound = 2,           // a file or key that must exist does not
-  kAlreadyExists = 3,      // an output that must not exist does
-  kCorruption = 4,         // data on disk is not what the format promises
-  kNotSupported = 5,       // a valid input this build cannot handle (e.g. newer version)
-  kIOError = 6,            // the OS refused an operation (errno attached)
-  kResourceExhausted = 7,  // a configured limit was hit (size, memory)
-  kFailedPrecondition = 8, // an API was used out of order
-  kOutOfRange = 9,         // an index beyond the end
-  kInternal = 10,          // a bug in shardpack or a C library misbehaving
+  kInvalidArgument = 1,     // the caller passed something unusable (flag, option, path)
+  kNotFound = 2,            // a file or key that must exist does not
+  kAlreadyExists = 3,       // an output that must not exist does
+  kCorruption = 4,          // data on disk is not what the format promises
+  kNotSupported = 5,        // a valid input this build cannot handle (e.g. newer version)
+  kIOError = 6,             // the OS refused an operation (errno attached)
+  kResourceExhausted = 7,   // a configured limit was hit (size, memory)
+  kFailedPrecondition = 8,  // an API was used out of order
+  kOutOfRange = 9,          // an index beyond the end
+  kInternal = 10,           // a bug in shardpack or a C library misbehaving
 };
 
 // Name of a code, e.g. "Corruption".
@@ -79,12 +79,12 @@ Status ErrnoError(std::string_view context, int err);
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(const T& value) : v_(value) {}                // NOLINT: implicit by design
-  StatusOr(T&& value) : v_(std::move(value)) {}          // NOLINT
-  StatusOr(const Status& status) : v_(status) {          // NOLINT
+  StatusOr(const T& value) : v_(value) {}        // NOLINT: implicit by design
+  StatusOr(T&& value) : v_(std::move(value)) {}  // NOLINT
+  StatusOr(const Status& status) : v_(status) {  // NOLINT
     assert(!status.ok() && "StatusOr built from an OK status");
   }
-  StatusOr(Status&& status) : v_(std::move(status)) {    // NOLINT
+  StatusOr(Status&& status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "StatusOr built from an OK status");
   }
 
@@ -106,9 +106,9 @@ class [[nodiscard]] StatusOr {
 }  // namespace shardpack
 
 // Returns from the enclosing function when `expr` is not OK.
-#define SHARDPACK_RETURN_IF_ERROR(expr)                 \
-  do {                                                  \
-    ::shardpack::Status shardpack_status_ = (expr);     \
+#define SHARDPACK_RETURN_IF_ERROR(expr)                    \
+  do {                                                     \
+    ::shardpack::Status shardpack_status_ = (expr);        \
     if (!shardpack_status_.ok()) return shardpack_status_; \
   } while (0)
 

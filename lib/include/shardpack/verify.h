@@ -47,7 +47,7 @@ struct VerifyReport {
   uint64_t records = 0;  // records checked
   uint64_t bytes = 0;    // bytes read
   double seconds = 0;
-  uint64_t fault_count = 0;        // every fault found
+  uint64_t fault_count = 0;         // every fault found
   std::vector<VerifyFault> faults;  // in file order, then offset order
   bool ok() const { return fault_count == 0; }
 };

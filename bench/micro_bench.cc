@@ -1,0 +1,65 @@
+// Micro-benchmarks of the per-byte work on the read and verify paths (Google Benchmark).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+
+#include "format/example.h"
+#include "util/crc32c.h"
+#include "util/hash.h"
+
+namespace {
+
+std::string Random(size_t n) {
+  std::string s(n, '\0');
+  std::mt19937_64 rng(1);
+  for (auto& c : s) c = static_cast<char>(rng());
+  return s;
+}
+
+void BM_Crc32c(benchmark::State& state) {
+  std::string s = Random(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(shardpack::crc32c::Value(s));
+  state.SetBytesProcessed(state.iterations() * s.size());
+}
+BENCHMARK(BM_Crc32c)->Arg(4096)->Arg(196608);
+
+void BM_Crc32cPortable(benchmark::State& state) {
+  std::string s = Random(state.range(0));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(shardpack::crc32c::ExtendPortable(0, s.data(), s.size()));
+  }
+  state.SetBytesProcessed(state.iterations() * s.size());
+}
+BENCHMARK(BM_Crc32cPortable)->Arg(196608);
+
+void BM_Crc32cCombine(benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(shardpack::crc32c::Combine(1, 2, 196608));
+}
+BENCHMARK(BM_Crc32cCombine);
+
+void BM_Xxh3(benchmark::State& state) {
+  std::string s = Random(state.range(0));
+  for (auto _ : state) benchmark::DoNotOptimize(shardpack::Xxh3Hex(s.data(), s.size()));
+  state.SetBytesProcessed(state.iterations() * s.size());
+}
+BENCHMARK(BM_Xxh3)->Arg(196608);
+
+void BM_ParseSample(benchmark::State& state) {
+  std::string pixels = Random(256 * 256 * 3);
+  std::string entries = shardpack::format::EncodeFeatureEntries(
+      {256, 256, 3, 17, "n01440764", "n01440764/n01440764_10026.JPEG"},
+      shardpack::crc32c::Value(pixels));
+  std::string payload =
+      shardpack::format::EncodePayloadPrefix(entries, pixels.size(), 12, 64) + pixels;
+  for (auto _ : state) {
+    shardpack::format::DecodedSample d;
+    benchmark::DoNotOptimize(shardpack::format::ParseSample(
+        reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &d));
+  }
+}
+BENCHMARK(BM_ParseSample);
+
+}  // namespace
+
+BENCHMARK_MAIN();
