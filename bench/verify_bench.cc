@@ -12,8 +12,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -28,8 +28,7 @@ namespace {
 volatile char sink_ = 0;  // keeps the touching loop from being optimised away
 
 double Now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 uint64_t ReadAll(const std::vector<std::string>& files, int threads) {
@@ -91,9 +90,8 @@ int main(int argc, char** argv) {
   }
   const int threads = static_cast<int>(std::thread::hardware_concurrency());
   const uint64_t bytes = ReadAll(files, threads);  // warm the page cache
-  std::printf("dataset %s: %zu files, %.2f GB, %llu samples; %d cores\n", dir.c_str(),
-              files.size(), bytes / 1e9, static_cast<unsigned long long>(m->num_samples),
-              threads);
+  std::printf("dataset %s: %zu files, %.2f GB, %llu samples; %d cores\n", dir.c_str(), files.size(),
+              bytes / 1e9, static_cast<unsigned long long>(m->num_samples), threads);
   std::vector<double> read1, readn, verify1, verifyn;
   for (int rep = 0; rep < reps; ++rep) {
     double t = Now();

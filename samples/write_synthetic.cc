@@ -21,7 +21,8 @@ int main(int argc, char** argv) {
   app.add_option("--size", size, "HEIGHTxWIDTH of every sample");
   app.add_option("--classes", classes, "Number of classes")->check(CLI::PositiveNumber);
   app.add_option("--channels", channels, "1 or 3")->check(CLI::IsMember({1, 3}));
-  app.add_option("--backend", backend, "tfrecord or lmdb")->check(CLI::IsMember({"tfrecord", "lmdb"}));
+  app.add_option("--backend", backend, "tfrecord or lmdb")
+      ->check(CLI::IsMember({"tfrecord", "lmdb"}));
   app.add_option("--shard-size", shard_bytes, "Shard size limit in bytes");
   app.add_option("--seed", seed, "Seed of the noise");
   CLI11_PARSE(app, argc, argv);
@@ -61,8 +62,12 @@ int main(int argc, char** argv) {
       }
     }
     std::string name = "synthetic/" + std::to_string(label) + "/" + std::to_string(i) + ".png";
-    shardpack::Status s = (*writer)->Add(
-        {.pixels = px, .height = h, .width = w, .channels = channels, .label = label, .filename = name});
+    shardpack::Status s = (*writer)->Add({.pixels = px,
+                                          .height = h,
+                                          .width = w,
+                                          .channels = channels,
+                                          .label = label,
+                                          .filename = name});
     if (!s.ok()) {
       std::fprintf(stderr, "write_synthetic: %s\n", s.message().c_str());
       return 1;

@@ -399,8 +399,9 @@ Status DecodeSample(const ExampleView& v, DecodedSample* out) {
   SHARDPACK_RETURN_IF_ERROR(CheckDim(v.height.int64, kKeyHeight));
   SHARDPACK_RETURN_IF_ERROR(CheckDim(v.width.int64, kKeyWidth));
   int64_t c = v.channels.int64;
-  if (c != 1 && c != 3 && c != 4) {
-    return CorruptionError("feature image/channels: " + std::to_string(c) + ", expected 1, 3 or 4");
+  if (c != 1 && c != 3) {
+    return CorruptionError("feature image/channels: " + std::to_string(c) +
+                           ", expected 1 (gray) or 3 (RGB)");
   }
   if (v.format.kind != K::kAbsent) {
     SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));

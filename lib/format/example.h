@@ -5,9 +5,11 @@
 // feature. Any protobuf parser reads the result; map order carries no meaning.
 //
 // Reading: ParseExampleView walks the protobuf wire format in place and returns pointers
-// into the payload; no message is built and no byte is copied. It accepts any valid
-// Example (any feature order, packed or unpacked int64 lists, unknown fields, extra
-// features, repeated map keys where the last wins) exactly as libprotobuf would.
+// into the payload; no message is built and no byte is copied. It reads any Example as
+// libprotobuf does (any feature order, packed or unpacked int64 lists, unknown fields,
+// extra features, repeated map keys where the last wins), with one deliberate difference
+// shared with TensorFlow's parser: a list element of the wrong wire type (a fixed32 in an
+// Int64List) is Corruption, where libprotobuf would keep it as an unknown field.
 #ifndef SHARDPACK_FORMAT_EXAMPLE_H_
 #define SHARDPACK_FORMAT_EXAMPLE_H_
 
@@ -70,7 +72,7 @@ struct DecodedSample {
 };
 
 // Checks the required features (image/raw, height, width, channels, label: one value each,
-// of the right type), the format, the dimensions (1..65500, channels 1, 3 or 4) and
+// of the right type), the format, the dimensions (1..65500, channels 1 or 3) and
 // len(image/raw) == H*W*C. Corruption with "feature K: expected ..., found ...".
 Status DecodeSample(const ExampleView& view, DecodedSample* out);
 

@@ -136,8 +136,10 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "format", "manifest", &format));
   if (format != "shardpack") return r.Error("format", "\"" + format + "\", expected \"shardpack\"");
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "format_version", "manifest", &version));
-  if (std::sscanf(version.c_str(), "%d.%d", &m.format_major, &m.format_minor) != 2 ||
-      m.format_major < 0 || m.format_minor < 0) {
+  int consumed = 0;
+  if (version.find_first_not_of("0123456789.") != std::string::npos ||
+      std::sscanf(version.c_str(), "%4d.%4d%n", &m.format_major, &m.format_minor, &consumed) != 2 ||
+      consumed != static_cast<int>(version.size())) {
     return r.Error("format_version", "\"" + version + "\" is not MAJOR.MINOR");
   }
   if (m.format_major > kFormatMajor) {
@@ -159,9 +161,16 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   auto image = j.find("image");
   if (image == j.end()) return r.Error("image", "missing");
   SHARDPACK_RETURN_IF_ERROR(r.Object(*image, "image"));
-  SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m.image.channels, 4));
-  if (m.image.channels != 1 && m.image.channels != 3 && m.image.channels != 4) {
-    return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1, 3 or 4");
+  SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m.image.channels, 3));
+  if (m.image.channels != 1 && m.image.channels != 3) {
+    return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1 or 3");
+  }
+  for (auto [key, want] : {std::pair{"layout", "HWC"}, std::pair{"dtype", "uint8"}}) {
+    std::string v;
+    SHARDPACK_RETURN_IF_ERROR(r.String(*image, key, "image", &v));
+    if (v != want) {
+      return r.Error(std::string("image.") + key, "\"" + v + "\", expected \"" + want + "\"");
+    }
   }
   const int kMaxSide = static_cast<int>(format::kMaxDimension);
   if (image->contains("height") || image->contains("width")) {
@@ -173,7 +182,15 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   }
   uint64_t alignment;
   SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "pixel_alignment", "manifest", &alignment, 4096));
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
+    return r.Error("pixel_alignment", std::to_string(alignment) + " is not a power of two");
+  }
   m.pixel_alignment = static_cast<uint32_t>(alignment);
+  uint64_t label_base;
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "label_base", "manifest", &label_base));
+  if (label_base != 0) {
+    return r.Error("label_base", std::to_string(label_base) + ", labels are 0-based");
+  }
 
   auto classes = j.find("classes");
   if (classes == j.end() || !classes->is_array()) return r.Error("classes", "expected an array");
@@ -205,6 +222,7 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     ShardEntry e;
     SHARDPACK_RETURN_IF_ERROR(r.File(s, path, &e.data));
     SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "records", path, &e.records));
+    if (e.records == 0) return r.Error(path + ".records", "a shard holds at least one record");
     SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "first_sample", path, &e.first_sample));
     if (e.first_sample != next_sample) {
       return r.Error(path + ".first_sample",

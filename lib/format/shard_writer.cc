@@ -43,6 +43,16 @@ class ShardWriter::Impl {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
                                   " is outside 1..65500");
     }
+    if (uint64_t(s.height) * uint64_t(s.width) > format::kMaxPixels) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
+                                  " has more than " + std::to_string(format::kMaxPixels) +
+                                  " pixels");
+    }
+    if (s.filename.size() > format::kMaxTextBytes) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": filename of " +
+                                  std::to_string(s.filename.size()) + " bytes, limit " +
+                                  std::to_string(format::kMaxTextBytes));
+    }
     if (s.channels != spec.channels) {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
                                   std::to_string(s.channels) + " channels, the dataset has " +
@@ -190,16 +200,17 @@ class ShardWriter::Impl {
     const uint64_t total = shards_.size();
     for (uint64_t i = 0; i < total; ++i) {
       ShardEntry& e = shards_[i];
-      std::string name = format::ShardFileName(i, total, options_.backend);
-      SHARDPACK_RETURN_IF_ERROR(
-          env_->RenameFile(io::JoinPath(dir_, e.data.file), io::JoinPath(dir_, name)));
-      e.data.file = name;
+      // The index first, so that a shard under its final name always has its index.
       if (e.index) {
         std::string index_name = format::IndexFileName(i, total);
         SHARDPACK_RETURN_IF_ERROR(
             env_->RenameFile(io::JoinPath(dir_, e.index->file), io::JoinPath(dir_, index_name)));
         e.index->file = index_name;
       }
+      std::string name = format::ShardFileName(i, total, options_.backend);
+      SHARDPACK_RETURN_IF_ERROR(
+          env_->RenameFile(io::JoinPath(dir_, e.data.file), io::JoinPath(dir_, name)));
+      e.data.file = name;
     }
     return env_->SyncDir(dir_);
   }
@@ -226,9 +237,15 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
         "at least one class");
   }
   const ImageSpec& im = options.image;
-  if (im.channels != 1 && im.channels != 3 && im.channels != 4) {
+  if (im.channels != 1 && im.channels != 3) {
     return InvalidArgumentError("ImageSpec.channels is " + std::to_string(im.channels) +
-                                ", expected 1, 3 or 4");
+                                ", expected 1 (gray) or 3 (RGB)");
+  }
+  for (const std::string& name : options.class_names) {
+    if (name.size() > format::kMaxTextBytes) {
+      return InvalidArgumentError("a class name of " + std::to_string(name.size()) +
+                                  " bytes; the limit is " + std::to_string(format::kMaxTextBytes));
+    }
   }
   if ((im.height > 0) != (im.width > 0) || im.height < 0 || im.width < 0 || im.max_side < 0) {
     return InvalidArgumentError("ImageSpec: give both height and width, or neither");

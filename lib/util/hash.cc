@@ -4,14 +4,14 @@ namespace shardpack {
 
 namespace xxh3_detail {
 // Each namespace is defined by util/xxh3_ops.inc, compiled for one instruction set.
-#define SHARDPACK_DECLARE_XXH3_OPS(ns)                               \
-  namespace ns {                                                     \
-  void* NewState();                                                  \
-  void FreeState(void* s);                                           \
-  void Reset(void* s);                                               \
-  void Update(void* s, const void* data, size_t n);                  \
-  void Digest(const void* s, unsigned char out[16]);                 \
-  void OneShot(const void* data, size_t n, unsigned char out[16]);   \
+#define SHARDPACK_DECLARE_XXH3_OPS(ns)                             \
+  namespace ns {                                                   \
+  void* NewState();                                                \
+  void FreeState(void* s);                                         \
+  void Reset(void* s);                                             \
+  void Update(void* s, const void* data, size_t n);                \
+  void Digest(const void* s, unsigned char out[16]);               \
+  void OneShot(const void* data, size_t n, unsigned char out[16]); \
   }
 SHARDPACK_DECLARE_XXH3_OPS(baseline)
 #if defined(__x86_64__)

@@ -65,6 +65,22 @@ TEST(ManifestTest, InconsistentCountsAndBadFieldsAreNamed) {
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("not a plain file name"), std::string::npos);
 
+  for (const char* bad : {"1.0junk", "1.0.7", "1", ".1", "-1.0"}) {
+    std::string text = SerializeManifest(Sample());
+    std::string v = "\"format_version\": \"1.0\"";
+    text.replace(text.find(v), v.size(), std::string("\"format_version\": \"") + bad + "\"");
+    r = ParseManifest(text, "m");
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("is not MAJOR.MINOR"), std::string::npos) << bad;
+  }
+
+  m = Sample();
+  m.pixel_alignment = 48;
+  r = ParseManifest(SerializeManifest(m), "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("pixel_alignment: 48 is not a power of two"),
+            std::string::npos);
+
   r = ParseManifest("{not json", "m");
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);

@@ -158,6 +158,25 @@ TEST(ShardWriterTest, ShapeLabelAndChannelViolationsAreRejected) {
   EXPECT_TRUE((*w)->Finish().ok());
 }
 
+// The writer refuses what the readers would refuse: more pixels than the format allows
+// is caught on Add, not discovered by a reader later.
+TEST(ShardWriterTest, ImagesAboveThePixelLimitAreRejectedOnAdd) {
+  TempDir dir;
+  ShardWriterOptions o;
+  o.class_names = {"a"};
+  o.image = {.channels = 1};
+  auto w = ShardWriter::Create(dir.path(), o);
+  ASSERT_TRUE(w.ok());
+  std::vector<uint8_t> px(10000ull * 9000);
+  Status s = (*w)->Add({.pixels = px, .height = 10000, .width = 9000, .channels = 1});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("has more than 89478485 pixels"), std::string::npos) << s.message();
+  o.image.channels = 4;
+  auto w4 = ShardWriter::Create(dir.Join("four"), o);
+  ASSERT_FALSE(w4.ok());
+  EXPECT_NE(w4.status().message().find("expected 1 (gray) or 3 (RGB)"), std::string::npos);
+}
+
 TEST(ShardWriterTest, RefusesADirectoryThatHoldsADataset) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 2});

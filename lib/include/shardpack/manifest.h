@@ -29,7 +29,7 @@ std::string_view BackendName(Backend b);  // "tfrecord" / "lmdb"
 
 // The shape contract of every sample. Pixels are HWC uint8, RGB (3 channels) or gray (1).
 struct ImageSpec {
-  int channels = 3;
+  int channels = 3;  // 1 (gray) or 3 (RGB)
   // Fixed-size datasets: every sample is height x width. Zero for variable size.
   int height = 0;
   int width = 0;
