@@ -33,6 +33,21 @@ void BM_Crc32cPortable(benchmark::State& state) {
 }
 BENCHMARK(BM_Crc32cPortable)->Arg(196608);
 
+void BM_Crc32cWith(benchmark::State& state) {
+  auto impl = static_cast<shardpack::crc32c::Implementation>(state.range(0));
+  if (!shardpack::crc32c::IsAvailable(impl)) {
+    state.SkipWithError("not available on this CPU");
+    return;
+  }
+  std::string s = Random(state.range(1));
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(shardpack::crc32c::ExtendWith(impl, 0, s.data(), s.size()));
+  }
+  state.SetBytesProcessed(state.iterations() * s.size());
+}
+// 1: crc32 instruction (three streams), 2: AVX-512 VPCLMULQDQ folding.
+BENCHMARK(BM_Crc32cWith)->ArgsProduct({{1, 2}, {1024, 4096, 196608}});
+
 void BM_Crc32cCombine(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(shardpack::crc32c::Combine(1, 2, 196608));
 }

@@ -1,6 +1,8 @@
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78), as used by TFRecord, LevelDB
-// and iSCSI (RFC 3720). Hardware-accelerated with the SSE4.2 crc32 instruction when the
-// CPU has it (checked once at run time), with a portable slicing-by-8 fallback.
+// and iSCSI (RFC 3720). Chosen once at run time by what the CPU has: carry-less
+// multiplication folding (AVX-512 VPCLMULQDQ) for buffers of 1 KiB and more, the SSE4.2
+// crc32 instruction in three interleaved streams otherwise, and a portable slicing-by-8
+// fallback.
 //
 // Thread-safety: all functions are pure.
 #ifndef SHARDPACK_UTIL_CRC32C_H_
@@ -37,6 +39,13 @@ bool IsHardwareAccelerated();
 
 // The portable implementation, exposed so that tests compare both paths.
 uint32_t ExtendPortable(uint32_t init_crc, const void* data, size_t n);
+
+// The implementations Extend chooses from (by CPU and length), for tests and benchmarks.
+// kClmulAvx512 needs n >= 256; ExtendWith falls back to Extend when an implementation is
+// unavailable or n is shorter.
+enum class Implementation { kPortable, kCrc32Instruction, kClmulAvx512 };
+bool IsAvailable(Implementation impl);
+uint32_t ExtendWith(Implementation impl, uint32_t init_crc, const void* data, size_t n);
 
 }  // namespace shardpack::crc32c
 

@@ -70,3 +70,33 @@ TEST(Crc32cTest, MaskRoundTripsAndDiffers) {
 
 }  // namespace
 }  // namespace shardpack::crc32c
+
+namespace shardpack::crc32c {
+namespace {
+
+// Every implementation the CPU offers equals the portable one: every length up to 5000
+// bytes plus the boundaries of each path, several alignments and non-zero initial CRCs.
+TEST(Crc32cTest, EveryImplementationAgreesWithThePortableOne) {
+  std::mt19937_64 rng(21);
+  std::vector<uint8_t> buf(70000);
+  for (auto& b : buf) b = static_cast<uint8_t>(rng());
+  std::vector<size_t> lengths;
+  for (size_t n = 0; n <= 5000; ++n) lengths.push_back(n);
+  for (size_t n : {8191, 8192, 24575, 24576, 24577, 65535, 65536, 69000}) lengths.push_back(n);
+  int checked = 0;
+  for (Implementation impl : {Implementation::kCrc32Instruction, Implementation::kClmulAvx512}) {
+    if (!IsAvailable(impl)) continue;
+    for (size_t n : lengths) {
+      size_t align = n % 13;
+      uint32_t init = static_cast<uint32_t>(rng());
+      ASSERT_EQ(ExtendWith(impl, init, buf.data() + align, n),
+                ExtendPortable(init, buf.data() + align, n))
+          << "implementation " << static_cast<int>(impl) << " length " << n;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 0) << "no hardware implementation on this CPU";
+}
+
+}  // namespace
+}  // namespace shardpack::crc32c

@@ -1,0 +1,485 @@
+#include "image/jpeg_decoder.h"
+
+#include <climits>
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <new>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+// jpeglib.h needs size_t and FILE declared before it.
+#include <jpeglib.h>
+
+#include <jerror.h>
+
+#include "image/orientation.h"
+
+namespace shardpack::image {
+namespace {
+
+// libjpeg's message code names ("JWRN_JPEG_EOF"), indexed by J_MESSAGE_CODE, built from
+// jerror.h's own list the way jerror.c builds the message texts.
+#define JMESSAGE(code, string) #code,
+constexpr const char* kMessageNames[] = {
+#include <jerror.h>
+};
+#undef JMESSAGE
+
+const char* MessageName(int code) {
+  if (code < 0 || static_cast<size_t>(code) >= std::size(kMessageNames)) return "JMSG_UNKNOWN";
+  return kMessageNames[code];
+}
+
+// Why a guarded step stopped early.
+enum class Failure : int {
+  kNone = 0,
+  kLibjpeg,       // libjpeg's error_exit, or a warning (emit_message level -1)
+  kTooManyScans,  // the progress monitor saw input_scan_number > max_scans
+  kInternal,      // libjpeg produced something other than what was configured
+};
+
+// Everything libjpeg touches during one decode. Plain C data, no constructors or
+// destructors, so that a longjmp over the frames that use it skips nothing; it lives
+// in a JpegDecompressor that outlives every guarded step.
+struct Session {
+  jpeg_decompress_struct cinfo;
+  jpeg_error_mgr err;
+  jpeg_progress_mgr progress;
+  std::jmp_buf jump;
+  bool armed;  // a RunGuarded frame is live: longjmp is allowed
+
+  const uint8_t* data;
+  size_t size;
+  int max_scans;
+  long max_memory;
+
+  // Outcome of the last step.
+  Failure failure;
+  int msg_code;
+  bool warning;
+  size_t offset;        // input byte offset where libjpeg stopped
+  int scan;             // input_scan_number at the failure
+  unsigned row;         // output_scanline at the failure
+  char message[JMSG_LENGTH_MAX];
+
+  // Decode step parameters, set by the C++ layer before the step.
+  J_COLOR_SPACE out_space;  // what libjpeg produces
+  int out_channels;         // what the Image holds: 1 or 3
+  bool cmyk;                // libjpeg produces CMYK; converted here row by row
+  bool adobe_inverted;      // CMYK is Adobe (Photoshop) inverted
+  unsigned scale_denom;
+  uint8_t* pixels;          // height * width * out_channels bytes, from the C++ layer
+  uint8_t* cmyk_row;        // width * 4 bytes when cmyk
+};
+static_assert(std::is_trivially_destructible_v<Session>);
+
+Session* SessionOf(j_common_ptr cinfo) { return static_cast<Session*>(cinfo->client_data); }
+
+// Records where the decoder stood; called only from libjpeg callbacks.
+void NoteFailure(Session* s, Failure failure) {
+  s->failure = failure;
+  const jpeg_source_mgr* src = s->cinfo.src;
+  s->offset = s->size;
+  if (src != nullptr && src->bytes_in_buffer <= s->size) s->offset = s->size - src->bytes_in_buffer;
+  s->scan = s->cinfo.input_scan_number;
+  s->row = s->cinfo.output_scanline;
+}
+
+[[noreturn]] void Jump(Session* s) {
+  // Every libjpeg call runs inside RunGuarded; a call outside one is a bug here, and
+  // returning to libjpeg from error_exit is not allowed.
+  if (!s->armed) std::abort();
+  s->armed = false;
+  std::longjmp(s->jump, 1);
+}
+
+// libjpeg's error_exit: must not return.
+void ErrorExit(j_common_ptr cinfo) {
+  Session* s = SessionOf(cinfo);
+  NoteFailure(s, Failure::kLibjpeg);
+  s->msg_code = cinfo->err->msg_code;
+  s->warning = false;
+  (*cinfo->err->format_message)(cinfo, s->message);
+  Jump(s);
+}
+
+// Warnings (msg_level < 0) are fatal, as djpeg -strict makes them: libjpeg reports a
+// truncated file or a corrupt entropy segment only as a warning and fills the rest of
+// the image with grey. Trace messages (msg_level >= 0) are dropped.
+void EmitMessage(j_common_ptr cinfo, int msg_level) {
+  if (msg_level >= 0) return;
+  Session* s = SessionOf(cinfo);
+  NoteFailure(s, Failure::kLibjpeg);
+  s->msg_code = cinfo->err->msg_code;
+  s->warning = true;
+  (*cinfo->err->format_message)(cinfo, s->message);
+  Jump(s);
+}
+
+void OutputMessage(j_common_ptr) {}
+
+// The scan limit of djpeg -maxscans: a progressive JPEG can hold thousands of tiny scans,
+// each of which costs a pass over the whole coefficient buffer (LJT-01-003).
+void ProgressMonitor(j_common_ptr cinfo) {
+  Session* s = SessionOf(cinfo);
+  if (s->cinfo.input_scan_number > s->max_scans) {
+    NoteFailure(s, Failure::kTooManyScans);
+    Jump(s);
+  }
+}
+
+// The only setjmp of the JPEG decoder. Runs one step of libjpeg calls; returns false
+// when libjpeg (or a callback above) jumped out, with the reason in the session.
+// Neither this frame nor any step has a local that is modified after setjmp or that has
+// a non-trivial destructor; all state lives in *s.
+bool RunGuarded(Session* s, void (*step)(Session*)) {
+  s->failure = Failure::kNone;
+  s->armed = true;
+  if (setjmp(s->jump) != 0) return false;
+  step(s);
+  s->armed = false;
+  return s->failure == Failure::kNone;
+}
+
+// The steps. Each runs inside RunGuarded and holds only trivially destructible locals.
+
+void CreateStep(Session* s) {
+  jpeg_create_decompress(&s->cinfo);
+  // jpeg_create_decompress zeroes everything but err and client_data.
+  s->cinfo.progress = &s->progress;
+  s->cinfo.mem->max_memory_to_use = s->max_memory;
+  jpeg_mem_src(&s->cinfo, s->data, static_cast<unsigned long>(s->size));
+  jpeg_save_markers(&s->cinfo, JPEG_APP0 + 1, 0xffff);
+}
+
+void HeaderStep(Session* s) {
+  // require_image = TRUE: a tables-only stream is an error, not JPEG_HEADER_TABLES_ONLY.
+  jpeg_read_header(&s->cinfo, TRUE);
+}
+
+void ConfigureStep(Session* s) {
+  s->cinfo.out_color_space = s->out_space;
+  s->cinfo.scale_num = 1;
+  s->cinfo.scale_denom = s->scale_denom;
+  jpeg_calc_output_dimensions(&s->cinfo);
+}
+
+void DecodeStep(Session* s) {
+  jpeg_decompress_struct* cinfo = &s->cinfo;
+  const JDIMENSION width = cinfo->output_width;
+  const JDIMENSION height = cinfo->output_height;
+  jpeg_start_decompress(cinfo);
+  const int components = s->cmyk ? 4 : s->out_channels;
+  if (cinfo->output_width != width || cinfo->output_height != height ||
+      cinfo->output_components != components) {
+    s->failure = Failure::kInternal;
+    return;
+  }
+  const size_t stride = static_cast<size_t>(width) * s->out_channels;
+  while (cinfo->output_scanline < height) {
+    uint8_t* out = s->pixels + cinfo->output_scanline * stride;
+    JSAMPROW row = s->cmyk ? s->cmyk_row : out;
+    if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
+      // Only a suspending data source returns 0 lines; the memory source never does.
+      s->failure = Failure::kInternal;
+      return;
+    }
+    if (!s->cmyk) continue;
+    for (JDIMENSION x = 0; x < width; ++x) {
+      const unsigned c = row[4 * x], m = row[4 * x + 1], y = row[4 * x + 2], k = row[4 * x + 3];
+      // Adobe (Photoshop) CMYK is stored inverted: 255 means no ink.
+      unsigned r, g, b;
+      if (s->adobe_inverted) {
+        r = (c * k + 127) / 255;
+        g = (m * k + 127) / 255;
+        b = (y * k + 127) / 255;
+      } else {
+        r = ((255 - c) * (255 - k) + 127) / 255;
+        g = ((255 - m) * (255 - k) + 127) / 255;
+        b = ((255 - y) * (255 - k) + 127) / 255;
+      }
+      if (s->out_channels == 3) {
+        out[3 * x] = static_cast<uint8_t>(r);
+        out[3 * x + 1] = static_cast<uint8_t>(g);
+        out[3 * x + 2] = static_cast<uint8_t>(b);
+      } else {
+        // BT.601 with libjpeg's 16-bit fixed-point weights (jdcolor.c rgb_gray_convert).
+        out[x] = static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+      }
+    }
+  }
+  jpeg_finish_decompress(cinfo);
+}
+
+void DestroyStep(Session* s) { jpeg_destroy_decompress(&s->cinfo); }
+
+// Owns one libjpeg decompressor and its Session: Run(CreateStep) creates it, the
+// destructor destroys it through a guarded step too, so that no libjpeg call ever runs
+// without a live setjmp.
+class JpegDecompressor {
+ public:
+  JpegDecompressor(const uint8_t* data, size_t size, const DecodeLimits& limits) {
+    // Zeroed: jpeg_destroy_decompress in the destructor is then safe even when Create()
+    // was never called or failed.
+    std::memset(&s_, 0, sizeof s_);
+    s_.data = data;
+    s_.size = size;
+    s_.max_scans = limits.max_scans;
+    s_.max_memory = limits.max_memory_bytes > static_cast<uint64_t>(LONG_MAX)
+                        ? LONG_MAX
+                        : static_cast<long>(limits.max_memory_bytes);
+    s_.cinfo.err = jpeg_std_error(&s_.err);
+    s_.err.error_exit = ErrorExit;
+    s_.err.emit_message = EmitMessage;
+    s_.err.output_message = OutputMessage;
+    s_.progress.progress_monitor = ProgressMonitor;
+    s_.cinfo.client_data = &s_;
+  }
+  ~JpegDecompressor() { RunGuarded(&s_, DestroyStep); }
+  JpegDecompressor(const JpegDecompressor&) = delete;
+  JpegDecompressor& operator=(const JpegDecompressor&) = delete;
+
+  // Runs `step`; a non-OK Status describes why it stopped.
+  Status Run(void (*step)(Session*)) {
+    if (RunGuarded(&s_, step)) return Status::Ok();
+    return FailureStatus();
+  }
+  Session& session() { return s_; }
+
+ private:
+  Status FailureStatus() const;
+
+  Session s_;
+};
+
+Status JpegDecompressor::FailureStatus() const {
+  const Session& s = s_;
+  std::string where = " at byte offset " + std::to_string(s.offset);
+  if (s.scan > 0) where += ", scan " + std::to_string(s.scan);
+  if (s.cinfo.output_height > 0 && s.row > 0) {
+    where += ", output row " + std::to_string(s.row) + " of " + std::to_string(s.cinfo.output_height);
+  }
+  switch (s.failure) {
+    case Failure::kTooManyScans:
+      return ResourceExhaustedError("JPEG: more than max_scans = " + std::to_string(s.max_scans) +
+                                    " scans" + where);
+    case Failure::kInternal:
+      return InternalError("JPEG: libjpeg returned output other than configured" + where);
+    case Failure::kNone:
+    case Failure::kLibjpeg:
+      break;
+  }
+  std::string message = std::string("JPEG: ") + s.message + " (" + MessageName(s.msg_code) +
+                        (s.warning ? ", a libjpeg warning treated as an error)" : ")") + where;
+  switch (s.msg_code) {
+    case JERR_NO_BACKING_STORE:
+      // libjpeg's working memory would exceed max_memory_to_use.
+      return ResourceExhaustedError(message + " (over max_memory_bytes = " +
+                                    std::to_string(s.max_memory) + ")");
+    case JERR_OUT_OF_MEMORY:
+    case JERR_IMAGE_TOO_BIG:
+    case JERR_WIDTH_OVERFLOW:
+      return ResourceExhaustedError(message);
+    case JERR_NO_SOI:
+      return NotSupportedError(message);
+    case JERR_BAD_PRECISION:
+    case JERR_SOF_UNSUPPORTED:
+    case JERR_NOT_COMPILED:
+    case JERR_CONVERSION_NOTIMPL:
+      return NotSupportedError(message);
+    default:
+      return CorruptionError(message);
+  }
+}
+
+uint16_t Load16(const uint8_t* p, bool big_endian) {
+  return big_endian ? static_cast<uint16_t>(p[0] << 8 | p[1])
+                    : static_cast<uint16_t>(p[1] << 8 | p[0]);
+}
+
+uint32_t Load32(const uint8_t* p, bool big_endian) {
+  return big_endian ? (uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3])
+                    : (uint32_t{p[3]} << 24 | uint32_t{p[2]} << 16 | uint32_t{p[1]} << 8 | p[0]);
+}
+
+int OrientationFromMarkers(const jpeg_decompress_struct& cinfo) {
+  for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
+    if (m->marker != JPEG_APP0 + 1) continue;
+    static constexpr uint8_t kExif[] = {'E', 'x', 'i', 'f', 0, 0};
+    if (m->data_length < sizeof kExif || std::memcmp(m->data, kExif, sizeof kExif) != 0) {
+      continue;  // XMP and other APP1 payloads
+    }
+    return ParseExifOrientation(m->data, m->data_length);
+  }
+  return 1;
+}
+
+Status CheckOptions(const DecodeOptions& options) {
+  if (options.channels != 1 && options.channels != 3) {
+    return InvalidArgumentError("JPEG: channels must be 1 or 3, got " +
+                                std::to_string(options.channels));
+  }
+  if (options.min_height < 0 || options.min_width < 0) {
+    return InvalidArgumentError("JPEG: negative minimum size " + std::to_string(options.min_height) +
+                                "x" + std::to_string(options.min_width));
+  }
+  return Status::Ok();
+}
+
+Status CheckLimits(const jpeg_decompress_struct& cinfo, const DecodeLimits& limits) {
+  const uint64_t width = cinfo.image_width, height = cinfo.image_height;
+  const std::string size = std::to_string(width) + "x" + std::to_string(height);
+  if (width > static_cast<uint64_t>(limits.max_dimension) ||
+      height > static_cast<uint64_t>(limits.max_dimension)) {
+    return ResourceExhaustedError("JPEG: image " + size + " has a side over max_dimension = " +
+                                  std::to_string(limits.max_dimension));
+  }
+  if (width * height > limits.max_pixels) {
+    return ResourceExhaustedError("JPEG: image " + size + " has " +
+                                  std::to_string(width * height) + " pixels, over max_pixels = " +
+                                  std::to_string(limits.max_pixels));
+  }
+  return Status::Ok();
+}
+
+// Picks what libjpeg should output for the source colour space.
+Status ChooseColour(const jpeg_decompress_struct& cinfo, int channels, Session* s) {
+  s->out_channels = channels;
+  s->cmyk = false;
+  s->adobe_inverted = false;
+  switch (cinfo.jpeg_color_space) {
+    case JCS_GRAYSCALE:
+    case JCS_YCbCr:
+    case JCS_RGB:
+      // libjpeg-turbo converts each of these to RGB and to gray itself.
+      s->out_space = channels == 3 ? JCS_RGB : JCS_GRAYSCALE;
+      return Status::Ok();
+    case JCS_CMYK:
+    case JCS_YCCK:
+      // libjpeg turns YCCK into CMYK; CMYK to RGB is done here (libjpeg has no such
+      // conversion), inverted when an Adobe APP14 marker says the file is Adobe's.
+      s->out_space = JCS_CMYK;
+      s->cmyk = true;
+      s->adobe_inverted = cinfo.saw_Adobe_marker;
+      return Status::Ok();
+    default:
+      return NotSupportedError("JPEG: unsupported colour space (J_COLOR_SPACE " +
+                               std::to_string(cinfo.jpeg_color_space) + ") with " +
+                               std::to_string(cinfo.num_components) + " components");
+  }
+}
+
+}  // namespace
+
+int ParseExifOrientation(const uint8_t* app1, size_t size) {
+  static constexpr uint8_t kExif[] = {'E', 'x', 'i', 'f', 0, 0};
+  if (app1 == nullptr || size < sizeof kExif + 8 ||
+      std::memcmp(app1, kExif, sizeof kExif) != 0) {
+    return 1;
+  }
+  // Offsets in the TIFF structure are relative to its header.
+  const uint8_t* tiff = app1 + sizeof kExif;
+  const size_t tiff_size = size - sizeof kExif;
+  bool big_endian;
+  if (tiff[0] == 'M' && tiff[1] == 'M') {
+    big_endian = true;
+  } else if (tiff[0] == 'I' && tiff[1] == 'I') {
+    big_endian = false;
+  } else {
+    return 1;
+  }
+  if (Load16(tiff + 2, big_endian) != 42) return 1;
+  const uint64_t ifd = Load32(tiff + 4, big_endian);
+  if (ifd > tiff_size || tiff_size - ifd < 2) return 1;
+  const uint64_t count = Load16(tiff + ifd, big_endian);
+  constexpr uint16_t kOrientationTag = 0x0112;
+  constexpr uint16_t kShortType = 3;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint64_t entry = ifd + 2 + 12 * i;
+    if (entry + 12 > tiff_size) return 1;
+    const uint8_t* e = tiff + entry;
+    if (Load16(e, big_endian) != kOrientationTag) continue;
+    if (Load16(e + 2, big_endian) != kShortType || Load32(e + 4, big_endian) < 1) return 1;
+    // A single SHORT sits in the first two bytes of the value field.
+    const int value = Load16(e + 8, big_endian);
+    return value >= 1 && value <= 8 ? value : 1;
+  }
+  return 1;
+}
+
+int ChooseJpegScaleDenominator(int width, int height, bool transpose, int min_height,
+                               int min_width) {
+  if (min_height <= 0 && min_width <= 0) return 1;
+  if (transpose) std::swap(width, height);
+  for (int denom : {8, 4, 2}) {
+    // libjpeg rounds scaled sizes up (jdiv_round_up in jpeg_calc_output_dimensions).
+    const int w = (width + denom - 1) / denom;
+    const int h = (height + denom - 1) / denom;
+    if (h >= min_height && w >= min_width) return denom;
+  }
+  return 1;
+}
+
+StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
+                              int* exif_orientation) {
+  if (exif_orientation != nullptr) *exif_orientation = 1;
+  SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
+  if (data == nullptr || size == 0) return CorruptionError("JPEG: empty input (0 bytes)");
+  if (size < 2 || data[0] != 0xFF || data[1] != 0xD8) {
+    char start[48];
+    if (size >= 2) {
+      std::snprintf(start, sizeof start, "0x%02x 0x%02x", data[0], data[1]);
+    } else {
+      std::snprintf(start, sizeof start, "0x%02x (1 byte)", data[0]);
+    }
+    return NotSupportedError(std::string("JPEG: not a JPEG file: starts with ") + start +
+                             ", expected the SOI marker 0xff 0xd8");
+  }
+
+  JpegDecompressor decompressor(data, size, options.limits);
+  Session& s = decompressor.session();
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(CreateStep));
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(HeaderStep));
+  const int orientation = OrientationFromMarkers(s.cinfo);
+  if (exif_orientation != nullptr) *exif_orientation = orientation;
+  SHARDPACK_RETURN_IF_ERROR(CheckLimits(s.cinfo, options.limits));
+  SHARDPACK_RETURN_IF_ERROR(ChooseColour(s.cinfo, options.channels, &s));
+  const bool transpose = options.apply_orientation && orientation >= 5;
+  s.scale_denom = static_cast<unsigned>(
+      ChooseJpegScaleDenominator(static_cast<int>(s.cinfo.image_width),
+                                 static_cast<int>(s.cinfo.image_height), transpose,
+                                 options.min_height, options.min_width));
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
+
+  Image image;
+  image.width = static_cast<int>(s.cinfo.output_width);
+  image.height = static_cast<int>(s.cinfo.output_height);
+  image.channels = options.channels;
+  std::vector<uint8_t> cmyk_row;
+  try {
+    image.pixels.resize(static_cast<size_t>(image.height) * image.width * image.channels);
+    if (s.cmyk) cmyk_row.resize(static_cast<size_t>(image.width) * 4);
+  } catch (const std::bad_alloc&) {
+    return ResourceExhaustedError("JPEG: cannot allocate " + std::to_string(image.width) + "x" +
+                                  std::to_string(image.height) + "x" +
+                                  std::to_string(image.channels) + " output pixels");
+  }
+  s.pixels = image.pixels.data();
+  s.cmyk_row = cmyk_row.data();
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(DecodeStep));
+  return image;
+}
+
+StatusOr<Image> DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& options) {
+  int orientation = 1;
+  SHARDPACK_ASSIGN_OR_RETURN(Image image, DecodeJpegRaw(data, size, options, &orientation));
+  if (!options.apply_orientation || orientation == 1) return image;
+  return ApplyOrientation(std::move(image), orientation);
+}
+
+}  // namespace shardpack::image
