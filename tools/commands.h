@@ -16,6 +16,7 @@ inline constexpr int kExitFaults = 1;
 inline constexpr int kExitUsage = 2;
 
 // Each Add* registers a subcommand and returns the function that runs it.
+std::function<int()> AddConvert(CLI::App& app);
 std::function<int()> AddVerify(CLI::App& app);
 std::function<int()> AddInfo(CLI::App& app);
 

@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   auto add = [&](std::function<int()> run) {
     commands[app.get_subcommands({}).back()] = std::move(run);
   };
+  add(AddConvert(app));
   add(AddVerify(app));
   add(AddInfo(app));
   try {

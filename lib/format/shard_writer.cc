@@ -133,6 +133,7 @@ class ShardWriter::Impl {
   }
 
   uint64_t samples() const { return samples_; }
+  void set_options_json(std::string j) { options_.options_json = std::move(j); }
   // Valid after CheckLabel(label) passed.
   std::string_view ClassName(int64_t label) const {
     return options_.class_names[static_cast<size_t>(label)];
@@ -287,6 +288,15 @@ Status ShardWriter::Add(const SampleInput& s) {
 }
 
 StatusOr<Manifest> ShardWriter::Finish() { return impl_->Finish(); }
+
+Status ShardWriter::SetOptionsJson(std::string options_json) {
+  auto j = nlohmann::json::parse(options_json, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) {
+    return InvalidArgumentError("options_json is not a JSON object");
+  }
+  impl_->set_options_json(std::move(options_json));
+  return Status::Ok();
+}
 uint64_t ShardWriter::samples() const { return impl_->samples(); }
 
 }  // namespace shardpack

@@ -29,6 +29,7 @@ constexpr const char* kMessageNames[] = {
 #include <jerror.h>
 };
 #undef JMESSAGE
+static_assert(std::size(kMessageNames) == JMSG_LASTMSGCODE);
 
 const char* MessageName(int code) {
   if (code < 0 || static_cast<size_t>(code) >= std::size(kMessageNames)) return "JMSG_UNKNOWN";
@@ -62,9 +63,9 @@ struct Session {
   Failure failure;
   int msg_code;
   bool warning;
-  size_t offset;        // input byte offset where libjpeg stopped
-  int scan;             // input_scan_number at the failure
-  unsigned row;         // output_scanline at the failure
+  size_t offset;  // input byte offset of libjpeg's source manager at the failure
+  int scan;       // input_scan_number at the failure
+  unsigned row;   // output_scanline at the failure
   char message[JMSG_LENGTH_MAX];
 
   // Decode step parameters, set by the C++ layer before the step.
@@ -73,8 +74,8 @@ struct Session {
   bool cmyk;                // libjpeg produces CMYK; converted here row by row
   bool adobe_inverted;      // CMYK is Adobe (Photoshop) inverted
   unsigned scale_denom;
-  uint8_t* pixels;          // height * width * out_channels bytes, from the C++ layer
-  uint8_t* cmyk_row;        // width * 4 bytes when cmyk
+  uint8_t* pixels;    // height * width * out_channels bytes, from the C++ layer
+  uint8_t* cmyk_row;  // width * 4 bytes when cmyk
 };
 static_assert(std::is_trivially_destructible_v<Session>);
 
@@ -123,11 +124,11 @@ void EmitMessage(j_common_ptr cinfo, int msg_level) {
 
 void OutputMessage(j_common_ptr) {}
 
-// The scan limit of djpeg -maxscans: a progressive JPEG can hold thousands of tiny scans,
-// each of which costs a pass over the whole coefficient buffer (LJT-01-003).
+// The scan limit of djpeg -maxscans (0: none): a progressive JPEG can hold thousands of
+// tiny scans, each of which costs a pass over the whole coefficient buffer (LJT-01-003).
 void ProgressMonitor(j_common_ptr cinfo) {
   Session* s = SessionOf(cinfo);
-  if (s->cinfo.input_scan_number > s->max_scans) {
+  if (s->max_scans > 0 && s->cinfo.input_scan_number > s->max_scans) {
     NoteFailure(s, Failure::kTooManyScans);
     Jump(s);
   }
@@ -182,7 +183,7 @@ void DecodeStep(Session* s) {
   }
   const size_t stride = static_cast<size_t>(width) * s->out_channels;
   while (cinfo->output_scanline < height) {
-    uint8_t* out = s->pixels + cinfo->output_scanline * stride;
+    uint8_t* out = s->pixels + static_cast<size_t>(cinfo->output_scanline) * stride;
     JSAMPROW row = s->cmyk ? s->cmyk_row : out;
     if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
       // Only a suspending data source returns 0 lines; the memory source never does.
@@ -190,8 +191,9 @@ void DecodeStep(Session* s) {
       return;
     }
     if (!s->cmyk) continue;
-    for (JDIMENSION x = 0; x < width; ++x) {
-      const unsigned c = row[4 * x], m = row[4 * x + 1], y = row[4 * x + 2], k = row[4 * x + 3];
+    for (size_t x = 0; x < width; ++x) {
+      const uint8_t* ink = row + 4 * x;
+      const unsigned c = ink[0], m = ink[1], y = ink[2], k = ink[3];
       // Adobe (Photoshop) CMYK is stored inverted: 255 means no ink.
       unsigned r, g, b;
       if (s->adobe_inverted) {
@@ -249,7 +251,7 @@ class JpegDecompressor {
     if (RunGuarded(&s_, step)) return Status::Ok();
     return FailureStatus();
   }
-  Session& session() { return s_; }
+  Session& Get() { return s_; }
 
  private:
   Status FailureStatus() const;
@@ -259,10 +261,13 @@ class JpegDecompressor {
 
 Status JpegDecompressor::FailureStatus() const {
   const Session& s = s_;
-  std::string where = " at byte offset " + std::to_string(s.offset);
+  // libjpeg's entropy decoders advance the source position once per MCU, so the offset
+  // can lag the byte that failed by up to one MCU.
+  std::string where = " near byte offset " + std::to_string(s.offset);
   if (s.scan > 0) where += ", scan " + std::to_string(s.scan);
   if (s.cinfo.output_height > 0 && s.row > 0) {
-    where += ", output row " + std::to_string(s.row) + " of " + std::to_string(s.cinfo.output_height);
+    where +=
+        ", output row " + std::to_string(s.row) + " of " + std::to_string(s.cinfo.output_height);
   }
   switch (s.failure) {
     case Failure::kTooManyScans:
@@ -279,14 +284,13 @@ Status JpegDecompressor::FailureStatus() const {
   switch (s.msg_code) {
     case JERR_NO_BACKING_STORE:
       // libjpeg's working memory would exceed max_memory_to_use.
-      return ResourceExhaustedError(message + " (over max_memory_bytes = " +
-                                    std::to_string(s.max_memory) + ")");
+      return ResourceExhaustedError(
+          message + " (over max_memory_bytes = " + std::to_string(s.max_memory) + ")");
     case JERR_OUT_OF_MEMORY:
     case JERR_IMAGE_TOO_BIG:
     case JERR_WIDTH_OVERFLOW:
       return ResourceExhaustedError(message);
     case JERR_NO_SOI:
-      return NotSupportedError(message);
     case JERR_BAD_PRECISION:
     case JERR_SOF_UNSUPPORTED:
     case JERR_NOT_COMPILED:
@@ -325,8 +329,9 @@ Status CheckOptions(const DecodeOptions& options) {
                                 std::to_string(options.channels));
   }
   if (options.min_height < 0 || options.min_width < 0) {
-    return InvalidArgumentError("JPEG: negative minimum size " + std::to_string(options.min_height) +
-                                "x" + std::to_string(options.min_width));
+    return InvalidArgumentError("JPEG: negative minimum size " +
+                                std::to_string(options.min_height) + "x" +
+                                std::to_string(options.min_width));
   }
   return Status::Ok();
 }
@@ -340,9 +345,9 @@ Status CheckLimits(const jpeg_decompress_struct& cinfo, const DecodeLimits& limi
                                   std::to_string(limits.max_dimension));
   }
   if (width * height > limits.max_pixels) {
-    return ResourceExhaustedError("JPEG: image " + size + " has " +
-                                  std::to_string(width * height) + " pixels, over max_pixels = " +
-                                  std::to_string(limits.max_pixels));
+    return ResourceExhaustedError(
+        "JPEG: image " + size + " has " + std::to_string(width * height) +
+        " pixels, over max_pixels = " + std::to_string(limits.max_pixels));
   }
   return Status::Ok();
 }
@@ -378,8 +383,7 @@ Status ChooseColour(const jpeg_decompress_struct& cinfo, int channels, Session* 
 
 int ParseExifOrientation(const uint8_t* app1, size_t size) {
   static constexpr uint8_t kExif[] = {'E', 'x', 'i', 'f', 0, 0};
-  if (app1 == nullptr || size < sizeof kExif + 8 ||
-      std::memcmp(app1, kExif, sizeof kExif) != 0) {
+  if (app1 == nullptr || size < sizeof kExif + 8 || std::memcmp(app1, kExif, sizeof kExif) != 0) {
     return 1;
   }
   // Offsets in the TIFF structure are relative to its header.
@@ -442,7 +446,7 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
   }
 
   JpegDecompressor decompressor(data, size, options.limits);
-  Session& s = decompressor.session();
+  Session& s = decompressor.Get();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(CreateStep));
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(HeaderStep));
   const int orientation = OrientationFromMarkers(s.cinfo);
@@ -450,10 +454,9 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
   SHARDPACK_RETURN_IF_ERROR(CheckLimits(s.cinfo, options.limits));
   SHARDPACK_RETURN_IF_ERROR(ChooseColour(s.cinfo, options.channels, &s));
   const bool transpose = options.apply_orientation && orientation >= 5;
-  s.scale_denom = static_cast<unsigned>(
-      ChooseJpegScaleDenominator(static_cast<int>(s.cinfo.image_width),
-                                 static_cast<int>(s.cinfo.image_height), transpose,
-                                 options.min_height, options.min_width));
+  s.scale_denom = static_cast<unsigned>(ChooseJpegScaleDenominator(
+      static_cast<int>(s.cinfo.image_width), static_cast<int>(s.cinfo.image_height), transpose,
+      options.min_height, options.min_width));
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
 
   Image image;

@@ -5,10 +5,12 @@
 // Handles baseline and progressive (and multi-scan sequential) 8-bit JPEGs, any chroma
 // subsampling, grayscale, YCbCr, RGB, CMYK and YCCK. The contract of image.h applies:
 //   - DecodeLimits are checked right after the header, before any pixel memory exists:
-//     max_dimension per side and max_pixels (width * height) on the stored image,
-//     max_scans by a progress monitor, max_memory_bytes as libjpeg's max_memory_to_use
-//     (libjpeg's working memory, mainly the progressive coefficient buffer; not the
-//     output Image; 0 means no limit, as in libjpeg).
+//     max_dimension per side and max_pixels (width * height) on the stored image (not
+//     the DCT-scaled output). max_scans is enforced by a progress monitor as djpeg
+//     -maxscans does (0 or less: no limit). max_memory_bytes becomes libjpeg's
+//     max_memory_to_use, which bounds libjpeg's whole-image buffers (the coefficients
+//     of a progressive or multi-scan file) but not the output Image (0: no limit, as in
+//     libjpeg).
 //   - libjpeg warnings are errors (djpeg -strict): a truncated file or a corrupt entropy
 //     segment fails instead of returning a partly grey image.
 //   - libjpeg's setjmp/longjmp never crosses a C++ frame; each decode owns its own

@@ -3,9 +3,10 @@
 // The arithmetic is Pillow's (ImagingResample in libImaging/Resample.c), so that a model
 // trained on shardpack's pixels sees what `Image.resize` would have given it:
 //
-// - Separable: a horizontal pass over only the source rows the vertical pass will read,
-//   then a vertical pass. Pillow always goes in this order, and so do we: the 8-bit
-//   rounding between the passes depends on it.
+// - Separable, in two passes with an 8-bit image between them. The horizontal pass goes
+//   first, over only the source rows the vertical pass reads, unless the height shrinks
+//   by more than twice as many pixels as the width: then the vertical pass goes first.
+//   That is Pillow's choice, and the rounding between the passes depends on it.
 // - Per output pixel, the filter is centred at in0 + (i + 0.5) * scale with scale =
 //   source extent / output size. When downscaling (scale > 1) the kernel is stretched by
 //   `scale`, so its support grows to support * scale and every source pixel contributes:
@@ -13,10 +14,11 @@
 // - Weights are normalised to sum 1, rounded to fixed point (1 << 22), summed in 32-bit
 //   integers with rounding, and clipped to 0..255 after each pass.
 //
-// Results agree with Pillow 13's `Image.resize` (and `ImageOps.fit` for Fit::kCrop) within
-// +-1 per sample; in practice they are byte-identical (the tests check against Pillow
-// fixtures). Every function is deterministic and its output depends on nothing but its
-// arguments.
+// Results are byte-identical to Pillow 13's `Image.resize` for modes "L" and "RGB" (and
+// to `ImageOps.fit` for Fit::kCrop); the tests hold them to Pillow fixtures within +-1,
+// the contract. Every function is deterministic: the output depends on nothing but the
+// arguments. The inner loops have an AVX2 clone chosen by the CPU at load time; it does
+// the same exact integer arithmetic, so the bytes are the same on every machine.
 //
 // Errors: InvalidArgument when a requested size is zero or negative, when the source has
 // a zero or negative side, a channel count other than 1 or 3, or pixels.size() !=
@@ -60,8 +62,10 @@ enum class Fit {
   // Scale so the output is covered (the side that is relatively shorter matches), and
   // keep the centred part: only the source region that survives is resampled, straight
   // to the output size, with a fractional source box where the crop is not pixel
-  // aligned. This is Pillow's ImageOps.fit(image, size, method) (centering 0.5, no
-  // bleed), i.e. Image.resize(size, method, box=centred box).
+  // aligned (its coordinates in single precision, as Pillow takes them). This is
+  // Pillow's ImageOps.fit(image, size, method) (centering 0.5, no bleed), i.e.
+  // Image.resize(size, method, box=centred box). The filter centres stay inside the box;
+  // kernels wider than a pixel still read source pixels just outside it, as Pillow's do.
   kCrop,
   // Scale so the whole image fits (the side that is relatively longer matches), centre
   // it and fill the rest with the pad colour. The other side is
@@ -76,8 +80,8 @@ enum class Fit {
 // Fit::kPad, is the fill colour as R, G, B; a gray image is filled with its BT.601 luma
 // computed as libjpeg does ((19595 R + 38470 G + 7471 B + 32768) >> 16). pad_rgb may be
 // null except with Fit::kPad (InvalidArgument).
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit,
-                          Filter filter, const uint8_t pad_rgb[3]);
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
+                          const uint8_t pad_rgb[3]);
 
 // Scales `src` so that its longer side is max_side, keeping the aspect ratio; if neither
 // side exceeds max_side, returns an exact copy (never upscales). The longer side becomes

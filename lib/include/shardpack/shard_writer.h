@@ -80,6 +80,10 @@ class ShardWriter {
   // not a class; an I/O error leaves the writer failed (every later call returns it).
   Status Add(const SampleInput& sample);
 
+  // Replaces ShardWriterOptions::options_json, for facts known only at the end (counts).
+  // InvalidArgument when it is not a JSON object text.
+  Status SetOptionsJson(std::string options_json);
+
   // Publishes the shards under their final names and the manifest; returns it.
   StatusOr<Manifest> Finish();
 

@@ -1,0 +1,363 @@
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/parallel_pipeline.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "convert/input_scan.h"
+#include "format/format.h"
+#include "image/image.h"
+#include "image/resize.h"
+#include "io/env.h"
+#include "shardpack/convert.h"
+#include "shardpack/shard_writer.h"
+#include "util/text.h"
+
+namespace shardpack {
+namespace {
+
+// A seeded permutation that is the same on every platform and library version
+// (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64.
+void Shuffle(std::vector<size_t>* order, uint64_t seed) {
+  uint64_t state = seed;
+  auto next = [&state] {
+    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  };
+  for (size_t i = order->size(); i > 1; --i) {
+    // Rejection sampling: an unbiased index in [0, i).
+    const uint64_t limit = UINT64_MAX - UINT64_MAX % i;
+    uint64_t r;
+    do {
+      r = next();
+    } while (r >= limit);
+    std::swap((*order)[i - 1], (*order)[r % i]);
+  }
+}
+
+Status ReadWholeFile(const std::string& path, uint64_t max_bytes, std::vector<uint8_t>* out) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError("open", errno);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError("stat", err);
+  }
+  if (static_cast<uint64_t>(st.st_size) > max_bytes) {
+    ::close(fd);
+    return ResourceExhaustedError("file of " + std::to_string(st.st_size) +
+                                  " bytes exceeds the limit of " + std::to_string(max_bytes));
+  }
+  out->resize(static_cast<size_t>(st.st_size));
+  size_t got = 0;
+  while (got < out->size()) {
+    ssize_t r = ::read(fd, out->data() + got, out->size() - got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      int err = errno;
+      ::close(fd);
+      return ErrnoError("read", err);
+    }
+    if (r == 0) break;  // the file shrank while being read
+    got += static_cast<size_t>(r);
+  }
+  ::close(fd);
+  if (got != out->size()) {
+    return IOError("file shrank from " + std::to_string(out->size()) + " to " +
+                   std::to_string(got) + " bytes while being read");
+  }
+  if (out->empty()) return CorruptionError("empty file (0 bytes)");
+  return Status::Ok();
+}
+
+image::Filter ToFilter(ResizeFilter f) {
+  switch (f) {
+    case ResizeFilter::kArea:
+      return image::Filter::kArea;
+    case ResizeFilter::kBilinear:
+      return image::Filter::kBilinear;
+    case ResizeFilter::kBicubic:
+      return image::Filter::kBicubic;
+    case ResizeFilter::kLanczos3:
+      return image::Filter::kLanczos3;
+  }
+  return image::Filter::kLanczos3;
+}
+
+const char* FilterName(ResizeFilter f) {
+  switch (f) {
+    case ResizeFilter::kArea:
+      return "area";
+    case ResizeFilter::kBilinear:
+      return "bilinear";
+    case ResizeFilter::kBicubic:
+      return "bicubic";
+    case ResizeFilter::kLanczos3:
+      return "lanczos3";
+  }
+  return "?";
+}
+
+const char* FitName(FitMode f) {
+  switch (f) {
+    case FitMode::kStretch:
+      return "stretch";
+    case FitMode::kCrop:
+      return "crop";
+    case FitMode::kPad:
+      return "pad";
+  }
+  return "?";
+}
+
+Status CheckOptions(const ConvertOptions& o) {
+  int modes = (o.height > 0 || o.width > 0 ? 1 : 0) + (o.max_side > 0 ? 1 : 0) + (o.keep ? 1 : 0);
+  if (modes != 1) {
+    return InvalidArgumentError(
+        "choose exactly one output geometry: a fixed size (height and width), max_side, or "
+        "keep");
+  }
+  if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0 ||
+      o.height > format::kMaxDimension || o.width > format::kMaxDimension || o.max_side < 0 ||
+      o.max_side > format::kMaxDimension) {
+    return InvalidArgumentError("output size must be positive and at most 65500 a side");
+  }
+  if (o.channels != 1 && o.channels != 3) {
+    return InvalidArgumentError("channels must be 1 or 3, not " + std::to_string(o.channels));
+  }
+  if (o.max_pixels == 0 || o.max_pixels > format::kMaxPixels) {
+    return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(format::kMaxPixels));
+  }
+  if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
+  return Status::Ok();
+}
+
+std::string OptionsJson(const std::string& src, const ConvertOptions& o, uint64_t inputs,
+                        uint64_t written, uint64_t rejected) {
+  nlohmann::ordered_json j;
+  j["source"] = EscapeBytes(src);
+  j["inputs_from"] = o.list_file.empty() ? "class folders" : "list file";
+  if (!o.list_file.empty()) j["list_file"] = EscapeBytes(o.list_file);
+  if (o.height > 0) {
+    j["size"] = {{"height", o.height}, {"width", o.width}};
+    j["fit"] = FitName(o.fit);
+  } else if (o.max_side > 0) {
+    j["max_side"] = o.max_side;
+  } else {
+    j["keep"] = true;
+  }
+  j["filter"] = FilterName(o.filter);
+  j["channels"] = o.channels;
+  j["orientation"] = o.apply_orientation ? "applied" : "ignored";
+  char bg[8];
+  std::snprintf(bg, sizeof bg, "%02x%02x%02x", o.background[0], o.background[1], o.background[2]);
+  j["background"] = bg;
+  j["shuffle"] = o.shuffle;
+  j["max_pixels"] = o.max_pixels;
+  j["max_scans"] = o.max_scans;
+  j["strict"] = o.strict;
+  j["inputs"] = inputs;
+  j["written"] = written;
+  j["rejected"] = rejected;
+  return j.dump();
+}
+
+// One input travelling through the pipeline.
+struct Item {
+  const convert::InputFile* input = nullptr;
+  Status status;
+  image::Image image;
+};
+
+}  // namespace
+
+StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
+                                 const ConvertOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
+  StatusOr<convert::InputSet> scanned = o.list_file.empty()
+                                            ? convert::ScanClassFolders(src)
+                                            : convert::ReadListFile(o.list_file, src);
+  if (!scanned.ok()) return scanned.status();
+  const convert::InputSet& inputs = *scanned;
+
+  ConvertSummary summary;
+  summary.hidden_ignored = inputs.hidden_ignored;
+  summary.inputs = inputs.files.size() + inputs.rejects.size();
+  for (const auto& r : inputs.rejects)
+    summary.rejects.push_back({EscapeBytes(r.relative), r.reason});
+  auto too_many_rejects = [&]() -> Status {
+    if (o.strict && !summary.rejects.empty()) {
+      const ConvertReject& r = summary.rejects.front();
+      return CorruptionError(r.path + ": " + r.reason + " (strict: the first reject fails)");
+    }
+    if (summary.rejects.size() > o.max_rejects) {
+      return CorruptionError(
+          std::to_string(summary.rejects.size()) + " inputs rejected, more than the limit of " +
+          std::to_string(o.max_rejects) + "; last: " + summary.rejects.back().path + ": " +
+          summary.rejects.back().reason);
+    }
+    return Status::Ok();
+  };
+  SHARDPACK_RETURN_IF_ERROR(too_many_rejects());
+
+  ShardWriterOptions wo;
+  wo.backend = o.backend;
+  wo.max_shard_bytes = o.max_shard_bytes;
+  wo.max_shard_records = o.max_shard_records;
+  wo.class_names = inputs.classes;
+  wo.image.channels = o.channels;
+  if (o.height > 0) {
+    wo.image.height = o.height;
+    wo.image.width = o.width;
+  } else {
+    wo.image.max_side = o.max_side;  // 0 with --keep: no bound promised
+  }
+  wo.seed = o.seed;
+  auto writer = ShardWriter::Create(dst, wo);
+  if (!writer.ok()) return writer.status();
+
+  std::vector<size_t> order(inputs.files.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (o.shuffle) Shuffle(&order, o.seed);
+
+  image::DecodeOptions decode;
+  decode.limits.max_pixels = o.max_pixels;
+  decode.limits.max_scans = o.max_scans;
+  decode.channels = o.channels;
+  decode.apply_orientation = o.apply_orientation;
+  std::copy(o.background, o.background + 3, decode.background);
+  if (o.height > 0 && o.fit != FitMode::kPad) {
+    decode.min_height = o.height;
+    decode.min_width = o.width;
+  } else if (o.max_side > 0) {
+    // Both sides at least max_side guarantees the longer one is: a safe, if cautious,
+    // bound for DCT scaling.
+    decode.min_height = decode.min_width = o.max_side;
+  }
+
+  const image::Filter filter = ToFilter(o.filter);
+  auto process = [&](Item* item) {
+    try {
+      std::vector<uint8_t> bytes;
+      item->status = ReadWholeFile(item->input->path, o.max_file_bytes, &bytes);
+      if (!item->status.ok()) return;
+      auto decoded = image::Decode(bytes.data(), bytes.size(), decode);
+      if (!decoded.ok()) {
+        item->status = decoded.status();
+        return;
+      }
+      StatusOr<image::Image> out = std::move(decoded);
+      if (o.height > 0) {
+        image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
+                         : o.fit == FitMode::kCrop  ? image::Fit::kCrop
+                                                    : image::Fit::kPad;
+        out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background);
+      } else if (o.max_side > 0) {
+        out = image::ResizeMaxSide(*out, o.max_side, filter);
+      }
+      if (!out.ok()) {
+        item->status = out.status();
+        return;
+      }
+      item->image = std::move(out).value();
+    } catch (const std::bad_alloc&) {
+      item->status = ResourceExhaustedError("out of memory decoding the image");
+    } catch (const std::exception& e) {
+      item->status = InternalError(std::string("unexpected exception: ") + e.what());
+    }
+  };
+
+  Status failure;
+  std::atomic<bool> stop{false};
+  size_t next = 0;
+  uint64_t done = 0;
+  auto consume = [&](Item* item) {
+    std::unique_ptr<Item> owned(item);
+    if (stop.load()) return;
+    if (item->status.ok()) {
+      const image::Image& im = item->image;
+      Status s = (*writer)->Add({.pixels = im.pixels,
+                                 .height = im.height,
+                                 .width = im.width,
+                                 .channels = im.channels,
+                                 .label = item->input->label,
+                                 .filename = item->input->relative});
+      if (!s.ok()) {
+        failure = s;
+        stop = true;
+        return;
+      }
+    } else {
+      summary.rejects.push_back({EscapeBytes(item->input->relative), item->status.ToString()});
+      Status s = too_many_rejects();
+      if (!s.ok()) {
+        failure = s;
+        stop = true;
+        return;
+      }
+    }
+    ++done;
+    if (o.progress && (done % o.progress_every == 0 || done == order.size())) {
+      o.progress(done, order.size());
+    }
+  };
+
+  const int threads = o.num_threads > 0 ? o.num_threads : tbb::this_task_arena::max_concurrency();
+  // TBB caps its workers at the core count unless told otherwise; an explicit thread
+  // count is honoured (and the output is the same for any count).
+  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
+                                  static_cast<size_t>(threads));
+  tbb::task_arena arena(threads);
+  arena.execute([&] {
+    // Tokens bound the images in flight, and so peak memory, to a few per thread.
+    tbb::parallel_pipeline(
+        static_cast<size_t>(2 * threads + 2),
+        tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
+                                      [&](tbb::flow_control& fc) -> Item* {
+                                        if (next >= order.size() || stop.load()) {
+                                          fc.stop();
+                                          return nullptr;
+                                        }
+                                        auto* item = new Item;
+                                        item->input = &inputs.files[order[next++]];
+                                        return item;
+                                      }) &
+            tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
+                                           [&](Item* item) {
+                                             if (!stop.load()) process(item);
+                                             return item;
+                                           }) &
+            tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, consume));
+  });
+  if (!failure.ok()) return failure;
+
+  summary.written = (*writer)->samples();
+  summary.rejected = summary.rejects.size();
+  // rejects.tsv is published before the manifest, so a dataset never lacks its account.
+  std::string tsv = "path\treason\n";
+  for (const ConvertReject& r : summary.rejects) {
+    tsv += r.path + "\t" + EscapeBytes(r.reason) + "\n";
+  }
+  SHARDPACK_RETURN_IF_ERROR(
+      io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
+  SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(
+      OptionsJson(src, o, summary.inputs, summary.written, summary.rejected)));
+  auto manifest = (*writer)->Finish();
+  if (!manifest.ok()) return manifest.status();
+  summary.manifest = std::move(manifest).value();
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return summary;
+}
+
+}  // namespace shardpack

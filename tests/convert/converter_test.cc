@@ -1,0 +1,264 @@
+#include "shardpack/convert.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "convert/input_scan.h"
+#include "image_fixtures.h"
+#include "shardpack/dataset.h"
+#include "shardpack/verify.h"
+#include "test_util.h"
+
+namespace shardpack {
+namespace {
+
+using testing::TempDir;
+namespace fs = std::filesystem;
+
+void Write(const std::string& path, const std::string& data) {
+  fs::create_directories(fs::path(path).parent_path());
+  testing::WriteFileOrDie(path, data);
+}
+
+std::string Jpeg(int h, int w, int seed) {
+  return testing::EncodeJpeg(testing::Pattern(h, w, 3, seed), h, w, 3);
+}
+
+// A small Caltech-like tree with the strays real datasets have.
+struct Tree {
+  TempDir dir;
+  int good = 0;  // inputs that must convert
+  int bad = 0;   // inputs that must be rejected
+  Tree() {
+    const std::string r = dir.path();
+    Write(r + "/001.cat/a.jpg", Jpeg(40, 60, 1));
+    Write(r + "/001.cat/B.JPG", Jpeg(64, 48, 2));  // upper-case extension
+    Write(r + "/001.cat/nested/deeper/c.jpeg",
+          testing::EncodeJpeg(testing::Pattern(30, 30, 3, 3), 30, 30, 3, 90, true));
+    Write(r + "/001.cat/png-named.JPEG",
+          testing::EncodePng(testing::Pattern(20, 24, 3, 4), 20, 24, 3));
+    Write(r + "/002.dog/d.png", testing::EncodePng(testing::Pattern(33, 17, 4, 5), 33, 17, 4));
+    Write(r + "/002.dog/gray.jpg", testing::EncodeJpeg(testing::Pattern(25, 25, 1, 6), 25, 25, 1));
+    good = 6;
+    Write(r + "/002.dog/.DS_Store", "hidden junk");
+    Write(r + "/002.dog/empty.jpg", "");
+    std::string truncated = Jpeg(50, 50, 7);
+    Write(r + "/002.dog/truncated.jpg", truncated.substr(0, truncated.size() / 2));
+    Write(r + "/002.dog/notes.txt", "not an image\n");
+    bad = 3;
+  }
+};
+
+ConvertOptions Options16(int threads = 0) {
+  ConvertOptions o;
+  o.height = 16;
+  o.width = 16;
+  o.num_threads = threads;
+  return o;
+}
+
+std::string Dump(const ConvertSummary& s) {
+  std::string out;
+  for (const auto& r : s.rejects) out += r.path + ": " + r.reason + "\n";
+  return out;
+}
+
+TEST(ConvertTest, ClassFoldersConvertAndEveryInputIsAccountedFor) {
+  Tree tree;
+  TempDir out;
+  auto s = Convert(tree.dir.path(), out.path(), Options16());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->written, static_cast<uint64_t>(tree.good)) << Dump(*s);
+  EXPECT_EQ(s->rejected, static_cast<uint64_t>(tree.bad)) << Dump(*s);
+  EXPECT_EQ(s->inputs, s->written + s->rejected);
+  EXPECT_EQ(s->hidden_ignored, 1u);
+  EXPECT_EQ(s->manifest.classes.size(), 2u);
+  EXPECT_EQ(s->manifest.classes[0].name, "001.cat");
+  EXPECT_EQ(s->manifest.classes[0].count, 4u);
+  std::string rejects = testing::ReadFileOrDie(out.Join("rejects.tsv"));
+  EXPECT_NE(rejects.find("002.dog/empty.jpg\t"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("002.dog/truncated.jpg\t"), std::string::npos) << rejects;
+  EXPECT_NE(rejects.find("002.dog/notes.txt\tNotSupported: not a JPEG or PNG file"),
+            std::string::npos)
+      << rejects;
+  auto v = VerifyDataset(out.path());
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok());
+  auto ds = Dataset::Open(out.path());
+  ASSERT_TRUE(ds.ok());
+  SampleView sample;
+  ASSERT_OK((*ds)->Get(0, &sample));
+  EXPECT_EQ(sample.height, 16);
+  EXPECT_EQ(sample.filename, "001.cat/B.JPG");  // bytewise order: 'B' < 'a'
+}
+
+// The acceptance test of determinism: 1, 2 and 8 threads give byte-identical datasets.
+TEST(ConvertTest, OutputBytesAreIdenticalForAnyThreadCount) {
+  Tree tree;
+  std::vector<std::unique_ptr<TempDir>> outs;
+  for (int threads : {1, 2, 8}) {
+    outs.push_back(std::make_unique<TempDir>());
+    ConvertOptions o = Options16(threads);
+    o.shuffle = true;
+    o.seed = 5;
+    o.max_shard_records = 2;
+    ASSERT_TRUE(Convert(tree.dir.path(), outs.back()->path(), o).ok());
+  }
+  for (const auto& entry : fs::directory_iterator(outs[0]->path())) {
+    const std::string name = entry.path().filename();
+    std::string a = testing::ReadFileOrDie(entry.path());
+    EXPECT_EQ(a, testing::ReadFileOrDie(outs[1]->Join(name))) << name;
+    EXPECT_EQ(a, testing::ReadFileOrDie(outs[2]->Join(name))) << name;
+  }
+}
+
+TEST(ConvertTest, ShuffleIsSeededAndChangesTheOrder) {
+  Tree tree;
+  auto order = [&](bool shuffle, uint64_t seed) {
+    TempDir out;
+    ConvertOptions o = Options16();
+    o.shuffle = shuffle;
+    o.seed = seed;
+    EXPECT_TRUE(Convert(tree.dir.path(), out.path(), o).ok());
+    auto ds = Dataset::Open(out.path());
+    std::string names;
+    for (uint64_t i = 0; i < (*ds)->size(); ++i) {
+      SampleView s;
+      EXPECT_TRUE((*ds)->Get(i, &s).ok());
+      names += std::string(s.filename) + ";";
+    }
+    return names;
+  };
+  EXPECT_EQ(order(true, 3), order(true, 3));
+  EXPECT_NE(order(true, 3), order(false, 0));
+  EXPECT_NE(order(true, 3), order(true, 4));
+}
+
+TEST(ConvertTest, StrictFailsOnTheFirstRejectAndPublishesNothing) {
+  Tree tree;
+  TempDir out;
+  ConvertOptions o = Options16();
+  o.strict = true;
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(s.status().message().find("002.dog/"), std::string::npos) << s.status().message();
+  EXPECT_FALSE(fs::exists(out.Join("manifest.json")));
+  EXPECT_TRUE(fs::is_empty(out.path()));
+}
+
+TEST(ConvertTest, MaxRejectsAbortsPastTheLimit) {
+  Tree tree;
+  TempDir out;
+  ConvertOptions o = Options16();
+  o.max_rejects = 2;
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("3 inputs rejected, more than the limit of 2"),
+            std::string::npos)
+      << s.status().message();
+  o.max_rejects = 3;
+  TempDir out2;
+  EXPECT_TRUE(Convert(tree.dir.path(), out2.path(), o).ok());
+}
+
+TEST(ConvertTest, GeometryModesGiveTheRightShapes) {
+  TempDir src;
+  Write(src.Join("c/wide.jpg"), Jpeg(40, 100, 1));
+  Write(src.Join("c/tall.png"), testing::EncodePng(testing::Pattern(90, 30, 3, 2), 90, 30, 3));
+  struct Case {
+    ConvertOptions o;
+    std::vector<std::pair<int, int>> shapes;  // (h, w) in bytewise file order: tall, wide
+  };
+  ConvertOptions max_side;
+  max_side.max_side = 50;
+  ConvertOptions keep;
+  keep.keep = true;
+  ConvertOptions pad = Options16();
+  pad.fit = FitMode::kPad;
+  ConvertOptions gray = Options16();
+  gray.channels = 1;
+  for (const Case& c : {Case{max_side, {{50, 17}, {20, 50}}}, Case{keep, {{90, 30}, {40, 100}}},
+                        Case{pad, {{16, 16}, {16, 16}}}, Case{gray, {{16, 16}, {16, 16}}}}) {
+    TempDir out;
+    auto s = Convert(src.path(), out.path(), c.o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    auto ds = Dataset::Open(out.path());
+    ASSERT_TRUE(ds.ok());
+    for (uint64_t i = 0; i < 2; ++i) {
+      SampleView v;
+      ASSERT_OK((*ds)->Get(i, &v));
+      EXPECT_EQ(v.height, c.shapes[i].first) << v.filename;
+      EXPECT_EQ(v.width, c.shapes[i].second) << v.filename;
+      EXPECT_EQ(v.channels, c.o.channels);
+    }
+    EXPECT_TRUE(VerifyDataset(out.path())->ok());
+  }
+}
+
+TEST(ConvertTest, ListFileInputsUseTheirLabels) {
+  Tree tree;
+  testing::WriteFileOrDie(tree.dir.Join("list.txt"),
+                          "# path label\n001.cat/a.jpg 2\n002.dog/d.png 0\n\n"
+                          "001.cat/nested/deeper/c.jpeg\t1\n");
+  TempDir out;
+  ConvertOptions o = Options16();
+  o.list_file = tree.dir.Join("list.txt");
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->written, 3u);
+  ASSERT_EQ(s->manifest.classes.size(), 3u);
+  auto ds = Dataset::Open(out.path());
+  SampleView v;
+  ASSERT_OK((*ds)->Get(0, &v));
+  EXPECT_EQ(v.label, 2);
+  EXPECT_EQ(v.class_text, "2");
+  testing::WriteFileOrDie(tree.dir.Join("bad.txt"), "001.cat/a.jpg two\n");
+  o.list_file = tree.dir.Join("bad.txt");
+  TempDir out2;
+  auto bad = Convert(tree.dir.path(), out2.path(), o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("line 1: label \"two\""), std::string::npos);
+}
+
+TEST(ConvertTest, LmdbBackendConvertsAndVerifies) {
+  Tree tree;
+  TempDir out;
+  ConvertOptions o = Options16();
+  o.backend = Backend::kLmdb;
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->manifest.shards[0].data.file, "shard-00000-of-00001.lmdb");
+  EXPECT_TRUE(VerifyDataset(out.path())->ok());
+}
+
+TEST(InputScanTest, SymlinkLoopsAndNonUtf8NamesAreHandled) {
+  TempDir src;
+  Write(src.Join("k\xff"
+                 "9/x.jpg"),
+        Jpeg(8, 8, 1));
+  Write(src.Join("loop/y.jpg"), Jpeg(8, 8, 2));
+  ASSERT_EQ(::symlink("..", src.Join("loop/up").c_str()), 0);
+  ASSERT_EQ(::symlink("nowhere", src.Join("loop/dangling.jpg").c_str()), 0);
+  Write(src.Join("stray.jpg"), Jpeg(8, 8, 3));
+  auto set = convert::ScanClassFolders(src.path());
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  ASSERT_EQ(set->classes.size(), 2u);
+  EXPECT_EQ(set->classes[0], "k\\xff9");
+  EXPECT_EQ(set->files.size(), 2u);
+  std::string reasons;
+  for (const auto& r : set->rejects) reasons += r.relative + ": " + r.reason + "\n";
+  EXPECT_NE(reasons.find("loop/up: directory already scanned"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("loop/dangling.jpg: stat"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("stray.jpg: not inside a class folder"), std::string::npos) << reasons;
+  TempDir out;
+  auto s = Convert(src.path(), out.path(), Options16());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->inputs, s->written + s->rejected);
+  EXPECT_TRUE(VerifyDataset(out.path())->ok()) << "escaped class names must match the records";
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -1,0 +1,803 @@
+#include "image/jpeg_decoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+// jpeglib.h needs size_t and FILE declared before it.
+#include <jpeglib.h>
+
+namespace shardpack::image {
+namespace {
+
+using Bytes = std::vector<uint8_t>;
+
+// How a fixture is compressed with libjpeg.
+struct EncodeSpec {
+  J_COLOR_SPACE in_space = JCS_RGB;        // JCS_RGB, JCS_GRAYSCALE or JCS_CMYK pixels
+  J_COLOR_SPACE jpeg_space = JCS_UNKNOWN;  // JCS_UNKNOWN: libjpeg's default for in_space
+  int quality = 95;
+  int h_samp = 1, v_samp = 1;  // first component; 2x1 is 4:2:2, 2x2 is 4:2:0
+  bool progressive = false;
+  std::vector<jpeg_scan_info> scans;           // a custom scan script when not empty
+  int adobe_marker = -1;                       // -1: libjpeg's default; 0 or 1: forced
+  std::vector<std::pair<int, Bytes>> markers;  // (marker code, payload) after SOI/APPn
+};
+
+void FailEncode(j_common_ptr cinfo) {
+  char message[JMSG_LENGTH_MAX];
+  (*cinfo->err->format_message)(cinfo, message);
+  std::fprintf(stderr, "test fixture encoder: %s\n", message);
+  std::abort();
+}
+
+int ComponentsOf(J_COLOR_SPACE space) {
+  return space == JCS_GRAYSCALE ? 1 : space == JCS_CMYK ? 4 : 3;
+}
+
+Bytes Encode(const Bytes& pixels, int width, int height, const EncodeSpec& spec) {
+  jpeg_compress_struct cinfo;
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  err.error_exit = FailEncode;
+  jpeg_create_compress(&cinfo);
+  unsigned char* out = nullptr;
+  unsigned long out_size = 0;
+  jpeg_mem_dest(&cinfo, &out, &out_size);
+  cinfo.image_width = width;
+  cinfo.image_height = height;
+  cinfo.in_color_space = spec.in_space;
+  cinfo.input_components = ComponentsOf(spec.in_space);
+  jpeg_set_defaults(&cinfo);
+  if (spec.jpeg_space != JCS_UNKNOWN) jpeg_set_colorspace(&cinfo, spec.jpeg_space);
+  jpeg_set_quality(&cinfo, spec.quality, TRUE);
+  if (spec.h_samp != 1 || spec.v_samp != 1) {
+    cinfo.comp_info[0].h_samp_factor = spec.h_samp;
+    cinfo.comp_info[0].v_samp_factor = spec.v_samp;
+    for (int c = 1; c < cinfo.num_components; ++c) {
+      cinfo.comp_info[c].h_samp_factor = 1;
+      cinfo.comp_info[c].v_samp_factor = 1;
+    }
+  }
+  if (spec.progressive) jpeg_simple_progression(&cinfo);
+  if (!spec.scans.empty()) {
+    cinfo.scan_info = spec.scans.data();
+    cinfo.num_scans = static_cast<int>(spec.scans.size());
+  }
+  if (spec.adobe_marker >= 0) cinfo.write_Adobe_marker = spec.adobe_marker ? TRUE : FALSE;
+  jpeg_start_compress(&cinfo, TRUE);
+  for (const auto& [marker, payload] : spec.markers) {
+    jpeg_write_marker(&cinfo, marker, payload.data(), static_cast<unsigned>(payload.size()));
+  }
+  const size_t stride = static_cast<size_t>(width) * cinfo.input_components;
+  while (cinfo.next_scanline < cinfo.image_height) {
+    JSAMPROW row = const_cast<uint8_t*>(pixels.data()) + cinfo.next_scanline * stride;
+    jpeg_write_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_compress(&cinfo);
+  jpeg_destroy_compress(&cinfo);
+  Bytes jpeg(out, out + out_size);
+  std::free(out);
+  return jpeg;
+}
+
+// A smooth picture with some structure, so that quality-95 JPEG keeps it close.
+Bytes Pattern(int width, int height, int channels) {
+  Bytes p(static_cast<size_t>(width) * height * channels);
+  for (int y = 0; y < height; ++y) {
+    for (int x = 0; x < width; ++x) {
+      for (int c = 0; c < channels; ++c) {
+        double v = 128 + 90 * std::sin(0.05 * x * (c + 1) + 0.3 * c) * std::cos(0.04 * y + c);
+        p[(static_cast<size_t>(y) * width + x) * channels + c] = static_cast<uint8_t>(v);
+      }
+    }
+  }
+  return p;
+}
+
+double MeanAbsError(const Bytes& a, const Bytes& b) {
+  EXPECT_EQ(a.size(), b.size());
+  if (a.size() != b.size() || a.empty()) return 1e9;
+  double sum = 0;
+  for (size_t i = 0; i < a.size(); ++i) sum += std::abs(int{a[i]} - int{b[i]});
+  return sum / a.size();
+}
+
+uint8_t Luma(int r, int g, int b) {
+  return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+}
+
+Bytes LumaOf(const Bytes& rgb) {
+  Bytes y(rgb.size() / 3);
+  for (size_t i = 0; i < y.size(); ++i) y[i] = Luma(rgb[3 * i], rgb[3 * i + 1], rgb[3 * i + 2]);
+  return y;
+}
+
+// RGB from stored CMYK bytes: Adobe files store inverted ink (255 = none).
+Bytes CmykToRgb(const Bytes& cmyk, bool inverted) {
+  Bytes rgb(cmyk.size() / 4 * 3);
+  for (size_t i = 0; i < cmyk.size() / 4; ++i) {
+    const int k = cmyk[4 * i + 3];
+    for (int c = 0; c < 3; ++c) {
+      const int v = cmyk[4 * i + c];
+      rgb[3 * i + c] = static_cast<uint8_t>(inverted ? (v * k + 127) / 255
+                                                     : ((255 - v) * (255 - k) + 127) / 255);
+    }
+  }
+  return rgb;
+}
+
+DecodeOptions Options(int channels = 3) {
+  DecodeOptions options;
+  options.channels = channels;
+  return options;
+}
+
+StatusOr<Image> DecodeBytes(const Bytes& jpeg, const DecodeOptions& options = Options()) {
+  return DecodeJpeg(jpeg.data(), jpeg.size(), options);
+}
+
+StatusOr<Image> DecodeRaw(const Bytes& jpeg, const DecodeOptions& options, int* orientation) {
+  return DecodeJpegRaw(jpeg.data(), jpeg.size(), options, orientation);
+}
+
+// Offset of the first marker `code` (0xC0 for SOF0), or npos.
+size_t FindMarker(const Bytes& jpeg, uint8_t code) {
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) {
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == code) return i;
+  }
+  return std::string::npos;
+}
+
+// Writes a new height and width into the first SOF0/SOF2 segment.
+Bytes PatchFrameSize(Bytes jpeg, uint8_t sof, int height, int width) {
+  const size_t at = FindMarker(jpeg, sof);
+  EXPECT_NE(at, std::string::npos);
+  if (at == std::string::npos) return jpeg;
+  jpeg[at + 5] = static_cast<uint8_t>(height >> 8);
+  jpeg[at + 6] = static_cast<uint8_t>(height);
+  jpeg[at + 7] = static_cast<uint8_t>(width >> 8);
+  jpeg[at + 8] = static_cast<uint8_t>(width);
+  return jpeg;
+}
+
+int CountScans(const Bytes& jpeg) {
+  int scans = 0;
+  // Entropy-coded data stuffs 0xFF as 0xFF 0x00, so 0xFF 0xDA is always an SOS marker.
+  for (size_t i = 0; i + 1 < jpeg.size(); ++i) scans += jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA;
+  return scans;
+}
+
+void Put16(Bytes* b, int v, bool big_endian) {
+  if (big_endian) {
+    b->push_back(static_cast<uint8_t>(v >> 8));
+    b->push_back(static_cast<uint8_t>(v));
+  } else {
+    b->push_back(static_cast<uint8_t>(v));
+    b->push_back(static_cast<uint8_t>(v >> 8));
+  }
+}
+
+void Put32(Bytes* b, uint32_t v, bool big_endian) {
+  Put16(b, static_cast<int>(big_endian ? v >> 16 : v & 0xFFFF), big_endian);
+  Put16(b, static_cast<int>(big_endian ? v & 0xFFFF : v >> 16), big_endian);
+}
+
+// An Exif APP1 payload: TIFF header and IFD0 with Make ("abc") and Orientation.
+Bytes ExifPayload(int orientation, bool big_endian, int orientation_type = 3) {
+  Bytes b = {'E', 'x', 'i', 'f', 0, 0};
+  b.push_back(big_endian ? 'M' : 'I');
+  b.push_back(big_endian ? 'M' : 'I');
+  Put16(&b, 42, big_endian);
+  Put32(&b, 8, big_endian);       // IFD0 right after the header
+  Put16(&b, 2, big_endian);       // entries
+  Put16(&b, 0x010F, big_endian);  // Make, ASCII, 4 bytes inline
+  Put16(&b, 2, big_endian);
+  Put32(&b, 4, big_endian);
+  for (char c : {'a', 'b', 'c', '\0'}) b.push_back(static_cast<uint8_t>(c));
+  Put16(&b, 0x0112, big_endian);  // Orientation
+  Put16(&b, orientation_type, big_endian);
+  Put32(&b, 1, big_endian);
+  Put16(&b, orientation, big_endian);
+  Put16(&b, 0, big_endian);
+  Put32(&b, 0, big_endian);  // no IFD1
+  return b;
+}
+
+Bytes ColourJpeg(int width, int height, const EncodeSpec& spec = {}) {
+  return Encode(Pattern(width, height, 3), width, height, spec);
+}
+
+Bytes WithExif(int width, int height, int orientation, bool big_endian = true) {
+  EncodeSpec spec;
+  spec.markers.push_back({JPEG_APP0 + 1, ExifPayload(orientation, big_endian)});
+  return ColourJpeg(width, height, spec);
+}
+
+// --- Pixels ---------------------------------------------------------------------------
+
+TEST(JpegDecoderTest, Baseline444DecodesCloseToSource) {
+  const Bytes source = Pattern(64, 48, 3);
+  auto image = DecodeBytes(Encode(source, 64, 48, {}));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->width, 64);
+  EXPECT_EQ(image->height, 48);
+  EXPECT_EQ(image->channels, 3);
+  EXPECT_LT(MeanAbsError(image->pixels, source), 3.0);
+}
+
+TEST(JpegDecoderTest, Baseline422DecodesCloseToSource) {
+  const Bytes source = Pattern(64, 48, 3);
+  EncodeSpec spec;
+  spec.h_samp = 2;
+  auto image = DecodeBytes(Encode(source, 64, 48, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_LT(MeanAbsError(image->pixels, source), 4.0);
+}
+
+TEST(JpegDecoderTest, Baseline420DecodesCloseToSource) {
+  const Bytes source = Pattern(61, 47, 3);  // partial MCUs at the right and bottom edges
+  EncodeSpec spec;
+  spec.h_samp = 2;
+  spec.v_samp = 2;
+  auto image = DecodeBytes(Encode(source, 61, 47, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->width, 61);
+  EXPECT_EQ(image->height, 47);
+  EXPECT_LT(MeanAbsError(image->pixels, source), 5.0);
+}
+
+TEST(JpegDecoderTest, ProgressiveDecodesCloseToSource) {
+  const Bytes source = Pattern(64, 48, 3);
+  EncodeSpec spec;
+  spec.progressive = true;
+  const Bytes jpeg = Encode(source, 64, 48, spec);
+  ASSERT_GT(CountScans(jpeg), 1);
+  auto image = DecodeBytes(jpeg);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_LT(MeanAbsError(image->pixels, source), 3.0);
+}
+
+TEST(JpegDecoderTest, GrayscaleDecodesToOneChannel) {
+  const Bytes source = Pattern(40, 24, 1);
+  EncodeSpec spec;
+  spec.in_space = JCS_GRAYSCALE;
+  auto image = DecodeBytes(Encode(source, 40, 24, spec), Options(1));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->channels, 1);
+  EXPECT_LT(MeanAbsError(image->pixels, source), 3.0);
+}
+
+TEST(JpegDecoderTest, GrayscaleIsReplicatedToRgb) {
+  const Bytes source = Pattern(40, 24, 1);
+  EncodeSpec spec;
+  spec.in_space = JCS_GRAYSCALE;
+  auto image = DecodeBytes(Encode(source, 40, 24, spec), Options(3));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  ASSERT_EQ(image->channels, 3);
+  Bytes red(source.size());
+  for (size_t i = 0; i < red.size(); ++i) {
+    ASSERT_EQ(image->pixels[3 * i], image->pixels[3 * i + 1]) << "pixel " << i;
+    ASSERT_EQ(image->pixels[3 * i], image->pixels[3 * i + 2]) << "pixel " << i;
+    red[i] = image->pixels[3 * i];
+  }
+  EXPECT_LT(MeanAbsError(red, source), 3.0);
+}
+
+TEST(JpegDecoderTest, ColourDecodesToBt601LumaWhenOneChannelIsRequested) {
+  const Bytes source = Pattern(64, 48, 3);
+  auto image = DecodeBytes(Encode(source, 64, 48, {}), Options(1));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->channels, 1);
+  EXPECT_LT(MeanAbsError(image->pixels, LumaOf(source)), 3.0);
+}
+
+TEST(JpegDecoderTest, RgbColourSpaceJpegDecodes) {
+  const Bytes source = Pattern(32, 32, 3);
+  EncodeSpec spec;
+  spec.jpeg_space = JCS_RGB;  // Adobe APP14 transform 0: no YCbCr conversion
+  const Bytes jpeg = Encode(source, 32, 32, spec);
+  auto rgb = DecodeBytes(jpeg, Options(3));
+  ASSERT_TRUE(rgb.ok()) << rgb.status().ToString();
+  EXPECT_LT(MeanAbsError(rgb->pixels, source), 3.0);
+  auto gray = DecodeBytes(jpeg, Options(1));
+  ASSERT_TRUE(gray.ok()) << gray.status().ToString();
+  EXPECT_LT(MeanAbsError(gray->pixels, LumaOf(source)), 3.0);
+}
+
+TEST(JpegDecoderTest, AdobeCmykIsTreatedAsInverted) {
+  const Bytes cmyk = Pattern(32, 24, 4);
+  EncodeSpec spec;
+  spec.in_space = JCS_CMYK;
+  spec.adobe_marker = 1;
+  auto image = DecodeBytes(Encode(cmyk, 32, 24, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->channels, 3);
+  EXPECT_LT(MeanAbsError(image->pixels, CmykToRgb(cmyk, /*inverted=*/true)), 3.0);
+}
+
+TEST(JpegDecoderTest, CmykWithoutAdobeMarkerIsTreatedAsPlain) {
+  const Bytes cmyk = Pattern(32, 24, 4);
+  EncodeSpec spec;
+  spec.in_space = JCS_CMYK;
+  spec.adobe_marker = 0;
+  auto image = DecodeBytes(Encode(cmyk, 32, 24, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_LT(MeanAbsError(image->pixels, CmykToRgb(cmyk, /*inverted=*/false)), 3.0);
+}
+
+TEST(JpegDecoderTest, YcckDecodesAsInvertedCmyk) {
+  const Bytes cmyk = Pattern(32, 24, 4);
+  EncodeSpec spec;
+  spec.in_space = JCS_CMYK;
+  spec.jpeg_space = JCS_YCCK;  // Adobe APP14 transform 2
+  auto image = DecodeBytes(Encode(cmyk, 32, 24, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_LT(MeanAbsError(image->pixels, CmykToRgb(cmyk, /*inverted=*/true)), 4.0);
+}
+
+TEST(JpegDecoderTest, CmykDecodesToLumaOfItsRgbWhenOneChannelIsRequested) {
+  const Bytes cmyk = Pattern(32, 24, 4);
+  EncodeSpec spec;
+  spec.in_space = JCS_CMYK;
+  auto image = DecodeBytes(Encode(cmyk, 32, 24, spec), Options(1));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->channels, 1);
+  EXPECT_LT(MeanAbsError(image->pixels, LumaOf(CmykToRgb(cmyk, true))), 3.0);
+}
+
+TEST(JpegDecoderTest, ConcurrentDecodesAgree) {
+  EncodeSpec spec;
+  spec.progressive = true;
+  const Bytes jpeg = ColourJpeg(64, 48, spec);
+  auto reference = DecodeBytes(jpeg);
+  ASSERT_TRUE(reference.ok()) << reference.status().ToString();
+  std::vector<int> same(4, 0);
+  std::vector<std::thread> threads;
+  threads.reserve(4);
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        auto image = DecodeBytes(jpeg);
+        same[t] += image.ok() && image->pixels == reference->pixels;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(same, std::vector<int>(4, 20));
+}
+
+// --- Rejected input -------------------------------------------------------------------
+
+TEST(JpegDecoderTest, EmptyInputIsCorruption) {
+  const uint8_t byte = 0;
+  auto image = DecodeJpeg(&byte, 0, Options());
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(image.status().message().find("empty"), std::string::npos);
+}
+
+TEST(JpegDecoderTest, NonJpegInputIsNotSupported) {
+  const Bytes png = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  auto image = DecodeBytes(png);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(image.status().message().find("not a JPEG file: starts with 0x89 0x50"),
+            std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, InvalidChannelCountIsInvalidArgument) {
+  auto image = DecodeBytes(ColourJpeg(16, 16), Options(4));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(image.status().message().find("channels must be 1 or 3, got 4"), std::string::npos);
+}
+
+TEST(JpegDecoderTest, HugeHeaderHitsMaxPixelsBeforeDecoding) {
+  // A few hundred bytes that claim 60000 x 60000 pixels: 10.8 GB of RGB.
+  for (bool progressive : {false, true}) {
+    EncodeSpec spec;
+    spec.progressive = progressive;
+    const Bytes jpeg =
+        PatchFrameSize(ColourJpeg(16, 16, spec), progressive ? 0xC2 : 0xC0, 60000, 60000);
+    auto image = DecodeBytes(jpeg);
+    ASSERT_FALSE(image.ok());
+    EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+    EXPECT_NE(image.status().message().find("60000x60000 has 3600000000 pixels, over max_pixels"),
+              std::string::npos)
+        << image.status().message();
+  }
+}
+
+TEST(JpegDecoderTest, SideOverMaxDimensionIsResourceExhausted) {
+  DecodeOptions options;
+  options.limits.max_dimension = 50;
+  auto image = DecodeBytes(ColourJpeg(64, 16), options);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(image.status().message().find("64x16 has a side over max_dimension = 50"),
+            std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, SideOverLibjpegMaximumIsResourceExhausted) {
+  auto image = DecodeBytes(PatchFrameSize(ColourJpeg(16, 16), 0xC0, 16, 65535));
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(image.status().message().find("JERR_IMAGE_TOO_BIG"), std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, ScansOverMaxScansAreRejected) {
+  EncodeSpec spec;
+  spec.progressive = true;
+  const Bytes jpeg = ColourJpeg(32, 32, spec);
+  const int scans = CountScans(jpeg);
+  ASSERT_EQ(scans, 10);  // jpeg_simple_progression for YCbCr
+  DecodeOptions options;
+  options.limits.max_scans = scans;
+  EXPECT_TRUE(DecodeBytes(jpeg, options).ok());
+  options.limits.max_scans = scans - 1;
+  auto image = DecodeBytes(jpeg, options);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(image.status().message().find("more than max_scans = 9 scans"), std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, ScriptWithMoreThan500ScansIsRejectedByDefault) {
+  // Every AC coefficient of every component in its own scan, at three bit depths.
+  std::vector<jpeg_scan_info> script;
+  script.push_back({3, {0, 1, 2, 0}, 0, 0, 0, 1});
+  for (auto [ah, al] : {std::pair{0, 2}, std::pair{2, 1}, std::pair{-1, -1}, std::pair{1, 0}}) {
+    if (ah < 0) {
+      script.push_back({3, {0, 1, 2, 0}, 0, 0, 1, 0});  // DC refinement
+      continue;
+    }
+    for (int c = 0; c < 3; ++c) {
+      for (int k = 1; k < 64; ++k) script.push_back({1, {c, 0, 0, 0}, k, k, ah, al});
+    }
+  }
+  EncodeSpec spec;
+  spec.scans = script;
+  const Bytes jpeg = ColourJpeg(16, 16, spec);
+  ASSERT_EQ(CountScans(jpeg), 569);
+  auto image = DecodeBytes(jpeg);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(image.status().message().find("more than max_scans = 500 scans"), std::string::npos)
+      << image.status().message();
+  DecodeOptions options;
+  options.limits.max_scans = 1000;
+  auto allowed = DecodeBytes(jpeg, options);
+  EXPECT_TRUE(allowed.ok()) << allowed.status().ToString();
+}
+
+TEST(JpegDecoderTest, ProgressiveOverMaxMemoryIsResourceExhausted) {
+  // The whole-image coefficient buffer of a 512 x 512 progressive JPEG is about 1.5 MB.
+  EncodeSpec spec;
+  spec.progressive = true;
+  const Bytes jpeg = ColourJpeg(512, 512, spec);
+  DecodeOptions options;
+  options.limits.max_memory_bytes = 256 << 10;
+  auto image = DecodeBytes(jpeg, options);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(image.status().message().find("over max_memory_bytes = 262144"), std::string::npos)
+      << image.status().message();
+  options.limits.max_memory_bytes = 8 << 20;
+  EXPECT_TRUE(DecodeBytes(jpeg, options).ok());
+}
+
+TEST(JpegDecoderTest, TwelveBitPrecisionIsNotSupported) {
+  Bytes jpeg = ColourJpeg(16, 16);
+  const size_t sof = FindMarker(jpeg, 0xC0);
+  ASSERT_NE(sof, std::string::npos);
+  jpeg[sof + 4] = 12;
+  auto image = DecodeBytes(jpeg);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(image.status().message().find("precision 12"), std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, LosslessFrameIsNotSupported) {
+  Bytes jpeg = ColourJpeg(16, 16);
+  const size_t sof = FindMarker(jpeg, 0xC0);
+  ASSERT_NE(sof, std::string::npos);
+  jpeg[sof + 1] = 0xC3;
+  auto image = DecodeBytes(jpeg);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kNotSupported);
+  EXPECT_NE(image.status().message().find("JERR_SOF_UNSUPPORTED"), std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, WarningIsAnError) {
+  // Stray bytes between two markers: libjpeg warns (JWRN_EXTRANEOUS_DATA) and goes on.
+  Bytes jpeg = ColourJpeg(16, 16);
+  const size_t dqt = FindMarker(jpeg, 0xDB);
+  ASSERT_NE(dqt, std::string::npos);
+  jpeg.insert(jpeg.begin() + static_cast<std::ptrdiff_t>(dqt), {0x01, 0x02, 0x03});
+  auto image = DecodeBytes(jpeg);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(image.status().message().find(
+                "3 extraneous bytes before marker 0xdb (JWRN_EXTRANEOUS_DATA, a libjpeg warning"),
+            std::string::npos)
+      << image.status().message();
+}
+
+TEST(JpegDecoderTest, TruncatedEntropyDataReportsPrematureEnd) {
+  const Bytes jpeg = ColourJpeg(64, 48);
+  const Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() * 3 / 4));
+  auto image = DecodeBytes(cut);
+  ASSERT_FALSE(image.ok());
+  EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(image.status().message().find("Premature end of JPEG file (JWRN_JPEG_EOF"),
+            std::string::npos)
+      << image.status().message();
+  // libjpeg's Huffman decoder updates the source position once per MCU, so the offset
+  // is where the last MCU it finished ended: at most the end of the data.
+  const std::string message = image.status().message();
+  const size_t at = message.find("near byte offset ");
+  ASSERT_NE(at, std::string::npos) << message;
+  const size_t offset = std::stoul(message.substr(at + 17));
+  EXPECT_LE(offset, cut.size()) << message;
+  EXPECT_GT(offset, cut.size() / 2) << message;
+}
+
+TEST(JpegDecoderTest, TruncationAtEveryOffsetIsAnError) {
+  for (bool progressive : {false, true}) {
+    EncodeSpec spec;
+    spec.progressive = progressive;
+    spec.h_samp = spec.v_samp = 2;
+    const Bytes jpeg = ColourJpeg(40, 24, spec);
+    ASSERT_TRUE(DecodeBytes(jpeg).ok());
+    for (size_t size = 0; size < jpeg.size(); ++size) {
+      const Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(size));
+      auto image = DecodeBytes(cut);
+      ASSERT_FALSE(image.ok()) << "progressive " << progressive << ", " << size << " of "
+                               << jpeg.size() << " bytes decoded";
+      EXPECT_FALSE(image.status().message().empty());
+    }
+  }
+}
+
+TEST(JpegDecoderTest, ByteFlipsNeverCrash) {
+  std::mt19937 rng(1234);
+  EncodeSpec spec;
+  spec.h_samp = spec.v_samp = 2;
+  const Bytes baseline = ColourJpeg(40, 24, spec);
+  spec.progressive = true;
+  const Bytes progressive = ColourJpeg(40, 24, spec);
+  DecodeOptions options;
+  options.limits.max_pixels = 1 << 20;  // as libjpeg-turbo's fuzzers cap it
+  int failures = 0;
+  for (int i = 0; i < 3000; ++i) {
+    Bytes jpeg = i % 2 ? progressive : baseline;
+    const int flips = 1 + static_cast<int>(rng() % 4);
+    for (int f = 0; f < flips; ++f) jpeg[2 + rng() % (jpeg.size() - 2)] = rng() & 0xFF;
+    options.channels = i % 3 ? 3 : 1;
+    options.min_width = i % 5 ? 0 : 10;
+    auto image = DecodeBytes(jpeg, options);
+    if (image.ok()) {
+      ASSERT_EQ(image->pixels.size(),
+                static_cast<size_t>(image->width) * image->height * image->channels);
+    } else {
+      ++failures;
+      ASSERT_FALSE(image.status().message().empty());
+    }
+  }
+  EXPECT_GT(failures, 300);
+}
+
+TEST(JpegDecoderTest, GarbageAfterSoiIsAnError) {
+  std::mt19937 rng(99);
+  for (int i = 0; i < 500; ++i) {
+    Bytes jpeg = {0xFF, 0xD8};
+    const size_t size = rng() % 2000;
+    for (size_t j = 0; j < size; ++j) jpeg.push_back(rng() & 0xFF);
+    auto image = DecodeBytes(jpeg);
+    ASSERT_FALSE(image.ok()) << "garbage " << i << " decoded";
+    EXPECT_NE(image.status().code(), StatusCode::kOk);
+  }
+}
+
+// --- DCT scaling ----------------------------------------------------------------------
+
+struct ScaleCase {
+  int min_height, min_width;
+  int width, height;  // expected output
+};
+
+TEST(JpegDecoderTest, DctScalingPicksTheLargestReductionThatMeetsTheMinimum) {
+  const Bytes jpeg = ColourJpeg(256, 128);
+  for (const ScaleCase& c :
+       {ScaleCase{0, 0, 256, 128}, ScaleCase{16, 32, 32, 16}, ScaleCase{17, 0, 64, 32},
+        ScaleCase{0, 33, 64, 32}, ScaleCase{40, 100, 128, 64}, ScaleCase{64, 128, 128, 64},
+        ScaleCase{65, 0, 256, 128}, ScaleCase{500, 500, 256, 128}}) {
+    DecodeOptions options;
+    options.min_height = c.min_height;
+    options.min_width = c.min_width;
+    auto image = DecodeBytes(jpeg, options);
+    ASSERT_TRUE(image.ok()) << image.status().ToString();
+    EXPECT_EQ(image->width, c.width) << "minimum " << c.min_height << "x" << c.min_width;
+    EXPECT_EQ(image->height, c.height) << "minimum " << c.min_height << "x" << c.min_width;
+  }
+}
+
+TEST(JpegDecoderTest, DctScalingRoundsOddSizesUp) {
+  EXPECT_EQ(ChooseJpegScaleDenominator(100, 60, false, 8, 13), 8);
+  EXPECT_EQ(ChooseJpegScaleDenominator(100, 60, false, 8, 14), 4);
+  DecodeOptions options;
+  options.min_height = 8;
+  options.min_width = 13;
+  auto image = DecodeBytes(ColourJpeg(100, 60), options);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(image->width, 13);
+  EXPECT_EQ(image->height, 8);
+}
+
+TEST(JpegDecoderTest, DctScaledPixelsApproximateTheDownsampledSource) {
+  const Bytes source = Pattern(128, 96, 3);
+  DecodeOptions options;
+  options.min_height = 24;
+  options.min_width = 32;
+  auto image = DecodeBytes(Encode(source, 128, 96, {}), options);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  ASSERT_EQ(image->width, 32);
+  ASSERT_EQ(image->height, 24);
+  Bytes box(size_t{32} * 24 * 3);
+  for (int y = 0; y < 24; ++y) {
+    for (int x = 0; x < 32; ++x) {
+      for (int c = 0; c < 3; ++c) {
+        int sum = 0;
+        for (int dy = 0; dy < 4; ++dy) {
+          for (int dx = 0; dx < 4; ++dx) sum += source[((4 * y + dy) * 128 + 4 * x + dx) * 3 + c];
+        }
+        box[(y * 32 + x) * 3 + c] = static_cast<uint8_t>((sum + 8) / 16);
+      }
+    }
+  }
+  EXPECT_LT(MeanAbsError(image->pixels, box), 4.0);
+}
+
+TEST(JpegDecoderTest, DctScalingCountsTransposingOrientationsAsSwappedSides) {
+  // Stored 256 wide, 64 high; orientation 6 makes it 64 wide, 256 high.
+  const Bytes jpeg = WithExif(256, 64, 6);
+  DecodeOptions options;
+  options.min_height = 100;
+  options.min_width = 30;
+  int orientation = 0;
+  auto raw = DecodeRaw(jpeg, options, &orientation);
+  ASSERT_TRUE(raw.ok()) << raw.status().ToString();
+  EXPECT_EQ(orientation, 6);
+  EXPECT_EQ(raw->width, 128);  // 1/2: upright 32 x 128 meets 30 x 100; 1/4 would not
+  EXPECT_EQ(raw->height, 32);
+
+  options.apply_orientation = false;  // as stored: height 64 < 100, no reduction
+  auto unoriented = DecodeRaw(jpeg, options, &orientation);
+  ASSERT_TRUE(unoriented.ok()) << unoriented.status().ToString();
+  EXPECT_EQ(unoriented->width, 256);
+  EXPECT_EQ(unoriented->height, 64);
+  EXPECT_EQ(orientation, 6);
+}
+
+// --- EXIF orientation -----------------------------------------------------------------
+
+TEST(JpegDecoderTest, ReportsOrientationFromBigEndianExif) {
+  int orientation = 0;
+  auto image = DecodeRaw(WithExif(32, 16, 6, /*big_endian=*/true), Options(), &orientation);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(orientation, 6);
+  EXPECT_EQ(image->width, 32);  // as stored
+  EXPECT_EQ(image->height, 16);
+}
+
+TEST(JpegDecoderTest, ReportsOrientationFromLittleEndianExif) {
+  int orientation = 0;
+  auto image = DecodeRaw(WithExif(32, 16, 8, /*big_endian=*/false), Options(), &orientation);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(orientation, 8);
+}
+
+TEST(JpegDecoderTest, NoExifMeansOrientationOne) {
+  int orientation = 0;
+  auto image = DecodeRaw(ColourJpeg(16, 16), Options(), &orientation);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(orientation, 1);
+}
+
+TEST(JpegDecoderTest, ExifAfterAnXmpApp1SegmentIsFound) {
+  const std::string xmp = "http://ns.adobe.com/xap/1.0/";
+  EncodeSpec spec;
+  spec.markers.push_back({JPEG_APP0 + 1, Bytes(xmp.begin(), xmp.end() + 1)});
+  spec.markers.push_back({JPEG_APP0 + 1, ExifPayload(3, true)});
+  int orientation = 0;
+  auto image = DecodeRaw(ColourJpeg(16, 16, spec), Options(), &orientation);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(orientation, 3);
+}
+
+TEST(JpegDecoderTest, InvalidOrientationValuesMeanOne) {
+  EXPECT_EQ(ParseExifOrientation(ExifPayload(5, true).data(), ExifPayload(5, true).size()), 5);
+  for (int value : {0, 9, 0xFFFF}) {
+    const Bytes exif = ExifPayload(value, true);
+    EXPECT_EQ(ParseExifOrientation(exif.data(), exif.size()), 1) << value;
+  }
+  const Bytes as_long = ExifPayload(6, false, /*orientation_type=*/4);
+  EXPECT_EQ(ParseExifOrientation(as_long.data(), as_long.size()), 1);
+}
+
+TEST(JpegDecoderTest, TruncatedExifIsReadInBoundsAsOrientationOne) {
+  const Bytes exif = ExifPayload(6, false);
+  const size_t entry_end = exif.size() - 4;  // the orientation entry, then the IFD1 link
+  for (size_t size = 0; size <= exif.size(); ++size) {
+    // An exact-size heap copy, so that AddressSanitizer sees any read past the end.
+    std::unique_ptr<uint8_t[]> copy(new uint8_t[size == 0 ? 1 : size]);
+    std::memcpy(copy.get(), exif.data(), size);
+    EXPECT_EQ(ParseExifOrientation(copy.get(), size), size >= entry_end ? 6 : 1) << size;
+  }
+}
+
+TEST(JpegDecoderTest, GarbageExifNeverFailsTheDecode) {
+  std::mt19937 rng(7);
+  for (int i = 0; i < 200; ++i) {
+    Bytes exif = ExifPayload(6, i % 2 == 0);
+    for (int f = 0; f < 3; ++f) exif[6 + rng() % (exif.size() - 6)] = rng() & 0xFF;
+    const int parsed = ParseExifOrientation(exif.data(), exif.size());
+    EXPECT_TRUE(parsed >= 1 && parsed <= 8) << parsed;
+  }
+  // IFD0 offset and entry count far beyond the segment.
+  Bytes exif = {'E', 'x', 'i', 'f', 0, 0, 'M', 'M', 0, 42, 0x7F, 0xFF, 0xFF, 0xF0, 0xFF, 0xFF};
+  EXPECT_EQ(ParseExifOrientation(exif.data(), exif.size()), 1);
+  exif = {'E', 'x', 'i', 'f', 0, 0, 'I', 'I', 42, 0, 8, 0, 0, 0, 0xFF, 0xFF, 0x12, 0x01};
+  EXPECT_EQ(ParseExifOrientation(exif.data(), exif.size()), 1);
+  EncodeSpec spec;
+  spec.markers.push_back({JPEG_APP0 + 1, exif});
+  int orientation = 0;
+  auto image = DecodeRaw(ColourJpeg(16, 16, spec), Options(), &orientation);
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  EXPECT_EQ(orientation, 1);
+}
+
+TEST(JpegDecoderTest, DecodeJpegReturnsTheImageUpright) {
+  // Stored 64 x 32, red in the top-left 16 x 16, blue elsewhere; orientation 6 (rotate
+  // 90 degrees clockwise to display) puts the red block at the top right.
+  Bytes source(size_t{64} * 32 * 3);
+  for (int y = 0; y < 32; ++y) {
+    for (int x = 0; x < 64; ++x) {
+      const bool red = x < 16 && y < 16;
+      uint8_t* p = &source[static_cast<size_t>(y * 64 + x) * 3];
+      p[0] = red ? 220 : 20;
+      p[1] = 20;
+      p[2] = red ? 20 : 220;
+    }
+  }
+  EncodeSpec spec;
+  spec.markers.push_back({JPEG_APP0 + 1, ExifPayload(6, true)});
+  auto image = DecodeBytes(Encode(source, 64, 32, spec));
+  ASSERT_TRUE(image.ok()) << image.status().ToString();
+  ASSERT_EQ(image->width, 32);
+  ASSERT_EQ(image->height, 64);
+  const uint8_t* top_right = &image->row(8)[size_t{24} * 3];  // pixel (24, 8)
+  const uint8_t* top_left = &image->row(8)[size_t{8} * 3];    // pixel (8, 8)
+  EXPECT_GT(top_right[0], 180);
+  EXPECT_LT(top_right[2], 60);
+  EXPECT_LT(top_left[0], 60);
+  EXPECT_GT(top_left[2], 180);
+}
+
+}  // namespace
+}  // namespace shardpack::image
