@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
-# The main job end to end on a small dataset generated here: build, write a dataset
-# (TFRecord and LMDB), verify it, describe it, read every sample back.
+# The main job end to end on a small image folder generated here: build, convert JPEG/PNG
+# class folders to TFRecord and LMDB shards, verify them, describe them, read every sample.
 # Run as root on a fresh Debian 12 machine: bash scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 out=out/quickstart
 rm -rf "$out"
-for backend in tfrecord lmdb; do
-  echo "== $backend: write"
-  build/samples/write_synthetic "$out/$backend" --samples 2000 --size 64x64 --classes 10 \
-    --backend "$backend" --shard-size 8000000
-  echo "== $backend: verify"
-  build/tools/shardpack verify "$out/$backend"
-  echo "== $backend: info"
-  build/tools/shardpack info "$out/$backend" --classes 3
-  echo "== $backend: read"
-  build/samples/read_dataset "$out/$backend"
+echo "== make a Caltech-style folder of JPEG/PNG images (with two broken files)"
+build/samples/make_images "$out/images" --classes 5 --per-class 40
+for format in tfrecord lmdb; do
+  echo "== convert to $format: 224x224, centre crop, shuffled"
+  build/tools/shardpack convert "$out/images" "$out/$format" --size 224x224 --fit crop \
+    --format "$format" --shuffle --seed 1 --shard-size 4000000
+  echo "== verify"
+  build/tools/shardpack verify "$out/$format"
+  echo "== info"
+  build/tools/shardpack info "$out/$format" --classes 3
+  echo "== read every sample back (random order, checksums checked)"
+  build/samples/read_dataset "$out/$format"
 done
-echo "quickstart: OK (datasets in $out)"
+echo "quickstart: OK (images, datasets and rejects.tsv in $out)"

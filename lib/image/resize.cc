@@ -21,10 +21,10 @@ double TriangleKernel(double x) {
 }
 
 double CubicKernel(double x) {
-  constexpr double a = -0.5;
+  constexpr double kA = -0.5;
   if (x < 0.0) x = -x;
-  if (x < 1.0) return ((a + 2.0) * x - (a + 3.0)) * x * x + 1;
-  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * a;
+  if (x < 1.0) return ((kA + 2.0) * x - (kA + 3.0)) * x * x + 1;
+  if (x < 2.0) return (((x - 5) * x + 8) * x - 4) * kA;
   return 0.0;
 }
 
@@ -58,10 +58,11 @@ Kernel KernelFor(Filter filter) {
   return {Lanczos3Kernel, 3.0};
 }
 
-// The two loops that do the work get an AVX2 clone besides the baseline one, and the
-// loader picks one by the CPU (GCC's target_clones, an ifunc): about 1.5x faster where
-// AVX2 exists. Both compute the same exact integer sums, so the bytes do not depend on
-// the CPU. A build may define SHARDPACK_RESIZE_KERNEL empty to get the baseline only.
+// The two passes get an AVX2 clone besides the baseline one, and the loader picks one by
+// the CPU (target_clones, an ifunc): about 1.5x faster where AVX2 exists. Both compute the
+// same exact integer sums, so the bytes do not depend on the CPU. Clang refuses
+// target_clones on templates, hence plain functions over always-inlined templates. A
+// build may define SHARDPACK_RESIZE_KERNEL empty to get the baseline only.
 #ifndef SHARDPACK_RESIZE_KERNEL
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
@@ -109,7 +110,9 @@ AxisWeights ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
     // Truncation, not floor, as in Pillow; it differs only below 0, which is clamped.
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings): Pillow's rounding, kept on purpose.
     const int lo = std::max(static_cast<int>(center - support + 0.5), 0);
+    // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     const int hi = std::min(static_cast<int>(center + support + 0.5), in_size);
     const int n = hi - lo;
     double sum = 0.0;
@@ -173,9 +176,9 @@ void ResampleRowsScalar(const uint8_t* in, size_t in_stride, int rows, const Axi
 constexpr int kRowBlock = 16;
 
 template <int kC>
-SHARDPACK_RESIZE_KERNEL void ResampleRows(const uint8_t* in, size_t in_stride, int in_width,
-                                          int rows, const AxisWeights& axis, uint8_t* out,
-                                          size_t out_stride) {
+[[gnu::always_inline]] inline void ResampleRows(const uint8_t* in, size_t in_stride, int in_width,
+                                                int rows, const AxisWeights& axis, uint8_t* out,
+                                                size_t out_stride) {
   constexpr int kLanes = kRowBlock * kC;
   const int out_width = static_cast<int>(axis.first.size());
   std::vector<uint8_t> columns(rows >= kRowBlock ? static_cast<size_t>(in_width) * kLanes : 0);
@@ -184,7 +187,7 @@ SHARDPACK_RESIZE_KERNEL void ResampleRows(const uint8_t* in, size_t in_stride, i
     const uint8_t* block = in + r0 * in_stride;
     for (int r = 0; r < kRowBlock; ++r) {
       const uint8_t* src = block + r * in_stride;
-      uint8_t* dst = columns.data() + r * kC;
+      uint8_t* dst = columns.data() + static_cast<size_t>(r) * kC;
       for (int x = 0; x < in_width; ++x, src += kC, dst += kLanes) {
         for (int c = 0; c < kC; ++c) dst[c] = src[c];
       }
@@ -243,8 +246,10 @@ SHARDPACK_RESIZE_KERNEL void ResampleColumns(const uint8_t* in, size_t in_stride
   }
 }
 
-void ResampleRowsAnyChannels(int channels, const uint8_t* in, size_t in_stride, int in_width,
-                             int rows, const AxisWeights& axis, uint8_t* out, size_t out_stride) {
+SHARDPACK_RESIZE_KERNEL void ResampleRowsAnyChannels(int channels, const uint8_t* in,
+                                                     size_t in_stride, int in_width, int rows,
+                                                     const AxisWeights& axis, uint8_t* out,
+                                                     size_t out_stride) {
   if (channels == 1) {
     ResampleRows<1>(in, in_stride, in_width, rows, axis, out, out_stride);
   } else {

@@ -643,7 +643,7 @@ TEST(ResizeFitTest, CropKeepsTheCentreOfAWideImage) {
     // the inner columns stay green.
     for (int y = 0; y < 4; ++y) {
       for (int x = 1; x < 3; ++x) {
-        const uint8_t* p = out->row(y) + x * 3;
+        const uint8_t* p = out->row(y) + static_cast<size_t>(x) * 3;
         EXPECT_LE(p[0], 2) << y << "," << x;
         EXPECT_NEAR(p[1], 200, 2) << y << "," << x;
         EXPECT_LE(p[2], 2) << y << "," << x;
@@ -672,7 +672,7 @@ TEST(ResizeFitTest, PadCentresAWideImageWithThePadColour) {
   // 6x12 scaled to width 8 is 4x8, placed at rows 2..5.
   for (int y = 0; y < 8; ++y) {
     for (int x = 0; x < 8; ++x) {
-      const uint8_t* p = out->row(y) + x * 3;
+      const uint8_t* p = out->row(y) + static_cast<size_t>(x) * 3;
       if (y >= 2 && y < 6) {
         EXPECT_EQ(p[0], 200) << y << "," << x;
         EXPECT_EQ(p[1], 200) << y << "," << x;

@@ -1,0 +1,46 @@
+#include "image/encoder.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "image/image.h"
+#include "image_fixtures.h"
+
+namespace shardpack::image {
+namespace {
+
+TEST(EncoderTest, PngRoundTripsExactly) {
+  for (int channels : {1, 3}) {
+    std::vector<uint8_t> px = testing::Pattern(13, 7, channels, 2);
+    auto png = EncodePng(px.data(), 13, 7, channels);
+    ASSERT_TRUE(png.ok());
+    DecodeOptions o;
+    o.channels = channels;
+    auto img = Decode(reinterpret_cast<const uint8_t*>(png->data()), png->size(), o);
+    ASSERT_TRUE(img.ok()) << img.status().ToString();
+    EXPECT_EQ(img->pixels, px);
+  }
+}
+
+TEST(EncoderTest, JpegRoundTripsCloselyAtHighQuality) {
+  std::vector<uint8_t> px = testing::Pattern(32, 48, 3, 1);
+  auto jpg = EncodeJpeg(px.data(), 32, 48, 3, {.quality = 98, .subsampling = 444});
+  ASSERT_TRUE(jpg.ok());
+  auto img = Decode(reinterpret_cast<const uint8_t*>(jpg->data()), jpg->size(), {});
+  ASSERT_TRUE(img.ok()) << img.status().ToString();
+  ASSERT_EQ(img->pixels.size(), px.size());
+  double err = 0;
+  for (size_t i = 0; i < px.size(); ++i) err += std::abs(int(px[i]) - int(img->pixels[i]));
+  EXPECT_LT(err / px.size(), 2.0);
+}
+
+TEST(EncoderTest, ImpossibleShapesAreInvalidArgument) {
+  uint8_t px[4] = {};
+  EXPECT_EQ(EncodeJpeg(px, 1, 2, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(EncodePng(px, 0, 2, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(EncodePng(px, 1, 1, 5).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shardpack::image
