@@ -16,7 +16,8 @@ std::function<int()> AddConvert(CLI::App& app) {
     std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos",
                           background = "ffffff", list;
     int max_side = 0, channels = 3, threads = 0, max_scans = 500;
-    bool keep = false, shuffle = false, no_orient = false, strict = false, json = false;
+    bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
+         resume = false;
     uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
     uint64_t max_rejects = UINT64_MAX;
   };
@@ -65,6 +66,9 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--max-scans", a->max_scans, "Reject progressive JPEGs with more scans")
       ->capture_default_str();
   cmd->add_flag("--strict", a->strict, "Fail (exit 1) on the first rejected input");
+  cmd->add_flag("--resume", a->resume,
+                "Go on with an interrupted conversion into DST (same SRC and options); the "
+                "result is byte-identical to an uninterrupted run");
   cmd->add_option("--max-rejects", a->max_rejects, "Abort (exit 1) past N rejected inputs");
   cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
 
@@ -117,6 +121,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.strict = a->strict;
     o.max_rejects = a->max_rejects;
     o.list_file = a->list;
+    o.resume = a->resume;
     if (::isatty(STDERR_FILENO)) {
       o.progress = [](uint64_t done, uint64_t total) {
         std::fprintf(stderr, "\rshardpack convert: %llu / %llu", (unsigned long long)done,
@@ -131,6 +136,10 @@ std::function<int()> AddConvert(CLI::App& app) {
       return c == StatusCode::kCorruption ? kExitFaults : kExitUsage;
     }
     const ConvertSummary& s = *summary;
+    if (a->resume && s.resumed_from > 0) {
+      std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
+                   (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
+    }
     for (const ConvertReject& r : s.rejects) {
       std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
                    r.reason.c_str());

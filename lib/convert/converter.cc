@@ -18,6 +18,7 @@
 #include "io/env.h"
 #include "shardpack/convert.h"
 #include "shardpack/shard_writer.h"
+#include "util/hash.h"
 #include "util/text.h"
 
 namespace shardpack {
@@ -172,8 +173,113 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, uint64_
   return j.dump();
 }
 
+constexpr const char* kProgressName = ".shardpack-convert.json";
+
+// What identifies a conversion: everything that shapes the output bytes. A progress
+// record made for another fingerprint is not resumed.
+std::string Fingerprint(const std::string& src, const ConvertOptions& o,
+                        const convert::InputSet& inputs) {
+  Xxh3Hasher h;
+  h.Update(OptionsJson(src, o, 0, 0, 0));
+  h.Update(std::string(BackendName(o.backend)) + "|" + std::to_string(o.max_shard_bytes) + "|" +
+           std::to_string(o.max_shard_records) + "|" + std::to_string(o.seed) + "|");
+  for (const auto& c : inputs.classes) h.Update(c + "\n");
+  for (const auto& f : inputs.files) h.Update(f.relative + "\t" + std::to_string(f.label) + "\n");
+  for (const auto& r : inputs.rejects) h.Update(r.relative + "\t" + r.reason + "\n");
+  return h.HexDigest();
+}
+
+nlohmann::ordered_json FileJson(const FileEntry& f) {
+  return {{"file", f.file}, {"bytes", f.bytes}, {"xxh3_128", f.xxh3_128}};
+}
+
+std::string ProgressJson(const std::string& fingerprint, uint64_t next_input,
+                         const std::vector<ConvertReject>& rejects, const ShardWriterState& s) {
+  nlohmann::ordered_json j;
+  j["version"] = 1;
+  j["fingerprint"] = fingerprint;
+  j["next_input"] = next_input;
+  nlohmann::ordered_json rj = nlohmann::ordered_json::array();
+  for (const auto& r : rejects) rj.push_back({{"path", r.path}, {"reason", r.reason}});
+  j["rejects"] = rj;
+  j["samples"] = s.samples;
+  j["class_counts"] = s.class_counts;
+  nlohmann::ordered_json shards = nlohmann::ordered_json::array();
+  for (const ShardEntry& e : s.shards) {
+    nlohmann::ordered_json sj = FileJson(e.data);
+    sj["records"] = e.records;
+    sj["first_sample"] = e.first_sample;
+    if (e.index) sj["index"] = FileJson(*e.index);
+    shards.push_back(sj);
+  }
+  j["shards"] = shards;
+  return j.dump(1);
+}
+
+struct Progress {
+  uint64_t next_input = 0;
+  std::vector<ConvertReject> rejects;
+  ShardWriterState state;
+};
+
+// Reads a progress record; NotFound when there is none. Anything unreadable or made for
+// another conversion is InvalidArgument, naming the file.
+StatusOr<Progress> ReadProgress(const std::string& dst, const std::string& fingerprint) {
+  const std::string path = io::JoinPath(dst, kProgressName);
+  auto text = io::Env::Posix()->ReadFile(path, 256ull << 20);
+  if (!text.ok()) return text.status();
+  auto j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+  try {
+    if (j.is_discarded() || j.at("version").get<int>() != 1) {
+      return InvalidArgumentError(path + ": not a progress record of this version");
+    }
+    if (j.at("fingerprint").get<std::string>() != fingerprint) {
+      return InvalidArgumentError(path +
+                                  ": made by a conversion with other inputs or options; "
+                                  "remove the output directory to start again");
+    }
+    Progress p;
+    p.next_input = j.at("next_input").get<uint64_t>();
+    for (const auto& r : j.at("rejects")) {
+      p.rejects.push_back({r.at("path").get<std::string>(), r.at("reason").get<std::string>()});
+    }
+    p.state.samples = j.at("samples").get<uint64_t>();
+    p.state.class_counts = j.at("class_counts").get<std::vector<uint64_t>>();
+    auto file = [](const nlohmann::json& f) {
+      return FileEntry{f.at("file").get<std::string>(), f.at("bytes").get<uint64_t>(),
+                       f.at("xxh3_128").get<std::string>()};
+    };
+    for (const auto& s : j.at("shards")) {
+      ShardEntry e;
+      e.data = file(s);
+      e.records = s.at("records").get<uint64_t>();
+      e.first_sample = s.at("first_sample").get<uint64_t>();
+      if (s.contains("index")) e.index = file(s.at("index"));
+      p.state.shards.push_back(std::move(e));
+    }
+    return p;
+  } catch (const nlohmann::json::exception& e) {
+    return InvalidArgumentError(path + ": unreadable progress record: " + e.what());
+  }
+}
+
+// Removes what an interrupted conversion left in `dst` when there is nothing to resume.
+Status RemovePartialOutput(const std::string& dst) {
+  io::Env* env = io::Env::Posix();
+  if (!env->FileExists(dst)) return Status::Ok();
+  auto names = env->ListDir(dst);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    bool ours = n.rfind("shard-", 0) == 0 || n == "rejects.tsv" || n == kProgressName ||
+                (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0);
+    if (ours) SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dst, n)));
+  }
+  return Status::Ok();
+}
+
 // One input travelling through the pipeline.
 struct Item {
+  size_t position = 0;  // in the write order
   const convert::InputFile* input = nullptr;
   Status status;
   image::Image image;
@@ -224,8 +330,53 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     wo.image.max_side = o.max_side;  // 0 with --keep: no bound promised
   }
   wo.seed = o.seed;
-  auto writer = ShardWriter::Create(dst, wo);
-  if (!writer.ok()) return writer.status();
+
+  // Progress: each shard, once durable under its staged name, is recorded with the
+  // position of the first input it does not hold and the rejects before that input.
+  const std::string fingerprint = Fingerprint(src, o, inputs);
+  uint64_t position = 0;
+  wo.on_shard_staged = [&](const ShardWriterState& state) {
+    return io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, kProgressName),
+                                   ProgressJson(fingerprint, position, summary.rejects, state));
+  };
+  StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
+  uint64_t first = 0;
+  if (o.resume && io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
+    auto manifest = ReadManifest(dst);
+    if (!manifest.ok()) return manifest.status();
+    auto j = nlohmann::json::parse(manifest->options_json, nullptr, false);
+    summary.inputs = j.value("inputs", uint64_t{0});
+    summary.written = manifest->num_samples;
+    summary.rejected = j.value("rejected", uint64_t{0});
+    summary.resumed_from = summary.inputs;
+    summary.rejects.clear();
+    summary.manifest = std::move(manifest).value();
+    return summary;  // already complete: nothing to do
+  }
+  if (o.resume) {
+    auto progress = ReadProgress(dst, fingerprint);
+    if (progress.ok()) {
+      summary.rejects = progress->rejects;
+      first = progress->next_input;
+      summary.resumed_from = first;
+      writer = ShardWriter::Resume(dst, wo, progress->state);
+    } else if (progress.status().code() == StatusCode::kNotFound) {
+      SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
+      writer = ShardWriter::Create(dst, wo);
+    } else {
+      return progress.status();
+    }
+  } else {
+    writer = ShardWriter::Create(dst, wo);
+  }
+  if (!writer.ok()) {
+    if (writer.status().code() == StatusCode::kAlreadyExists && !o.resume) {
+      return Status(StatusCode::kAlreadyExists,
+                    writer.status().message() +
+                        " (an interrupted conversion of the same inputs goes on with resume)");
+    }
+    return writer.status();
+  }
 
   std::vector<size_t> order(inputs.files.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -280,11 +431,17 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
 
   Status failure;
   std::atomic<bool> stop{false};
-  size_t next = 0;
-  uint64_t done = 0;
+  if (first > order.size()) {
+    return InvalidArgumentError(dst + "/" + kProgressName + ": next input " +
+                                std::to_string(first) + " is beyond the " +
+                                std::to_string(order.size()) + " inputs");
+  }
+  size_t next = first;
+  uint64_t done = first;
   auto consume = [&](Item* item) {
     std::unique_ptr<Item> owned(item);
     if (stop.load()) return;
+    position = item->position;
     if (item->status.ok()) {
       const image::Image& im = item->image;
       Status s = (*writer)->Add({.pixels = im.pixels,
@@ -330,6 +487,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                           return nullptr;
                                         }
                                         auto* item = new Item;
+                                        item->position = next;
                                         item->input = &inputs.files[order[next++]];
                                         return item;
                                       }) &
@@ -353,9 +511,12 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
       io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
   SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(
       OptionsJson(src, o, summary.inputs, summary.written, summary.rejected)));
+  position = order.size();
   auto manifest = (*writer)->Finish();
   if (!manifest.ok()) return manifest.status();
   summary.manifest = std::move(manifest).value();
+  // The manifest is the commit point; the progress record has served its purpose.
+  io::Env::Posix()->RemoveFile(io::JoinPath(dst, kProgressName)).IgnoreError();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

@@ -8,6 +8,9 @@
 #include "format/tfrecord_shard.h"
 #include "io/env.h"
 #include "util/crc32c.h"
+#include "util/hash.h"
+
+#include <set>
 
 namespace shardpack {
 
@@ -19,10 +22,11 @@ class ShardWriter::Impl {
   }
 
   ~Impl() {
-    // Without Finish(), nothing is published: drop the open shard and the staged ones.
+    // Without Finish(), nothing is published: drop the open shard, and the staged ones
+    // unless the caller records progress to resume from them.
     tfrecord_.reset();
     lmdb_.reset();
-    if (!finished_) {
+    if (!finished_ && !options_.on_shard_staged) {
       for (size_t i = 0; i < shards_.size(); ++i) {
         env_->RemoveFile(io::JoinPath(dir_, shards_[i].data.file)).IgnoreError();
         if (shards_[i].index) {
@@ -194,9 +198,21 @@ class ShardWriter::Impl {
       return Status::Ok();
     }
     shards_.push_back(std::move(e));
+    if (options_.on_shard_staged) {
+      return options_.on_shard_staged({shards_, class_counts_, samples_});
+    }
     return Status::Ok();
   }
 
+ public:
+  // Resume: adopt what an earlier writer staged.
+  void Adopt(const ShardWriterState& state) {
+    shards_ = state.shards;
+    class_counts_ = state.class_counts;
+    samples_ = state.samples;
+  }
+
+ private:
   Status PublishFinalNames() {
     const uint64_t total = shards_.size();
     for (uint64_t i = 0; i < total; ++i) {
@@ -274,6 +290,73 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
   }
   return std::unique_ptr<ShardWriter>(
       new ShardWriter(std::make_unique<Impl>(dir, std::move(options), env)));
+}
+
+namespace {
+
+Status CheckStagedFile(io::Env* env, const std::string& dir, const FileEntry& e) {
+  const std::string path = io::JoinPath(dir, e.file);
+  auto file = env->MapFile(path, io::AccessPattern::kSequential);
+  if (!file.ok()) return file.status().WithPrefix("cannot resume");
+  std::string hash = Xxh3Hex((*file)->data(), (*file)->size());
+  if ((*file)->size() != e.bytes || hash != e.xxh3_128) {
+    return CorruptionError("cannot resume: " + path + " is " + std::to_string((*file)->size()) +
+                           " bytes with xxh3_128 " + hash + ", the progress record says " +
+                           std::to_string(e.bytes) + " bytes and " + e.xxh3_128 +
+                           "; remove the output directory and convert again");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Resume(const std::string& dir,
+                                                           ShardWriterOptions options,
+                                                           const ShardWriterState& state) {
+  io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
+  if (options.backend == Backend::kLmdb) env = io::Env::Posix();
+  if (state.class_counts.size() != options.class_names.size()) {
+    return InvalidArgumentError("cannot resume: the progress record has " +
+                                std::to_string(state.class_counts.size()) + " classes, not " +
+                                std::to_string(options.class_names.size()));
+  }
+  const uint64_t total = state.shards.size();
+  std::set<std::string> keep;
+  for (uint64_t i = 0; i < total; ++i) {
+    const ShardEntry& e = state.shards[i];
+    // An interruption while Finish() renamed shards leaves some under their final names.
+    std::vector<std::pair<std::string, std::string>> names = {
+        {e.data.file, format::ShardFileName(i, total, options.backend)}};
+    if (e.index) names.push_back({e.index->file, format::IndexFileName(i, total)});
+    for (const auto& [staged, final_name] : names) {
+      if (!env->FileExists(io::JoinPath(dir, staged)) &&
+          env->FileExists(io::JoinPath(dir, final_name))) {
+        SHARDPACK_RETURN_IF_ERROR(
+            env->RenameFile(io::JoinPath(dir, final_name), io::JoinPath(dir, staged)));
+      }
+      keep.insert(staged);
+    }
+    SHARDPACK_RETURN_IF_ERROR(CheckStagedFile(env, dir, e.data));
+    if (e.index) SHARDPACK_RETURN_IF_ERROR(CheckStagedFile(env, dir, *e.index));
+  }
+  auto names = env->ListDir(dir);
+  if (!names.ok()) return names.status();
+  auto ends_with = [](const std::string& s, std::string_view suffix) {
+    return s.size() >= suffix.size() &&
+           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  for (const std::string& n : *names) {
+    if (n == format::kManifestName) {
+      return AlreadyExistsError(io::JoinPath(dir, n) + ": the dataset is already complete");
+    }
+    if ((n.rfind("shard-", 0) == 0 || ends_with(n, ".tmp")) && keep.count(n) == 0) {
+      SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dir, n)));
+    }
+  }
+  SHARDPACK_RETURN_IF_ERROR(env->SyncDir(dir));
+  auto impl = std::make_unique<Impl>(dir, std::move(options), env);
+  impl->Adopt(state);
+  return std::unique_ptr<ShardWriter>(new ShardWriter(std::move(impl)));
 }
 
 ShardWriter::ShardWriter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

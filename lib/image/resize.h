@@ -6,7 +6,8 @@
 // - Separable, in two passes with an 8-bit image between them. The horizontal pass goes
 //   first, over only the source rows the vertical pass reads, unless the height shrinks
 //   by more than twice as many pixels as the width: then the vertical pass goes first.
-//   That is Pillow's choice, and the rounding between the passes depends on it.
+//   That is Pillow's choice since 13.0 (python-pillow/Pillow#9549; earlier releases
+//   always went horizontal first), and the rounding between the passes depends on it.
 // - Per output pixel, the filter is centred at in0 + (i + 0.5) * scale with scale =
 //   source extent / output size. When downscaling (scale > 1) the kernel is stretched by
 //   `scale`, so its support grows to support * scale and every source pixel contributes:
@@ -20,10 +21,10 @@
 // arguments. The inner loops have an AVX2 clone chosen by the CPU at load time; it does
 // the same exact integer arithmetic, so the bytes are the same on every machine.
 //
-// Errors: InvalidArgument when a requested size is zero or negative, when the source has
-// a zero or negative side, a channel count other than 1 or 3, or pixels.size() !=
-// height * width * channels, or when the output would be larger than kMaxResizeSide on
-// a side.
+// Errors: InvalidArgument when a requested size (or max_side) is zero or negative, when
+// the source has a zero or negative side, a channel count other than 1 or 3, or
+// pixels.size() != height * width * channels, or when the output would be larger than
+// kMaxResizeSide on a side. Messages start with "resize: " and give the values.
 //
 // Thread-safety: reentrant; no global state.
 #ifndef SHARDPACK_IMAGE_RESIZE_H_

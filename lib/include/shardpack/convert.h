@@ -73,6 +73,13 @@ struct ConvertOptions {
   bool strict = false;                // the first reject fails the conversion
   uint64_t max_rejects = UINT64_MAX;  // abort once more inputs than this are rejected
 
+  // Go on with an interrupted conversion of the same inputs and options into DST: the
+  // staged shards recorded in DST/.shardpack-convert.json are checked and kept, the rest
+  // is redone, and the result is byte-identical to an uninterrupted run. Without a
+  // progress record DST's partial files are removed and the conversion starts over; a
+  // complete DST is left as it is.
+  bool resume = false;
+
   // Inputs from a list file ("relative/path label" per line, relative to SRC) instead of
   // class folders.
   std::string list_file;
@@ -95,6 +102,7 @@ struct ConvertSummary {
   double seconds = 0;
   std::vector<ConvertReject> rejects;
   Manifest manifest;
+  uint64_t resumed_from = 0;  // inputs already done by an interrupted run (resume)
 };
 
 // Converts SRC into DST (created; must not hold a dataset). Errors: InvalidArgument for

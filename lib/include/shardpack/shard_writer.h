@@ -19,6 +19,7 @@
 #define SHARDPACK_SHARD_WRITER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +34,14 @@ namespace shardpack {
 namespace io {
 class Env;
 }
+
+// What a writer has published so far under staged names: what ShardWriter::Resume needs
+// to go on after an interruption.
+struct ShardWriterState {
+  std::vector<ShardEntry> shards;      // staged file names ("shard-00003.tfrecord")
+  std::vector<uint64_t> class_counts;  // samples per label so far
+  uint64_t samples = 0;
+};
 
 struct ShardWriterOptions {
   Backend backend = Backend::kTfrecord;
@@ -56,6 +65,10 @@ struct ShardWriterOptions {
   std::string options_json = "{}";
   // File system; nullptr: POSIX. LMDB shards always use the real file system.
   io::Env* env = nullptr;
+  // Called after each shard is durable under its staged name, with the state a later
+  // Resume needs; a non-OK return fails the write. When set, a writer destroyed without
+  // Finish() keeps its staged shards (they are resumable) and removes only the partial one.
+  std::function<Status(const ShardWriterState&)> on_shard_staged;
 };
 
 struct SampleInput {
@@ -72,6 +85,14 @@ class ShardWriter {
   // Creates `dir` if needed. AlreadyExists when it holds a manifest or shard files.
   static StatusOr<std::unique_ptr<ShardWriter>> Create(const std::string& dir,
                                                        ShardWriterOptions options);
+
+  // Goes on from `state` (as given to on_shard_staged): checks that every staged shard and
+  // index is there with its recorded size and XXH3 (a shard already renamed to its final
+  // name is renamed back), then removes every other shard file and temporary in `dir`.
+  // Corruption when a staged file does not match `state`: then start again.
+  static StatusOr<std::unique_ptr<ShardWriter>> Resume(const std::string& dir,
+                                                       ShardWriterOptions options,
+                                                       const ShardWriterState& state);
   ~ShardWriter();
   ShardWriter(const ShardWriter&) = delete;
   ShardWriter& operator=(const ShardWriter&) = delete;
