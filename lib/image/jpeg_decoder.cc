@@ -301,16 +301,6 @@ Status JpegDecompressor::FailureStatus() const {
   }
 }
 
-uint16_t Load16(const uint8_t* p, bool big_endian) {
-  return big_endian ? static_cast<uint16_t>(p[0] << 8 | p[1])
-                    : static_cast<uint16_t>(p[1] << 8 | p[0]);
-}
-
-uint32_t Load32(const uint8_t* p, bool big_endian) {
-  return big_endian ? (uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | p[3])
-                    : (uint32_t{p[3]} << 24 | uint32_t{p[2]} << 16 | uint32_t{p[1]} << 8 | p[0]);
-}
-
 int OrientationFromMarkers(const jpeg_decompress_struct& cinfo) {
   for (jpeg_saved_marker_ptr m = cinfo.marker_list; m != nullptr; m = m->next) {
     if (m->marker != JPEG_APP0 + 1) continue;
@@ -386,34 +376,7 @@ int ParseExifOrientation(const uint8_t* app1, size_t size) {
   if (app1 == nullptr || size < sizeof kExif + 8 || std::memcmp(app1, kExif, sizeof kExif) != 0) {
     return 1;
   }
-  // Offsets in the TIFF structure are relative to its header.
-  const uint8_t* tiff = app1 + sizeof kExif;
-  const size_t tiff_size = size - sizeof kExif;
-  bool big_endian;
-  if (tiff[0] == 'M' && tiff[1] == 'M') {
-    big_endian = true;
-  } else if (tiff[0] == 'I' && tiff[1] == 'I') {
-    big_endian = false;
-  } else {
-    return 1;
-  }
-  if (Load16(tiff + 2, big_endian) != 42) return 1;
-  const uint64_t ifd = Load32(tiff + 4, big_endian);
-  if (ifd > tiff_size || tiff_size - ifd < 2) return 1;
-  const uint64_t count = Load16(tiff + ifd, big_endian);
-  constexpr uint16_t kOrientationTag = 0x0112;
-  constexpr uint16_t kShortType = 3;
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint64_t entry = ifd + 2 + 12 * i;
-    if (entry + 12 > tiff_size) return 1;
-    const uint8_t* e = tiff + entry;
-    if (Load16(e, big_endian) != kOrientationTag) continue;
-    if (Load16(e + 2, big_endian) != kShortType || Load32(e + 4, big_endian) < 1) return 1;
-    // A single SHORT sits in the first two bytes of the value field.
-    const int value = Load16(e + 8, big_endian);
-    return value >= 1 && value <= 8 ? value : 1;
-  }
-  return 1;
+  return TiffOrientation(app1 + sizeof kExif, size - sizeof kExif);
 }
 
 int ChooseJpegScaleDenominator(int width, int height, bool transpose, int min_height,

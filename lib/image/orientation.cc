@@ -122,4 +122,39 @@ Image ApplyOrientation(Image img, int orientation) {
   }
 }
 
+int TiffOrientation(const uint8_t* tiff, size_t size) {
+  if (tiff == nullptr || size < 8) return 1;
+  bool big_endian;
+  if (tiff[0] == 'M' && tiff[1] == 'M') {
+    big_endian = true;
+  } else if (tiff[0] == 'I' && tiff[1] == 'I') {
+    big_endian = false;
+  } else {
+    return 1;
+  }
+  auto u16 = [&](uint64_t at) -> uint32_t {
+    return big_endian ? (uint32_t{tiff[at]} << 8 | tiff[at + 1])
+                      : (uint32_t{tiff[at + 1]} << 8 | tiff[at]);
+  };
+  auto u32 = [&](uint64_t at) -> uint32_t {
+    return big_endian ? (u16(at) << 16 | u16(at + 2)) : (u16(at + 2) << 16 | u16(at));
+  };
+  if (u16(2) != 42) return 1;
+  // Offsets are relative to the TIFF header; IFD0 cannot overlap the 8-byte header.
+  const uint64_t ifd = u32(4);
+  if (ifd < 8 || ifd > size || size - ifd < 2) return 1;
+  const uint64_t entries = u16(ifd);
+  constexpr uint32_t kOrientationTag = 0x0112;
+  constexpr uint32_t kShortType = 3;
+  for (uint64_t i = 0; i < entries; ++i) {
+    const uint64_t entry = ifd + 2 + 12 * i;
+    if (entry + 12 > size) return 1;
+    if (u16(entry) != kOrientationTag) continue;
+    if (u16(entry + 2) != kShortType || u32(entry + 4) != 1) return 1;
+    const uint32_t value = u16(entry + 8);  // a single SHORT sits at the field's start
+    return value >= 1 && value <= 8 ? static_cast<int>(value) : 1;
+  }
+  return 1;
+}
+
 }  // namespace shardpack::image

@@ -38,6 +38,12 @@ namespace shardpack::image {
 // debug builds): this function has no error channel and never reads out of bounds.
 Image ApplyOrientation(Image img, int orientation);
 
+// The orientation (EXIF tag 0x0112, one SHORT in IFD0) of a TIFF structure: the payload of
+// a PNG eXIf chunk, or a JPEG APP1 Exif segment after its "Exif\0\0" prefix. 1 when the
+// tag is absent, its value is outside 1..8, or anything is malformed; every read is
+// bounds-checked.
+int TiffOrientation(const uint8_t* tiff, size_t size);
+
 }  // namespace shardpack::image
 
 #endif  // SHARDPACK_IMAGE_ORIENTATION_H_

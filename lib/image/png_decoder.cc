@@ -258,39 +258,6 @@ Status CheckDimensions(const PngState& s, const DecodeLimits& limits) {
   return Status::Ok();
 }
 
-// Orientation (EXIF tag 0x0112 in IFD0) from a TIFF structure; 1 for anything malformed.
-int ExifOrientation(const uint8_t* tiff, size_t size) {
-  if (tiff == nullptr || size < 8) return 1;
-  bool little_endian;
-  if (tiff[0] == 'I' && tiff[1] == 'I') {
-    little_endian = true;
-  } else if (tiff[0] == 'M' && tiff[1] == 'M') {
-    little_endian = false;
-  } else {
-    return 1;
-  }
-  auto u16 = [&](size_t at) -> uint32_t {
-    return little_endian ? tiff[at] | (tiff[at + 1] << 8) : (tiff[at] << 8) | tiff[at + 1];
-  };
-  auto u32 = [&](size_t at) -> uint32_t {
-    return little_endian ? u16(at) | (u16(at + 2) << 16) : (u16(at) << 16) | u16(at + 2);
-  };
-  if (u16(2) != 42) return 1;
-  const size_t ifd = u32(4);
-  if (ifd < 8 || ifd > size - 2) return 1;
-  const size_t entries = u16(ifd);
-  for (size_t i = 0; i < entries; ++i) {
-    const size_t entry = ifd + 2 + 12 * i;
-    if (entry > size - 12) return 1;
-    if (u16(entry) != 0x0112) continue;
-    constexpr uint32_t kShort = 3;
-    if (u16(entry + 2) != kShort || u32(entry + 4) != 1) return 1;
-    const uint32_t orientation = u16(entry + 8);
-    return orientation >= 1 && orientation <= 8 ? static_cast<int>(orientation) : 1;
-  }
-  return 1;
-}
-
 uint8_t Composite(uint32_t c, uint32_t a, uint32_t background) {
   return static_cast<uint8_t>((c * a + background * (255 - a) + 127) / 255);
 }
@@ -408,7 +375,7 @@ StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptio
     png_uint_32 exif_size = 0;
     png_bytep exif = nullptr;
     if (png_get_eXIf_1(s->png, s->info, &exif_size, &exif) != 0) {
-      *exif_orientation = ExifOrientation(exif, exif_size);
+      *exif_orientation = TiffOrientation(exif, exif_size);
     }
   }
 
