@@ -2,14 +2,64 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <memory>
+#include <vector>
 
 #include "shardpack/convert.h"
 #include "tools/commands.h"
 
 namespace shardpack::cli {
+
+namespace {
+
+// Progress on stderr: redrawn in place on a terminal (at most ten times a second), a plain
+// line every ten seconds otherwise (logs, CI).
+std::function<void(const ConvertProgress&)> ProgressPrinter(bool terminal) {
+  auto last = std::make_shared<double>(-1);
+  return [terminal, last](const ConvertProgress& p) {
+    const bool end = p.done == p.total;
+    if (!end && p.seconds - *last < (terminal ? 0.1 : 10.0)) return;
+    *last = p.seconds;
+    const double rate = p.seconds > 0 ? p.done / p.seconds : 0;
+    const double eta = rate > 0 ? (p.total - p.done) / rate : 0;
+    char line[256];
+    std::snprintf(line, sizeof line,
+                  "%llu/%llu inputs (%.0f%%), %.0f images/s, %.1f MB/s in, %llu rejected, "
+                  "ETA %.0f s",
+                  (unsigned long long)p.done, (unsigned long long)p.total,
+                  p.total ? 100.0 * p.done / p.total : 100.0, rate,
+                  p.seconds > 0 ? p.bytes_in / p.seconds / 1e6 : 0.0,
+                  (unsigned long long)p.rejected, eta);
+    if (terminal) {
+      std::fprintf(stderr, "\r\033[Kshardpack convert: %s%s", line, end ? "\n" : "");
+    } else {
+      std::fprintf(stderr, "shardpack convert: %s\n", line);
+    }
+  };
+}
+
+// Rejects grouped by the start of their reason ("Corruption: JPEG", "NotSupported: not a
+// JPEG or PNG file"), most frequent first.
+std::vector<std::pair<std::string, uint64_t>> RejectsByReason(
+    const std::vector<ConvertReject>& rejects) {
+  std::map<std::string, uint64_t> counts;
+  for (const ConvertReject& r : rejects) {
+    size_t first = r.reason.find(": ");
+    size_t second = first == std::string::npos ? first : r.reason.find(": ", first + 2);
+    size_t cut = std::min({second, r.reason.find(" ("), r.reason.find(" near "), r.reason.size()});
+    ++counts[r.reason.substr(0, cut)];
+  }
+  std::vector<std::pair<std::string, uint64_t>> out(counts.begin(), counts.end());
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  return out;
+}
+
+}  // namespace
 
 std::function<int()> AddConvert(CLI::App& app) {
   struct Args {
@@ -17,7 +67,7 @@ std::function<int()> AddConvert(CLI::App& app) {
                           background = "ffffff", list;
     int max_side = 0, channels = 3, threads = 0, max_scans = 500;
     bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
-         resume = false;
+         resume = false, overwrite = false, quiet = false;
     uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
     uint64_t max_rejects = UINT64_MAX;
   };
@@ -70,6 +120,10 @@ std::function<int()> AddConvert(CLI::App& app) {
                 "Go on with an interrupted conversion into DST (same SRC and options); the "
                 "result is byte-identical to an uninterrupted run");
   cmd->add_option("--max-rejects", a->max_rejects, "Abort (exit 1) past N rejected inputs");
+  cmd->add_flag("--overwrite", a->overwrite, "Replace a dataset DST already holds");
+  cmd->add_flag("--quiet", a->quiet,
+                "No progress and no per-reject lines (errors and the "
+                "summary still print)");
   cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
 
   return [a] {
@@ -122,13 +176,8 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.max_rejects = a->max_rejects;
     o.list_file = a->list;
     o.resume = a->resume;
-    if (::isatty(STDERR_FILENO)) {
-      o.progress = [](uint64_t done, uint64_t total) {
-        std::fprintf(stderr, "\rshardpack convert: %llu / %llu", (unsigned long long)done,
-                     (unsigned long long)total);
-        if (done == total) std::fputc('\n', stderr);
-      };
-    }
+    o.overwrite = a->overwrite;
+    if (!a->quiet) o.progress = ProgressPrinter(::isatty(STDERR_FILENO) != 0);
     auto summary = Convert(a->src, a->dst, o);
     if (!summary.ok()) {
       std::fprintf(stderr, "shardpack convert: %s\n", summary.status().message().c_str());
@@ -140,9 +189,11 @@ std::function<int()> AddConvert(CLI::App& app) {
       std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
                    (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
     }
-    for (const ConvertReject& r : s.rejects) {
-      std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
-                   r.reason.c_str());
+    if (!a->quiet) {
+      for (const ConvertReject& r : s.rejects) {
+        std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
+                     r.reason.c_str());
+      }
     }
     uint64_t bytes = 0;
     for (const auto& sh : s.manifest.shards) bytes += sh.data.bytes;
@@ -162,15 +213,25 @@ std::function<int()> AddConvert(CLI::App& app) {
       j["rejects"] = rejects;
       std::cout << j.dump(2) << "\n";
     } else {
+      const uint64_t done_now = s.inputs - s.resumed_from;
       std::printf(
-          "%s: %llu inputs: %llu written, %llu rejected%s (see rejects.tsv); %zu shards, "
-          "%.1f MB, %.1f s, %.0f images/s\n",
+          "%s: %llu inputs: %llu written, %llu rejected%s; %zu classes, %zu %s shards\n",
           a->dst.c_str(), (unsigned long long)s.inputs, (unsigned long long)s.written,
           (unsigned long long)s.rejected,
-          s.hidden_ignored ? (", " + std::to_string(s.hidden_ignored) + " hidden ignored").c_str()
-                           : "",
-          s.manifest.shards.size(), bytes / 1e6, s.seconds,
-          s.seconds > 0 ? s.inputs / s.seconds : 0.0);
+          s.hidden_ignored
+              ? (", " + std::to_string(s.hidden_ignored) + " hidden entries ignored").c_str()
+              : "",
+          s.manifest.classes.size(), s.manifest.shards.size(),
+          std::string(BackendName(s.manifest.backend)).c_str());
+      std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
+                  bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
+                  s.resumed_from > 0 ? " (this run, after resuming)" : "");
+      if (!s.rejects.empty()) {
+        std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", a->dst.c_str());
+        for (const auto& [reason, n] : RejectsByReason(s.rejects)) {
+          std::printf("  %8llu  %s\n", (unsigned long long)n, reason.c_str());
+        }
+      }
     }
     return kExitOk;
   };

@@ -281,6 +281,7 @@ Status RemovePartialOutput(const std::string& dst) {
 struct Item {
   size_t position = 0;  // in the write order
   const convert::InputFile* input = nullptr;
+  uint64_t bytes_in = 0;
   Status status;
   image::Image image;
 };
@@ -341,6 +342,13 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   };
   StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
   uint64_t first = 0;
+  if (o.overwrite && !o.resume) {
+    SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
+    if (io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
+      SHARDPACK_RETURN_IF_ERROR(
+          io::Env::Posix()->RemoveFile(io::JoinPath(dst, format::kManifestName)));
+    }
+  }
   if (o.resume && io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
     auto manifest = ReadManifest(dst);
     if (!manifest.ok()) return manifest.status();
@@ -373,7 +381,8 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     if (writer.status().code() == StatusCode::kAlreadyExists && !o.resume) {
       return Status(StatusCode::kAlreadyExists,
                     writer.status().message() +
-                        " (an interrupted conversion of the same inputs goes on with resume)");
+                        " (overwrite replaces it; an interrupted conversion of the same inputs "
+                        "goes on with resume)");
     }
     return writer.status();
   }
@@ -402,6 +411,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     try {
       std::vector<uint8_t> bytes;
       item->status = ReadWholeFile(item->input->path, o.max_file_bytes, &bytes);
+      item->bytes_in = bytes.size();
       if (!item->status.ok()) return;
       auto decoded = image::Decode(bytes.data(), bytes.size(), decode);
       if (!decoded.ok()) {
@@ -438,6 +448,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   }
   size_t next = first;
   uint64_t done = first;
+  uint64_t bytes_out = 0;
   auto consume = [&](Item* item) {
     std::unique_ptr<Item> owned(item);
     if (stop.load()) return;
@@ -465,8 +476,11 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
       }
     }
     ++done;
-    if (o.progress && (done % o.progress_every == 0 || done == order.size())) {
-      o.progress(done, order.size());
+    summary.bytes_in += item->bytes_in;
+    if (item->status.ok()) bytes_out += item->image.pixels.size();
+    if (o.progress) {
+      o.progress({done, order.size(), summary.rejects.size(), summary.bytes_in, bytes_out,
+                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     }
   };
 

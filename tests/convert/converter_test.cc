@@ -262,3 +262,45 @@ TEST(InputScanTest, SymlinkLoopsAndNonUtf8NamesAreHandled) {
 
 }  // namespace
 }  // namespace shardpack
+
+namespace shardpack {
+namespace {
+
+TEST(ConvertTest, AnExistingDatasetIsRefusedUnlessOverwrite) {
+  Tree tree;
+  TempDir out;
+  ASSERT_TRUE(Convert(tree.dir.path(), out.path(), Options16()).ok());
+  auto again = Convert(tree.dir.path(), out.path(), Options16());
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(again.status().message().find("overwrite"), std::string::npos);
+  ConvertOptions o = Options16();
+  o.overwrite = true;
+  o.height = o.width = 8;
+  auto replaced = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_EQ(replaced->manifest.image.height, 8);
+  auto v = VerifyDataset(out.path());
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << "no file of the old dataset may remain";
+}
+
+TEST(ConvertTest, ProgressIsReportedInOrderUpToTheTotal) {
+  Tree tree;
+  TempDir out;
+  ConvertOptions o = Options16();
+  std::vector<ConvertProgress> seen;
+  o.progress = [&](const ConvertProgress& p) { seen.push_back(p); };
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_TRUE(s.ok());
+  ASSERT_EQ(seen.size(), static_cast<size_t>(tree.good + tree.bad));
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i].done, i + 1);
+  EXPECT_EQ(seen.back().total, seen.back().done);
+  EXPECT_EQ(seen.back().rejected, static_cast<uint64_t>(tree.bad));
+  EXPECT_EQ(seen.back().bytes_out, 6u * 16 * 16 * 3);
+  EXPECT_GT(seen.back().bytes_in, 0u);
+  EXPECT_EQ(s->bytes_in, seen.back().bytes_in);
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -36,6 +36,15 @@ enum class FitMode {
 // ratio, as Pillow's resize does.
 enum class ResizeFilter { kArea, kBilinear, kBicubic, kLanczos3 };
 
+struct ConvertProgress {
+  uint64_t done = 0;   // inputs finished (written or rejected)
+  uint64_t total = 0;  // inputs in all
+  uint64_t rejected = 0;
+  uint64_t bytes_in = 0;   // bytes of input files read
+  uint64_t bytes_out = 0;  // pixel bytes written
+  double seconds = 0;      // since the conversion started
+};
+
 struct ConvertOptions {
   Backend backend = Backend::kTfrecord;
 
@@ -84,9 +93,13 @@ struct ConvertOptions {
   // class folders.
   std::string list_file;
 
-  // Called from one thread every `progress_every` inputs: (done, total).
-  std::function<void(uint64_t, uint64_t)> progress;
-  uint64_t progress_every = 256;
+  // Replace a dataset DST already holds (its manifest, shards, rejects and temporaries are
+  // removed first). Without it such a DST is refused.
+  bool overwrite = false;
+
+  // Called from one thread after every input, in order (cheap: it may decide itself how
+  // often to print).
+  std::function<void(const ConvertProgress&)> progress;
 };
 
 struct ConvertReject {
@@ -99,6 +112,7 @@ struct ConvertSummary {
   uint64_t written = 0;   // samples in the dataset
   uint64_t rejected = 0;  // inputs = written + rejected
   uint64_t hidden_ignored = 0;
+  uint64_t bytes_in = 0;  // bytes of input files read (this run)
   double seconds = 0;
   std::vector<ConvertReject> rejects;
   Manifest manifest;
