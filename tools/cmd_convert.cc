@@ -69,7 +69,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
          resume = false, overwrite = false, quiet = false;
     uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
-    uint64_t max_rejects = UINT64_MAX;
+    uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -114,6 +114,11 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--max-pixels", a->max_pixels, "Reject images with more pixels")
       ->capture_default_str();
   cmd->add_option("--max-scans", a->max_scans, "Reject progressive JPEGs with more scans")
+      ->capture_default_str();
+  cmd->add_option("--max-png-chunk", a->max_png_chunk,
+                  "Reject PNGs whose kept ancillary chunks are larger (bytes)")
+      ->capture_default_str();
+  cmd->add_option("--max-file-size", a->max_file, "Reject input files larger than this (bytes)")
       ->capture_default_str();
   cmd->add_flag("--strict", a->strict, "Fail (exit 1) on the first rejected input");
   cmd->add_flag("--resume", a->resume,
@@ -172,6 +177,8 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.apply_orientation = !a->no_orient;
     o.max_pixels = a->max_pixels;
     o.max_scans = a->max_scans;
+    o.max_png_chunk_bytes = a->max_png_chunk;
+    o.max_file_bytes = a->max_file;
     o.strict = a->strict;
     o.max_rejects = a->max_rejects;
     o.list_file = a->list;

@@ -166,6 +166,7 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, uint64_
   j["shuffle"] = o.shuffle;
   j["max_pixels"] = o.max_pixels;
   j["max_scans"] = o.max_scans;
+  j["max_png_chunk_bytes"] = o.max_png_chunk_bytes;
   j["strict"] = o.strict;
   j["inputs"] = inputs;
   j["written"] = written;
@@ -394,6 +395,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   image::DecodeOptions decode;
   decode.limits.max_pixels = o.max_pixels;
   decode.limits.max_scans = o.max_scans;
+  decode.limits.png_chunk_malloc_max = o.max_png_chunk_bytes;
   decode.channels = o.channels;
   decode.apply_orientation = o.apply_orientation;
   std::copy(o.background, o.background + 3, decode.background);

@@ -78,6 +78,7 @@ struct ConvertOptions {
   uint64_t max_pixels = 89478485;
   int max_scans = 500;
   uint64_t max_file_bytes = 1ull << 30;
+  uint64_t max_png_chunk_bytes = 8000000;  // largest PNG ancillary chunk kept (libpng's)
 
   bool strict = false;                // the first reject fails the conversion
   uint64_t max_rejects = UINT64_MAX;  // abort once more inputs than this are rejected
