@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end on a small image folder generated here: build, convert JPEG/PNG
-# class folders to TFRecord and LMDB shards, verify them, describe them, read every sample.
+# class folders to TFRecord and LMDB shards, verify them, describe them, draw a contact
+# sheet of them (PNG) and read every sample.
 # Run as root on a fresh Debian 12 machine: bash scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,9 @@ for format in tfrecord lmdb; do
   build/tools/shardpack verify "$out/$format"
   echo "== info"
   build/tools/shardpack info "$out/$format" --classes 3
+  echo "== preview: a contact sheet, one row per class"
+  build/tools/shardpack preview "$out/$format" -o "$out/$format-preview.png" --per-class
   echo "== read every sample back (random order, checksums checked)"
   build/samples/read_dataset "$out/$format"
 done
-echo "quickstart: OK (images, datasets and rejects.tsv in $out)"
+echo "quickstart: OK (images, datasets, rejects.tsv and preview PNGs in $out)"

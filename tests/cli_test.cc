@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <filesystem>
 
 #include "test_util.h"
 
@@ -67,6 +68,34 @@ TEST(CliTest, InfoDescribesTheDataset) {
   CliRun j = Shardpack("info --json " + dir.path());
   EXPECT_EQ(j.code, 0);
   EXPECT_NE(j.out.find("\"num_samples\": 7"), std::string::npos) << j.out;
+}
+
+TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {
+  testing::TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 5});
+  const std::string png = dir.Join("grid.png");
+  CliRun ok = Shardpack("preview " + dir.path() + " -o " + png + " --thumb 32 --columns 4");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("wrote " + png + ": 5 samples, 160x104"), std::string::npos) << ok.out;
+  EXPECT_EQ(testing::ReadFileOrDie(png).substr(1, 3), "PNG");
+  EXPECT_FALSE(std::filesystem::exists(png + ".tmp"));
+  CliRun rows = Shardpack("preview " + dir.path() + " -o " + png + " --per-class --thumb 32");
+  EXPECT_EQ(rows.code, 0) << rows.out;
+
+  std::string bytes = testing::ReadFileOrDie(dir.Join(m.shards[0].data.file));
+  bytes[bytes.size() - 1] ^= 1;  // the last record's data checksum
+  testing::WriteFileOrDie(dir.Join(m.shards[0].data.file), bytes);
+  CliRun bad = Shardpack("preview " + dir.path() + " -o " + png);
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("shardpack preview: " + m.shards[0].data.file + ": record 3 at offset"),
+            std::string::npos)
+      << bad.out;
+
+  testing::TempDir empty;
+  EXPECT_EQ(Shardpack("preview " + empty.path() + " -o " + png).code, 2);
+  EXPECT_EQ(Shardpack("preview " + dir.path()).code, 2);  // no -o
+  EXPECT_EQ(Shardpack("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code,
+            2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ inline constexpr int kExitUsage = 2;
 std::function<int()> AddConvert(CLI::App& app);
 std::function<int()> AddVerify(CLI::App& app);
 std::function<int()> AddInfo(CLI::App& app);
+std::function<int()> AddPreview(CLI::App& app);
 
 }  // namespace shardpack::cli
 

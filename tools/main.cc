@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   add(AddConvert(app));
   add(AddVerify(app));
   add(AddInfo(app));
+  add(AddPreview(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -28,8 +28,7 @@ inline constexpr int kCellHeight = kGlyphHeight + 1;
 // negative or beyond the edges. A 1-channel image gets the colour's BT.601 luma,
 // (19595 R + 38470 G + 7471 B + 32768) >> 16; an image with another channel count, or
 // pixels.size() != height * width * channels, or scale < 1, is left untouched.
-void DrawText(Image* img, int x, int y, std::string_view text, const uint8_t rgb[3],
-              int scale = 1);
+void DrawText(Image* img, int x, int y, std::string_view text, const uint8_t rgb[3], int scale = 1);
 
 // The advance width of `text` in pixels: text.size() * kCellWidth * scale, including the
 // blank column after the last glyph; 0 for empty text or scale < 1.

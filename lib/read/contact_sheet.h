@@ -34,6 +34,9 @@ namespace shardpack {
 
 // Margin around every thumbnail and caption, in pixels.
 inline constexpr int kSheetPad = 4;
+// Range of ContactSheetOptions::thumb, in pixels.
+inline constexpr int kMinSheetThumb = 16;
+inline constexpr int kMaxSheetThumb = 4096;
 // Largest sheet accepted: each side at most kMaxSheetSide pixels and at most
 // kMaxSheetPixels pixels in all (768 MiB of RGB).
 inline constexpr int kMaxSheetSide = 65500;
@@ -45,9 +48,9 @@ inline constexpr uint8_t kSheetText[3] = {235, 235, 235};
 struct ContactSheetOptions {
   // Grid mode: tiles per row (>= 1; default 8).
   int columns = 8;
-  // Side of the square thumbnail box, in pixels (16..4096; default 128). Samples are
-  // scaled to fit it, up or down, with the area filter (nearest neighbour when enlarging:
-  // the pixels as packed, not smoothed).
+  // Side of the square thumbnail box, in pixels (kMinSheetThumb..kMaxSheetThumb; default
+  // 128). Samples are scaled to fit it, up or down, with the area filter (nearest
+  // neighbour when enlarging: the pixels as packed, not smoothed).
   int thumb = 128;
   // Grid mode: how many samples to show (>= 1; default 32), at most the dataset's size.
   uint64_t samples = 32;
@@ -69,9 +72,11 @@ struct ContactSheetOptions {
 struct ContactSheetInfo {
   // Global indices of the samples drawn, in drawing order (row by row).
   std::vector<uint64_t> indices;
-  // Per-class mode: how many samples were read to find them. The scan stops as soon as
-  // every row has min(samples_per_class, the class's count in the manifest) samples, so
-  // it reads the whole dataset only when a shown class is rare or missing.
+  // Per-class mode: how many samples, in scan order, had their label looked at. The scan
+  // stops as soon as every row has min(samples_per_class, the class's count in the
+  // manifest) samples, so it goes through the whole dataset only when a shown class is
+  // rare (or its manifest count is wrong). Labels are read in parallel batches of 1024,
+  // so up to 1023 more samples may have been read.
   uint64_t scanned = 0;
 };
 
@@ -83,9 +88,10 @@ struct ContactSheetInfo {
 // file, the record and its offset), for a sample read while choosing or drawing; a
 // resampling error prefixed with "sample N: ".
 //
-// Cost: one Get per sample drawn, plus one per sample scanned in per-class mode (scans
-// read labels in parallel batches, so a Dataset opened with verify_crc checks each
-// scanned record's checksums: a damaged record met on the way is reported).
+// Cost: one Get per sample drawn, plus one per sample scanned in per-class mode, on all
+// cores. A Dataset opened with verify_crc checks the checksums of every record scanned (a
+// damaged record met on the way is reported), which reads its pixels: on 256x256 RGB
+// samples about 10 us a record from the page cache, 1 us without the check.
 StatusOr<image::Image> RenderContactSheet(const Dataset& ds, const ContactSheetOptions& o,
                                           ContactSheetInfo* info = nullptr);
 
