@@ -140,8 +140,7 @@ Result Run(const std::vector<File>& files, int threads, bool report_failures) {
   }
   for (auto& th : pool) th.join();
   Result total;
-  total.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  total.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int t = 0; t < threads; ++t) {
     total.decoded += per[t].decoded;
     total.failed += per[t].failed;
@@ -228,8 +227,8 @@ int main(int argc, char** argv) {
         "decode_floor threads=%d images=%llu failed=%llu megapixels=%.1f seconds=%.3f "
         "images_per_s=%.1f mp_per_s=%.1f\n",
         threads, static_cast<unsigned long long>(m.decoded),
-        static_cast<unsigned long long>(m.failed), static_cast<double>(m.pixels) / 1e6,
-        m.seconds, static_cast<double>(m.decoded) / m.seconds,
+        static_cast<unsigned long long>(m.failed), static_cast<double>(m.pixels) / 1e6, m.seconds,
+        static_cast<double>(m.decoded) / m.seconds,
         static_cast<double>(m.pixels) / 1e6 / m.seconds);
   }
   return 0;

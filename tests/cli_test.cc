@@ -94,8 +94,7 @@ TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {
   testing::TempDir empty;
   EXPECT_EQ(Shardpack("preview " + empty.path() + " -o " + png).code, 2);
   EXPECT_EQ(Shardpack("preview " + dir.path()).code, 2);  // no -o
-  EXPECT_EQ(Shardpack("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code,
-            2);
+  EXPECT_EQ(Shardpack("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code, 2);
 }
 
 }  // namespace
