@@ -84,29 +84,33 @@ inline uint8_t Clip8(int32_t sum) {
 }
 
 // The weights of one axis: output index i reads `count[i]` source samples starting at
-// `first[i]`, weighted by weights[i * ksize ...].
+// `first[i]`, weighted by weights[i * ksize ...]. Reused across calls: sizes only grow.
 struct AxisWeights {
   int ksize = 0;
+  int out_size = 0;
   std::vector<int> first;
   std::vector<int> count;
   std::vector<int32_t> weights;
 };
 
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc, for the source interval [in0, in1)
-// of an axis of in_size samples mapped onto out_size samples.
-AxisWeights ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
-                               const Kernel& kernel) {
+// of an axis of in_size samples mapped onto out_size samples. `values` holds one pixel's
+// kernel values in double before they are normalised.
+void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const Kernel& kernel,
+                        AxisWeights* axis, std::vector<double>* values) {
   const double scale = static_cast<double>(in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = kernel.support * filter_scale;
   const double inv_filter_scale = 1.0 / filter_scale;
 
-  AxisWeights axis;
-  axis.ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
-  axis.first.resize(out_size);
-  axis.count.resize(out_size);
-  axis.weights.assign(static_cast<size_t>(out_size) * axis.ksize, 0);
-  std::vector<double> w(axis.ksize);
+  axis->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
+  axis->out_size = out_size;
+  // Within capacity, resize and assign do not allocate.
+  axis->first.resize(out_size);
+  axis->count.resize(out_size);
+  axis->weights.assign(static_cast<size_t>(out_size) * axis->ksize, 0);
+  if (values->size() < static_cast<size_t>(axis->ksize)) values->resize(axis->ksize);
+  double* w = values->data();
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
     // Truncation, not floor, as in Pillow; it differs only below 0, which is clamped.
@@ -120,15 +124,26 @@ AxisWeights ComputeAxisWeights(int in_size, float in0, float in1, int out_size,
       w[t] = kernel.weight((t + lo - center + 0.5) * inv_filter_scale);
       sum += w[t];
     }
-    int32_t* fixed = &axis.weights[static_cast<size_t>(i) * axis.ksize];
+    int32_t* fixed = &axis->weights[static_cast<size_t>(i) * axis->ksize];
     for (int t = 0; t < n; ++t) {
       const double v = (sum != 0.0 ? w[t] / sum : w[t]) * (1 << kPrecisionBits);
       fixed[t] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
     }
-    axis.first[i] = lo;
-    axis.count[i] = n;
+    axis->first[i] = lo;
+    axis->count[i] = n;
   }
-  return axis;
+}
+
+// The source samples [*begin, *end) that the weights read, and `first` made relative to
+// *begin, so a pass can skip what it would not read.
+void ReadRange(AxisWeights* axis, int* begin, int* end) {
+  *begin = axis->first[0];
+  *end = 0;
+  for (int i = 0; i < axis->out_size; ++i) {
+    *begin = std::min(*begin, axis->first[i]);
+    *end = std::max(*end, axis->first[i] + axis->count[i]);
+  }
+  for (int i = 0; i < axis->out_size; ++i) axis->first[i] -= *begin;
 }
 
 // Horizontal pass, one row at a time: each of `rows` rows of `in` (kC samples per pixel)
@@ -139,7 +154,7 @@ template <int kC>
 void ResampleRowsScalar(const uint8_t* in, size_t in_stride, int rows, const AxisWeights& axis,
                         uint8_t* out, size_t out_stride) {
   static_assert(kC == 1 || kC == 3);
-  const int out_width = static_cast<int>(axis.first.size());
+  const int out_width = axis.out_size;
   for (int r = 0; r < rows; ++r) {
     const uint8_t* src = in + r * in_stride;
     uint8_t* dst = out + r * out_stride;
@@ -172,22 +187,26 @@ void ResampleRowsScalar(const uint8_t* in, size_t in_stride, int rows, const Axi
 // can. The block is first transposed so that pixel x of all its rows is contiguous:
 // columns[(x * kRowBlock + r) * kC + c]. Every tap then is kRowBlock * kC identical
 // multiply-adds on contiguous bytes, which the compiler vectorises at -O2. Same integer
-// arithmetic as ResampleRowsScalar, so the same bytes.
+// arithmetic as ResampleRowsScalar, so the same bytes. `columns` holds in_width * kRowBlock
+// * kC bytes when rows >= kRowBlock (ColumnsBytes).
 constexpr int kRowBlock = 16;
+
+size_t ColumnsBytes(int in_width, int rows, int channels) {
+  return rows >= kRowBlock ? static_cast<size_t>(in_width) * kRowBlock * channels : 0;
+}
 
 template <int kC>
 [[gnu::always_inline]] inline void ResampleRows(const uint8_t* in, size_t in_stride, int in_width,
                                                 int rows, const AxisWeights& axis, uint8_t* out,
-                                                size_t out_stride) {
+                                                size_t out_stride, uint8_t* columns) {
   constexpr int kLanes = kRowBlock * kC;
-  const int out_width = static_cast<int>(axis.first.size());
-  std::vector<uint8_t> columns(rows >= kRowBlock ? static_cast<size_t>(in_width) * kLanes : 0);
+  const int out_width = axis.out_size;
   int r0 = 0;
   for (; r0 + kRowBlock <= rows; r0 += kRowBlock) {
     const uint8_t* block = in + r0 * in_stride;
     for (int r = 0; r < kRowBlock; ++r) {
       const uint8_t* src = block + r * in_stride;
-      uint8_t* dst = columns.data() + static_cast<size_t>(r) * kC;
+      uint8_t* dst = columns + static_cast<size_t>(r) * kC;
       for (int x = 0; x < in_width; ++x, src += kC, dst += kLanes) {
         for (int c = 0; c < kC; ++c) dst[c] = src[c];
       }
@@ -195,7 +214,7 @@ template <int kC>
     uint8_t* dst = out + r0 * out_stride;
     for (int x = 0; x < out_width; ++x, dst += kC) {
       const int32_t* k = &axis.weights[static_cast<size_t>(x) * axis.ksize];
-      const uint8_t* q = columns.data() + static_cast<size_t>(axis.first[x]) * kLanes;
+      const uint8_t* q = columns + static_cast<size_t>(axis.first[x]) * kLanes;
       const int n = axis.count[x];
       int32_t sum[kLanes];
       for (int j = 0; j < kLanes; ++j) sum[j] = kRoundingHalf;
@@ -221,7 +240,7 @@ SHARDPACK_RESIZE_KERNEL void ResampleColumns(const uint8_t* in, size_t in_stride
                                              const AxisWeights& axis, uint8_t* out,
                                              size_t out_stride) {
   constexpr size_t kBlock = 32;
-  const int out_height = static_cast<int>(axis.first.size());
+  const int out_height = axis.out_size;
   for (int y = 0; y < out_height; ++y) {
     const int32_t* k = &axis.weights[static_cast<size_t>(y) * axis.ksize];
     const uint8_t* src = in + static_cast<size_t>(axis.first[y]) * in_stride;
@@ -249,11 +268,11 @@ SHARDPACK_RESIZE_KERNEL void ResampleColumns(const uint8_t* in, size_t in_stride
 SHARDPACK_RESIZE_KERNEL void ResampleRowsAnyChannels(int channels, const uint8_t* in,
                                                      size_t in_stride, int in_width, int rows,
                                                      const AxisWeights& axis, uint8_t* out,
-                                                     size_t out_stride) {
+                                                     size_t out_stride, uint8_t* columns) {
   if (channels == 1) {
-    ResampleRows<1>(in, in_stride, in_width, rows, axis, out, out_stride);
+    ResampleRows<1>(in, in_stride, in_width, rows, axis, out, out_stride, columns);
   } else {
-    ResampleRows<3>(in, in_stride, in_width, rows, axis, out, out_stride);
+    ResampleRows<3>(in, in_stride, in_width, rows, axis, out, out_stride, columns);
   }
 }
 
@@ -278,79 +297,120 @@ Box WholeImage(const Image& src) {
   return {0.0f, 0.0f, static_cast<float>(src.width), static_cast<float>(src.height)};
 }
 
-// Pillow's ImagingResampleInner: resamples `box` of `src` to out_height x out_width.
+// True when [in0, in1) is a whole-pixel window of out_size samples: the axis is then a
+// plain offset. At scale 1 with integer offsets, every kernel's taps sit at integer
+// distances from the centre, where all four kernels are 1 at 0 and 0 (or, for Lanczos,
+// about 1e-16, which rounds to 0 in fixed point) elsewhere: the weights are exactly
+// {1 << 22} and the pass would copy. Pillow skips a pass only for the whole image.
+bool IsWholePixelWindow(float in0, float in1, int out_size) {
+  return in0 == std::floor(in0) && static_cast<double>(in1) - in0 == out_size;
+}
+
+}  // namespace
+
+struct ResizeScratch::Buffers {
+  AxisWeights horizontal;
+  AxisWeights vertical;
+  std::vector<double> kernel_values;
+  std::vector<uint8_t> temp;     // the image between the passes
+  std::vector<uint8_t> columns;  // ResampleRows' transposed block
+
+  uint8_t* Temp(size_t bytes) { return Grow(&temp, bytes); }
+  uint8_t* Columns(size_t bytes) { return Grow(&columns, bytes); }
+
+  static uint8_t* Grow(std::vector<uint8_t>* v, size_t bytes) {
+    // Grow only: shrinking and regrowing would zero-fill the bytes again on every call.
+    if (v->size() < bytes) v->resize(bytes);
+    return v->data();
+  }
+};
+
+namespace {
+
+// Pillow's ImagingResampleInner: resamples `box` of the source (src_height x src_width x
+// c, rows src_stride apart) to out_height x out_width at `out` (rows out_stride apart).
 // Arguments are already validated.
-Image ResampleRegion(const Image& src, const Box& box, int out_height, int out_width,
-                     Filter filter) {
+void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size_t src_stride,
+                  const Box& box, int out_height, int out_width, Filter filter, uint8_t* out,
+                  size_t out_stride, ResizeScratch::Buffers& buffers) {
   const Kernel kernel = KernelFor(filter);
-  const int c = src.channels;
-  const bool need_horizontal =
-      out_width != src.width || box.x0 != 0.0f || box.x1 != static_cast<float>(src.width);
-  const bool need_vertical =
-      out_height != src.height || box.y0 != 0.0f || box.y1 != static_cast<float>(src.height);
-  if (!need_horizontal && !need_vertical) return src;
+  const bool need_horizontal = !IsWholePixelWindow(box.x0, box.x1, out_width);
+  const bool need_vertical = !IsWholePixelWindow(box.y0, box.y1, out_height);
+  // An axis that needs no pass is an offset into the source.
+  if (!need_horizontal) src += static_cast<size_t>(box.x0) * c;
+  if (!need_vertical) src += static_cast<size_t>(box.y0) * src_stride;
+  const size_t out_row_bytes = static_cast<size_t>(out_width) * c;
+
+  if (!need_horizontal && !need_vertical) {
+    for (int y = 0; y < out_height; ++y) {
+      std::copy_n(src + y * src_stride, out_row_bytes, out + y * out_stride);
+    }
+    return;
+  }
+  AxisWeights& horizontal = buffers.horizontal;
+  AxisWeights& vertical = buffers.vertical;
+  int col_begin = 0;
+  int col_end = 0;
+  if (need_horizontal) {
+    ComputeAxisWeights(src_width, box.x0, box.x1, out_width, kernel, &horizontal,
+                       &buffers.kernel_values);
+    ReadRange(&horizontal, &col_begin, &col_end);
+  }
+  int row_begin = 0;
+  int row_end = 0;
+  if (need_vertical) {
+    ComputeAxisWeights(src_height, box.y0, box.y1, out_height, kernel, &vertical,
+                       &buffers.kernel_values);
+    ReadRange(&vertical, &row_begin, &row_end);
+  }
+
+  if (!need_vertical) {
+    const int in_width = col_end - col_begin;
+    ResampleRowsAnyChannels(c, src + static_cast<size_t>(col_begin) * c, src_stride, in_width,
+                            out_height, horizontal, out, out_stride,
+                            buffers.Columns(ColumnsBytes(in_width, out_height, c)));
+    return;
+  }
+  if (!need_horizontal) {
+    ResampleColumns(src + row_begin * src_stride, src_stride, out_row_bytes, vertical, out,
+                    out_stride);
+    return;
+  }
+
   // Pillow's choice (and so ours, as the rounding between passes depends on it): when the
   // height shrinks by more than twice as many pixels as the width, the vertical pass goes
-  // first so that the horizontal one has fewer rows to do.
-  const int height_loss = src.height - out_height;
-  const bool horizontal_first = !(height_loss > 0 && height_loss > (src.width - out_width) * 2);
-
-  const size_t src_stride = static_cast<size_t>(src.width) * c;
-  const size_t out_stride = static_cast<size_t>(out_width) * c;
-  Image out = NewImage(out_height, out_width, c);
-  Image temp;
-
-  AxisWeights vertical;
-  if (need_vertical) {
-    vertical = ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel);
-  }
-  AxisWeights horizontal;
-  if (need_horizontal) {
-    horizontal = ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel);
-  }
-
+  // first so that the horizontal one has fewer rows to do. Decided on the whole source,
+  // as Pillow does, whatever the box. Each pass reads only the rows (or columns) that the
+  // other pass uses; the skipped ones would not change a byte.
+  const int height_loss = src_height - out_height;
+  const bool horizontal_first = !(height_loss > 0 && height_loss > (src_width - out_width) * 2);
   if (horizontal_first) {
-    // Only the source rows the vertical pass reads are resampled horizontally.
-    int row_first = 0;
-    int row_last = src.height;
-    if (need_vertical) {
-      row_first = src.height;
-      row_last = 0;
-      for (int y = 0; y < out_height; ++y) {
-        row_first = std::min(row_first, vertical.first[y]);
-        row_last = std::max(row_last, vertical.first[y] + vertical.count[y]);
-      }
-    }
-    const uint8_t* rows = src.pixels.data();
-    size_t rows_stride = src_stride;
-    if (need_horizontal) {
-      uint8_t* dst = out.pixels.data();
-      if (need_vertical) {
-        temp = NewImage(row_last - row_first, out_width, c);
-        dst = temp.pixels.data();
-        for (int& first : vertical.first) first -= row_first;
-        rows = dst;
-        rows_stride = out_stride;
-      }
-      ResampleRowsAnyChannels(c, src.row(row_first), src_stride, src.width, row_last - row_first,
-                              horizontal, dst, out_stride);
-    }
-    if (need_vertical) {
-      ResampleColumns(rows, rows_stride, out_stride, vertical, out.pixels.data(), out_stride);
-    }
+    const int rows = row_end - row_begin;
+    const int in_width = col_end - col_begin;
+    uint8_t* temp = buffers.Temp(static_cast<size_t>(rows) * out_row_bytes);
+    ResampleRowsAnyChannels(c, src + row_begin * src_stride + static_cast<size_t>(col_begin) * c,
+                            src_stride, in_width, rows, horizontal, temp, out_row_bytes,
+                            buffers.Columns(ColumnsBytes(in_width, rows, c)));
+    ResampleColumns(temp, out_row_bytes, out_row_bytes, vertical, out, out_stride);
   } else {
-    // need_vertical holds here: the height changes.
-    uint8_t* dst = out.pixels.data();
-    if (need_horizontal) {
-      temp = NewImage(out_height, src.width, c);
-      dst = temp.pixels.data();
-    }
-    ResampleColumns(src.pixels.data(), src_stride, src_stride, vertical, dst, src_stride);
-    if (need_horizontal) {
-      ResampleRowsAnyChannels(c, temp.pixels.data(), src_stride, src.width, out_height, horizontal,
-                              out.pixels.data(), out_stride);
-    }
+    const int in_width = col_end - col_begin;
+    const size_t temp_stride = static_cast<size_t>(in_width) * c;
+    uint8_t* temp = buffers.Temp(static_cast<size_t>(out_height) * temp_stride);
+    ResampleColumns(src + row_begin * src_stride + static_cast<size_t>(col_begin) * c, src_stride,
+                    temp_stride, vertical, temp, temp_stride);
+    ResampleRowsAnyChannels(c, temp, temp_stride, in_width, out_height, horizontal, out, out_stride,
+                            buffers.Columns(ColumnsBytes(in_width, out_height, c)));
   }
+}
+
+// ResampleInto with a new output image and scratch.
+Image ResampleRegion(const Image& src, const Box& box, int out_height, int out_width,
+                     Filter filter) {
+  Image out = NewImage(out_height, out_width, src.channels);
+  ResizeScratch::Buffers buffers;
+  ResampleInto(src.pixels.data(), src.height, src.width, src.channels,
+               static_cast<size_t>(src.width) * src.channels, box, out_height, out_width, filter,
+               out.pixels.data(), static_cast<size_t>(out_width) * src.channels, buffers);
   return out;
 }
 
@@ -358,15 +418,20 @@ std::string SizeText(int height, int width) {
   return std::to_string(height) + "x" + std::to_string(width) + " (height x width)";
 }
 
-Status CheckSource(const Image& src) {
-  if (src.channels != 1 && src.channels != 3) {
-    return InvalidArgumentError("resize: source has " + std::to_string(src.channels) +
+Status CheckSourceShape(int height, int width, int channels) {
+  if (channels != 1 && channels != 3) {
+    return InvalidArgumentError("resize: source has " + std::to_string(channels) +
                                 " channels, expected 1 or 3");
   }
-  if (src.height <= 0 || src.width <= 0) {
-    return InvalidArgumentError("resize: source size " + SizeText(src.height, src.width) +
+  if (height <= 0 || width <= 0) {
+    return InvalidArgumentError("resize: source size " + SizeText(height, width) +
                                 " must be positive");
   }
+  return Status::Ok();
+}
+
+Status CheckSource(const Image& src) {
+  SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src.height, src.width, src.channels));
   const uint64_t expected = static_cast<uint64_t>(src.height) * src.width * src.channels;
   if (src.pixels.size() != expected) {
     return InvalidArgumentError(
@@ -390,7 +455,66 @@ int RoundHalfUpDiv(int64_t num, int64_t den) {
   return static_cast<int>(std::max<int64_t>((2 * num + den) / (2 * den), 1));
 }
 
+// The box must be finite, non-empty and inside the source; written so that NaN fails.
+Status CheckBox(float x0, float y0, float x1, float y1, int height, int width) {
+  if (!(x0 >= 0.0f && x0 < x1 && x1 <= static_cast<float>(width) && y0 >= 0.0f && y0 < y1 &&
+        y1 <= static_cast<float>(height))) {
+    return InvalidArgumentError("resize: box (x0, y0, x1, y1) = (" + std::to_string(x0) + ", " +
+                                std::to_string(y0) + ", " + std::to_string(x1) + ", " +
+                                std::to_string(y1) + ") must be non-empty and inside the " +
+                                SizeText(height, width) + " source");
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+ResizeScratch::ResizeScratch() = default;
+ResizeScratch::~ResizeScratch() = default;
+ResizeScratch::ResizeScratch(ResizeScratch&& other) noexcept = default;
+ResizeScratch& ResizeScratch::operator=(ResizeScratch&& other) noexcept = default;
+
+ResizeScratch::Buffers& ResizeScratch::buffers() {
+  if (buffers_ == nullptr) buffers_ = std::make_unique<Buffers>();
+  return *buffers_;
+}
+
+size_t ResizeScratch::capacity_bytes() const {
+  if (buffers_ == nullptr) return 0;
+  const Buffers& b = *buffers_;
+  size_t bytes = sizeof(Buffers) + b.kernel_values.capacity() * sizeof(double) + b.temp.capacity() +
+                 b.columns.capacity();
+  for (const AxisWeights* axis : {&b.horizontal, &b.vertical}) {
+    bytes += (axis->first.capacity() + axis->count.capacity()) * sizeof(int) +
+             axis->weights.capacity() * sizeof(int32_t);
+  }
+  return bytes;
+}
+
+Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
+                        size_t src_stride, float x0, float y0, float x1, float y1, int out_height,
+                        int out_width, Filter filter, uint8_t* out, size_t out_stride,
+                        ResizeScratch* scratch) {
+  if (src == nullptr || out == nullptr || scratch == nullptr) {
+    return InvalidArgumentError("resize: null source, output or scratch");
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src_height, src_width, channels));
+  SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
+  const size_t src_row = static_cast<size_t>(src_width) * channels;
+  if (src_stride < src_row) {
+    return InvalidArgumentError("resize: source stride " + std::to_string(src_stride) +
+                                " is shorter than a row of " + std::to_string(src_row) + " bytes");
+  }
+  const size_t out_row = static_cast<size_t>(out_width) * channels;
+  if (out_stride < out_row) {
+    return InvalidArgumentError("resize: output stride " + std::to_string(out_stride) +
+                                " is shorter than a row of " + std::to_string(out_row) + " bytes");
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckBox(x0, y0, x1, y1, src_height, src_width));
+  ResampleInto(src, src_height, src_width, channels, src_stride, Box{x0, y0, x1, y1}, out_height,
+               out_width, filter, out, out_stride, scratch->buffers());
+  return Status::Ok();
+}
 
 StatusOr<Image> Resize(const Image& src, int out_height, int out_width, Filter filter) {
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));

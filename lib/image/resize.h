@@ -21,16 +21,25 @@
 // arguments. The inner loops have an AVX2 clone chosen by the CPU at load time; it does
 // the same exact integer arithmetic, so the bytes are the same on every machine.
 //
+// All entry points share one core. An axis whose source interval is a whole-pixel window
+// exactly as long as the output (a plain crop or a same-size copy) is copied rather than
+// resampled: at scale 1 and integer offsets every kernel gives one tap of weight exactly
+// 1 << 22, so the bytes are the same as Pillow's and only the work is saved.
+//
 // Errors: InvalidArgument when a requested size (or max_side) is zero or negative, when
 // the source has a zero or negative side, a channel count other than 1 or 3, or
 // pixels.size() != height * width * channels, or when the output would be larger than
-// kMaxResizeSide on a side. Messages start with "resize: " and give the values.
+// kMaxResizeSide on a side; ResizeRegionInto also checks its strides, box and pointers.
+// Messages start with "resize: " and give the values.
 //
-// Thread-safety: reentrant; no global state.
+// Thread-safety: reentrant; no global state. A ResizeScratch is used by one thread at a
+// time.
 #ifndef SHARDPACK_IMAGE_RESIZE_H_
 #define SHARDPACK_IMAGE_RESIZE_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "image/image.h"
 #include "shardpack/status.h"
@@ -89,6 +98,62 @@ StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit f
 // max_side and the shorter one round-half-up(shorter * max_side / longer), at least 1,
 // in exact integer arithmetic; a square stays square.
 StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter);
+
+// The reusable working memory of ResizeRegionInto: the 8-bit image between the two
+// passes, the fixed-point weights of both axes, and the transposed row block of the
+// horizontal pass. Every buffer only grows, to the largest size a call has needed, so
+// once a scratch has seen the largest source, box and output of a workload, calls with it
+// allocate nothing. Creating an empty scratch allocates nothing either; the first call
+// does.
+//
+// Thread-safety: one thread at a time (give each worker its own). Move-only.
+class ResizeScratch {
+ public:
+  ResizeScratch();
+  ~ResizeScratch();
+  ResizeScratch(ResizeScratch&& other) noexcept;
+  ResizeScratch& operator=(ResizeScratch&& other) noexcept;
+  ResizeScratch(const ResizeScratch&) = delete;
+  ResizeScratch& operator=(const ResizeScratch&) = delete;
+
+  // Heap bytes held now (the capacity of every buffer). Constant across calls that need
+  // no more than the scratch already has.
+  size_t capacity_bytes() const;
+
+  struct Buffers;  // defined in resize.cc
+
+ private:
+  friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
+                                 size_t src_stride, float x0, float y0, float x1, float y1,
+                                 int out_height, int out_width, Filter filter, uint8_t* out,
+                                 size_t out_stride, ResizeScratch* scratch);
+  Buffers& buffers();
+  std::unique_ptr<Buffers> buffers_;
+};
+
+// Resamples the region [x0, x1) x [y0, y1) of `src` (source pixels, fractions allowed, as
+// Pillow's Image.resize(size, filter, box=(x0, y0, x1, y1))) to out_height x out_width
+// with `filter`, into caller-owned memory. Same arithmetic, so the same bytes, as Resize
+// and ResizeFit, which are built on it: ResizeRegionInto(whole image) == Resize, and the
+// centred box of Fit::kCrop gives ResizeFit(kCrop). The filter centres stay inside the
+// box; kernels wider than a pixel still read source pixels just outside it (never outside
+// the image).
+//
+// src: src_height rows of src_width * channels bytes, row y at src + y * src_stride
+// (src_stride >= src_width * channels). out: out_height rows of out_width * channels
+// bytes at out + y * out_stride (out_stride >= out_width * channels); it must not overlap
+// src. channels is 1 or 3. The box must satisfy 0 <= x0 < x1 <= src_width and
+// 0 <= y0 < y1 <= src_height (finite values). `scratch` is required and reused: see
+// ResizeScratch; this function allocates nothing once it has grown.
+//
+// InvalidArgument ("resize: ...") for a null pointer, a bad channel count, a non-
+// positive source side, a stride shorter than a row, an output side outside
+// 1..kMaxResizeSide, or a box that is empty, not finite or not inside the source; out is
+// then untouched.
+Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
+                        size_t src_stride, float x0, float y0, float x1, float y1, int out_height,
+                        int out_width, Filter filter, uint8_t* out, size_t out_stride,
+                        ResizeScratch* scratch);
 
 }  // namespace shardpack::image
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -799,6 +800,234 @@ TEST(ResizeTest, BadSourceIsInvalidArgument) {
   ExpectInvalid(ResizeMaxSide(short_pixels, 2, Filter::kArea), "holds 47 bytes");
   ExpectInvalid(ResizeFit(short_pixels, 2, 2, Fit::kStretch, Filter::kArea, nullptr),
                 "holds 47 bytes");
+}
+
+// ResizeRegionInto into a fresh contiguous buffer; fails the test on error.
+std::vector<uint8_t> RegionInto(const Image& src, float x0, float y0, float x1, float y1,
+                                int out_height, int out_width, Filter filter,
+                                ResizeScratch* scratch) {
+  std::vector<uint8_t> out(static_cast<size_t>(out_height) * out_width * src.channels, 0);
+  const Status s = ResizeRegionInto(src.pixels.data(), src.height, src.width, src.channels,
+                                    static_cast<size_t>(src.width) * src.channels, x0, y0, x1, y1,
+                                    out_height, out_width, filter, out.data(),
+                                    static_cast<size_t>(out_width) * src.channels, scratch);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return out;
+}
+
+struct RegionCase {
+  int src_height, src_width, out_height, out_width;
+};
+// Down, up, one axis each way, one axis unchanged, 16-row blocks with the horizontal pass
+// first (37x48 to 19x21) and second (64x48 to 20x44).
+const RegionCase kRegionCases[] = {{12, 16, 5, 7},   {12, 16, 23, 30}, {12, 16, 5, 20},
+                                   {12, 16, 12, 7},  {12, 16, 5, 16},  {37, 48, 19, 21},
+                                   {64, 48, 20, 44}, {37, 48, 17, 31}, {1, 1, 3, 2}};
+
+TEST(ResizeRegionIntoTest, WholeImageEqualsResize) {
+  ResizeScratch scratch;
+  for (int channels : {1, 3}) {
+    for (const RegionCase& rc : kRegionCases) {
+      const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 17);
+      for (Filter filter : kAllFilters) {
+        SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
+                                        << rc.src_height << "x" << rc.src_width << " to "
+                                        << rc.out_height << "x" << rc.out_width << "x" << channels);
+        StatusOr<Image> expected = Resize(src, rc.out_height, rc.out_width, filter);
+        ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+        EXPECT_EQ(
+            RegionInto(src, 0, 0, static_cast<float>(src.width), static_cast<float>(src.height),
+                       rc.out_height, rc.out_width, filter, &scratch),
+            expected->pixels);
+      }
+    }
+  }
+}
+
+TEST(ResizeRegionIntoTest, CentredBoxEqualsResizeFitCrop) {
+  ResizeScratch scratch;
+  for (int channels : {1, 3}) {
+    for (const RegionCase& rc : kRegionCases) {
+      const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 23);
+      // ImageOps.fit's centred box, as ResizeFit computes it.
+      const double out_ratio = static_cast<double>(rc.out_width) / rc.out_height;
+      double x0 = 0, y0 = 0, w = src.width, h = src.height;
+      if (static_cast<int64_t>(src.width) * rc.out_height >
+          static_cast<int64_t>(src.height) * rc.out_width) {
+        w = out_ratio * src.height;
+        x0 = (src.width - w) * 0.5;
+      } else {
+        h = src.width / out_ratio;
+        y0 = (src.height - h) * 0.5;
+      }
+      for (Filter filter : kAllFilters) {
+        SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
+                                        << rc.src_height << "x" << rc.src_width << " to "
+                                        << rc.out_height << "x" << rc.out_width << "x" << channels);
+        StatusOr<Image> expected =
+            ResizeFit(src, rc.out_height, rc.out_width, Fit::kCrop, filter, nullptr);
+        ASSERT_TRUE(expected.ok()) << expected.status().ToString();
+        EXPECT_EQ(RegionInto(src, static_cast<float>(x0), static_cast<float>(y0),
+                             static_cast<float>(x0 + w), static_cast<float>(y0 + h), rc.out_height,
+                             rc.out_width, filter, &scratch),
+                  expected->pixels);
+      }
+    }
+  }
+}
+
+// Pillow 13.0.0, on PillowSource (see kPillowCases):
+//   source(16, 12, 3).resize((7, 5), R.BICUBIC, box=(2.5, 3, 13.25, 8))
+//   source(48, 37, 1).resize((17, 13), R.LANCZOS, box=(3.25, 1.5, 40.75, 30.125))
+//   source(48, 37, 3).resize((9, 20), R.BILINEAR, box=(5, 2.75, 14, 36.5))
+// The first and last have a whole-pixel window on one axis, which shardpack copies where
+// Pillow runs an identity pass: the bytes must still be Pillow's, exactly.
+TEST(ResizeRegionIntoTest, FractionalBoxesMatchPillowExactly) {
+  struct BoxCase {
+    int src_height, src_width, channels;
+    float x0, y0, x1, y1;
+    int out_height, out_width;
+    Filter filter;
+    const char* hex;
+  };
+  const BoxCase cases[] = {
+      {12, 16, 3, 2.5f, 3.0f, 13.25f, 8.0f, 5, 7, Filter::kBicubic,
+       "64be702d84c1bd77c9a474c98b94b76fce939bb4784f8d82813f99ac65b54488dd57a76070c69389a21da396"
+       "4a2883ca6dbd4952a65c9743724e9963ab587c1f71cd41918395e51d5cb570c752afd0106192b25e85d82580"
+       "d0207aca1a76c60d36869b1d6dc51969b9"},
+      {37, 48, 1, 3.25f, 1.5f, 40.75f, 30.125f, 13, 17, Filter::kLanczos3,
+       "807a875587b797a7764f799a7d7a7476744d856b819ac57f797272969e88744981a24a77778c4d208475b295"
+       "6a713083c0a7e09d5a8c61826269a676a084715877a88994a881715494c88f925f61859b82755664696775"
+       "648668aa7d628877978e5d828ca3b66965797f694164849b988e5a2f78b8bedab7828e707da2769d61816d72"
+       "917b8a63667f8a577298b27479575890ab756e7f6e7764655a9e4ba491559e78879e2b7698bdc2665c837a77"
+       "7f618d74a898755973a388cdbf86ab6372a77d8e506a7f74a9a280535f9c8870907f9e675c625987b2597e7c"
+       "7b8a"},
+      {37, 48, 3, 5.0f, 2.75f, 14.0f, 36.5f, 20, 9, Filter::kBilinear,
+       "6986d6c94c9c56a6f6b4479750a0ad79c99070c09a74c448ce516e3585abb0af5064b4552e7eceb152517ba1"
+       "6d5b817faa764aa3a16d83d34681d12171c11160b086915c9d81518d6b3b8b6e9c7a3e7fbb888eaf53a33e69"
+       "b95393e3339ca16a6730807c4595925baba77076ba39893456a64494e4cb656b5459a94898b965b57e4292b3"
+       "81a2a84486d6d94b8751a1f1784e9e629e7d67b7876aba8a78b498ce417c3e8e8c99be395eaead3080d0b934"
+       "598b895556547aab777584aa7677c74b72c2126cbc0c67b74a6b789566738f603a8a5b7884435faf9f5ea54a"
+       "806151a1839cd23ca17964c29b856d578d7c66b69d87609a4393d449993f8fdfcc426c3762b27da89e5dad7c"
+       "46968d8b82ad2878c8cf566f4d9ded4053a372c24f54a48097b0747992a5c0476056a6597dca1d5babdb3a8a"
+       "bab083708f6252b5a575948456519e8e65b26564b46766b62969b929608d7d628f7f6151816353835d4d9ab0"
+       "38884f62b23d8da5a0b340ca526ab87c95566f82556ebe80985d665dade838883b8bdbd72777837aa563b381"
+       "59a97a51a170a54e9e7d67afb170514898e89957a77fc639519868af9969816b99a7654f97b4376fbf0f56a6"
+       "f63c8cdc975e7a7d446189a66c6f8c53727f9c63898773989758a87473c3656c925d7ba16d602c7c703c8cd1"
+       "4b71ad8c70e64a9a2e7ebaa57b45cb3e7a94729f4c886c336fb16895744696b7db2b7b3686d6d82878628388"
+       "58a87151a17855a56eaf787e"},
+  };
+  ResizeScratch scratch;
+  for (const BoxCase& bc : cases) {
+    SCOPED_TRACE(testing::Message() << "box " << bc.x0 << "," << bc.y0 << "," << bc.x1 << ","
+                                    << bc.y1 << " of " << bc.src_height << "x" << bc.src_width);
+    const Image src = PillowSource(bc.src_height, bc.src_width, bc.channels);
+    EXPECT_EQ(RegionInto(src, bc.x0, bc.y0, bc.x1, bc.y1, bc.out_height, bc.out_width, bc.filter,
+                         &scratch),
+              FromHex(bc.hex));
+  }
+}
+
+TEST(ResizeRegionIntoTest, WholePixelWindowIsAnExactCrop) {
+  const Image src = NoiseImage(30, 40, 3, 29);
+  ResizeScratch scratch;
+  for (Filter filter : kAllFilters) {
+    const std::vector<uint8_t> out = RegionInto(src, 7, 5, 27, 17, 12, 20, filter, &scratch);
+    for (int y = 0; y < 12; ++y) {
+      const uint8_t* expected = src.row(5 + y) + 7 * 3;
+      EXPECT_TRUE(std::equal(expected, expected + 20 * 3, out.begin() + y * 20 * 3))
+          << "filter " << static_cast<int>(filter) << ", row " << y;
+    }
+  }
+}
+
+TEST(ResizeRegionIntoTest, StridesAreHonouredAndPaddingIsUntouched) {
+  const Image src = NoiseImage(37, 48, 3, 31);
+  constexpr size_t kSrcStride = 48 * 3 + 5;
+  constexpr size_t kOutStride = 21 * 3 + 7;
+  std::vector<uint8_t> padded(37 * kSrcStride, 0xEE);
+  for (int y = 0; y < 37; ++y) std::copy_n(src.row(y), 48 * 3, padded.begin() + y * kSrcStride);
+  ResizeScratch scratch;
+  for (Filter filter : kAllFilters) {
+    std::vector<uint8_t> out(19 * kOutStride, 0xAB);
+    ASSERT_TRUE(ResizeRegionInto(padded.data(), 37, 48, 3, kSrcStride, 1.5f, 2.0f, 45.0f, 36.25f,
+                                 19, 21, filter, out.data(), kOutStride, &scratch)
+                    .ok());
+    const std::vector<uint8_t> dense =
+        RegionInto(src, 1.5f, 2.0f, 45.0f, 36.25f, 19, 21, filter, &scratch);
+    for (int y = 0; y < 19; ++y) {
+      EXPECT_TRUE(std::equal(dense.begin() + y * 21 * 3, dense.begin() + (y + 1) * 21 * 3,
+                             out.begin() + y * kOutStride))
+          << "row " << y;
+      EXPECT_TRUE(std::all_of(out.begin() + y * kOutStride + 21 * 3,
+                              out.begin() + (y + 1) * kOutStride,
+                              [](uint8_t v) { return v == 0xAB; }))
+          << "padding of row " << y;
+    }
+  }
+}
+
+// A sequence of calls of varied shapes, boxes, channels and filters.
+std::vector<std::vector<uint8_t>> RunMixedCalls(ResizeScratch* shared) {
+  std::vector<std::vector<uint8_t>> results;
+  int i = 0;
+  for (const RegionCase& rc : kRegionCases) {
+    for (int channels : {3, 1}) {
+      const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 37 + i);
+      const Filter filter = kAllFilters[i++ % 4];
+      ResizeScratch fresh;
+      ResizeScratch* scratch = shared != nullptr ? shared : &fresh;
+      const float w = static_cast<float>(src.width);
+      const float h = static_cast<float>(src.height);
+      results.push_back(RegionInto(src, 0, 0, w, h, rc.out_height, rc.out_width, filter, scratch));
+      results.push_back(RegionInto(src, w * 0.25f, h * 0.125f, w * 0.875f, h, rc.out_height,
+                                   rc.out_width, filter, scratch));
+    }
+  }
+  return results;
+}
+
+TEST(ResizeRegionIntoTest, ReusedScratchGivesTheSameBytesAsFreshOnes) {
+  ResizeScratch shared;
+  const auto fresh = RunMixedCalls(nullptr);
+  EXPECT_EQ(RunMixedCalls(&shared), fresh);
+  EXPECT_EQ(RunMixedCalls(&shared), fresh);
+}
+
+TEST(ResizeRegionIntoTest, ScratchStopsGrowingOnceItHasSeenTheLargestCall) {
+  ResizeScratch scratch;
+  EXPECT_EQ(scratch.capacity_bytes(), 0u);
+  RunMixedCalls(&scratch);
+  const size_t warm = scratch.capacity_bytes();
+  EXPECT_GT(warm, 0u);
+  RunMixedCalls(&scratch);
+  EXPECT_EQ(scratch.capacity_bytes(), warm);
+}
+
+TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
+  const Image src = NoiseImage(8, 10, 3, 41);
+  std::vector<uint8_t> out(4 * 5 * 3);
+  ResizeScratch scratch;
+  auto call = [&](float x0, float y0, float x1, float y1, size_t src_stride, size_t out_stride,
+                  int channels, ResizeScratch* s) {
+    return ResizeRegionInto(src.pixels.data(), 8, 10, channels, src_stride, x0, y0, x1, y1, 4, 5,
+                            Filter::kBilinear, out.data(), out_stride, s);
+  };
+  auto expect_invalid = [](const Status& s, const std::string& fragment) {
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find(fragment), std::string::npos) << s.message();
+  };
+  expect_invalid(call(0, 0, 10, 8, 30, 15, 3, nullptr), "null");
+  expect_invalid(call(0, 0, 10, 8, 30, 15, 2, &scratch), "2 channels");
+  expect_invalid(call(0, 0, 10, 8, 29, 15, 3, &scratch), "source stride 29");
+  expect_invalid(call(0, 0, 10, 8, 30, 14, 3, &scratch), "output stride 14");
+  expect_invalid(call(-0.5f, 0, 10, 8, 30, 15, 3, &scratch), "inside the 8x10");
+  expect_invalid(call(0, 0, 10.5f, 8, 30, 15, 3, &scratch), "must be non-empty and inside");
+  expect_invalid(call(3, 0, 3, 8, 30, 15, 3, &scratch), "must be non-empty");
+  expect_invalid(call(0, 0, 10, std::nanf(""), 30, 15, 3, &scratch), "box");
+  expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5, Filter::kArea,
+                                  out.data(), 15, &scratch),
+                 "output size 0x5");
 }
 
 }  // namespace
