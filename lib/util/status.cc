@@ -29,6 +29,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "OutOfRange";
     case StatusCode::kInternal:
       return "Internal";
+    case StatusCode::kUnavailable:
+      return "Unavailable";
   }
   return "Unknown";
 }
@@ -63,6 +65,7 @@ Status FailedPreconditionError(std::string m) {
 }
 Status OutOfRangeError(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
+Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
 
 Status ErrnoError(std::string_view context, int err) {
   std::string m(context);

@@ -31,6 +31,7 @@ enum class StatusCode : int {
   kFailedPrecondition = 8,  // an API was used out of order
   kOutOfRange = 9,          // an index beyond the end
   kInternal = 10,           // a bug in shardpack or a C library misbehaving
+  kUnavailable = 11,        // a device or facility this machine or build does not offer
 };
 
 // Name of a code, e.g. "Corruption".
@@ -71,6 +72,7 @@ Status ResourceExhaustedError(std::string message);
 Status FailedPreconditionError(std::string message);
 Status OutOfRangeError(std::string message);
 Status InternalError(std::string message);
+Status UnavailableError(std::string message);
 
 // An IOError for a failed system call: "<context>: <strerror(err)> (<ERRNAME>)".
 Status ErrnoError(std::string_view context, int err);

@@ -1,0 +1,269 @@
+// Loader: streams a dataset's samples, in batches, into a ring of batch slots allocated
+// once (pinned host memory and device memory when a GPU is used, page-aligned host memory
+// otherwise), with shuffling, prefetch, distributed ranks and exact resumption.
+//
+//   auto ds = Dataset::Open("data/caltech256");                           // StatusOr
+//   LoaderOptions o;  o.batch_size = 256;  o.device = 0;
+//   auto loader = Loader::Create(std::shared_ptr<Dataset>(std::move(*ds)), o);
+//   for (int epoch = 0; epoch < 90; ++epoch) {
+//     while (true) {
+//       auto batch = (*loader)->Next();        // StatusOr<Batch>; OutOfRange: epoch done
+//       if (!batch.ok()) break;
+//       batch->WaitOn(my_stream);              // GPU: the consumer's stream waits, no sync
+//       Train(batch->device_images(), ...);
+//       batch->Release(my_stream);             // the slot is refilled once my_stream is past
+//     }
+//     (*loader)->StartEpoch(epoch + 1);
+//   }
+//
+// Order. The samples of an epoch, for one rank, are a pure function of (seed, epoch,
+// shuffle mode, block_size, block_window, rank, world_size, tail, the dataset's shard
+// sizes): never of thread count, timing or prefetch depth. EpochOrder() returns it. How it
+// is built (docs/LOADER.md has the details):
+//   1. the epoch's permutation of all N samples (ShuffleMode);
+//   2. ranks: kDrop cuts it to n = floor(N / W) * W; otherwise it is extended to
+//      n = ceil(N / W) * W by repeating its first (n - N) entries, so that every rank gets
+//      the same count. Rank r takes the contiguous part [r * n / W, (r + 1) * n / W);
+//   3. batches of batch_size; the last, short one is dropped (kDrop), completed by
+//      repeating the rank's first samples of the epoch (kPad; Batch::valid() counts the
+//      new ones), or delivered short (kPartial).
+// All ranks together therefore see every sample exactly once per epoch, plus at most
+// W - 1 repeats (and the kPad batch fill), or minus at most W - 1 samples with kDrop.
+//
+// Per-sample transforms draw their randomness from (seed, epoch, global sample index)
+// only, so the pixels are deterministic too.
+//
+// Resumption. state() names the next batch that Next() will return; a loader created with
+// that state returns exactly the batches an uninterrupted run would have returned from
+// there on, byte for byte.
+//
+// Errors. A damaged record (checksum, shape, framing) fails Next() with Corruption naming
+// "<file>: record N at offset X: <what>" (OnCorrupt::kFail, the default), or is left out
+// of its batch and counted (kSkip): the batch is then shorter, never late. I/O errors
+// always fail Next(). After a failed Next() the loader can only be destroyed or given a
+// new epoch.
+//
+// Thread-safety: one consumer thread calls Next(), StartEpoch(), state() and stats(); a
+// Batch may be released from any thread. The Dataset may be shared with other readers.
+#ifndef SHARDPACK_LOADER_H_
+#define SHARDPACK_LOADER_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "shardpack/dataset.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+enum class ShuffleMode {
+  // Dataset order (shard by shard, record by record).
+  kNone,
+  // A full uniform permutation of all samples per epoch.
+  kGlobal,
+  // For slow disks: the dataset is cut into blocks of block_size consecutive records
+  // (never across a shard boundary), the blocks are permuted, and the samples of each
+  // group of block_window consecutive blocks of that order are permuted among themselves.
+  // Reads are block_size-long runs of one file, and a batch still mixes samples from
+  // block_window places of the dataset.
+  kBlock,
+};
+
+// What happens to the last, incomplete batch of an epoch and to a sample count that does
+// not divide by world_size (see the order rules above).
+enum class Tail { kPartial, kDrop, kPad };
+
+// Per-sample transform to the output shape.
+enum class Transform {
+  // Fixed-size datasets: the samples as stored (output shape = the dataset's). Variable-
+  // size datasets: not allowed (Create fails with InvalidArgument).
+  kNone,
+  // Evaluation: resize the shorter side to resize_shorter (default: output side * 8 / 7,
+  // as 256 for 224) and take the centre output_height x output_width.
+  kCenterCrop,
+  // Training: Inception-style random-resized-crop (area fraction in [rrc_scale_min,
+  // rrc_scale_max], aspect ratio in [rrc_ratio_min, rrc_ratio_max], log-uniform; ten
+  // tries, then a centre crop of the clamped ratio, as torchvision does) resized to the
+  // output shape.
+  kRandomResizedCrop,
+  // Fixed-size datasets: a random output_height x output_width window of the sample.
+  kRandomCrop,
+};
+
+// Resampling filter of the transforms that resize.
+enum class ResizeFilter { kArea, kBilinear, kBicubic, kLanczos3 };
+
+enum class OnCorrupt { kFail, kSkip };
+
+// Optional normalisation of every batch: uint8 NHWC -> float NCHW,
+//   out[n][c][y][x] = fmaf(in[n][y][x][c], scale[c], bias[c]),
+//   scale[c] = 1 / (255 * std[c]),  bias[c] = -mean[c] / std[c]
+// (mean and std in 0..1 units, torchvision's convention), then rounded to nearest even
+// for float16. On a GPU a CUDA kernel does it on the slot's stream after the copy; on the
+// host path the same arithmetic runs on the worker threads. Both give identical bits.
+enum class OutputType { kUint8, kFloat32, kFloat16 };
+
+struct LoaderOptions {
+  // Samples per batch (>= 1; default 256).
+  int batch_size = 256;
+  ShuffleMode shuffle = ShuffleMode::kGlobal;
+  // kBlock only: records per block (>= 1; default 64) and blocks mixed together (>= 1;
+  // default 16).
+  int block_size = 64;
+  int block_window = 16;
+  // Seed of the shuffles and of the random transforms (default 0).
+  uint64_t seed = 0;
+  // Worker threads that copy and transform samples (0, the default: all cores, at most 8).
+  int num_threads = 0;
+  // Batches prepared ahead of the consumer (>= 1; default 2). The ring has prefetch + 2
+  // slots: the one the consumer holds, the one being released, and prefetch more.
+  int prefetch = 2;
+  Tail tail = Tail::kPartial;
+  // Distributed training: this process's rank in [0, world_size) (defaults 0 and 1).
+  int rank = 0;
+  int world_size = 1;
+  // CUDA device to deliver batches to; -1 (default): the host. A device that does not
+  // exist, or a build without CUDA, fails Create with Unavailable.
+  int device = -1;
+  // Check every record's checksums while copying it (default on).
+  bool verify_crc = true;
+  OnCorrupt on_corrupt = OnCorrupt::kFail;
+
+  // Output shape: 0 (default) takes the dataset's fixed shape. Required for variable-
+  // size datasets. Channels are always the dataset's.
+  int output_height = 0;
+  int output_width = 0;
+  Transform transform = Transform::kNone;
+  // Mirror each sample left-right with probability 1/2 (default off).
+  bool random_flip = false;
+  // kCenterCrop: shorter side before the crop, in pixels (0: round(8/7 * output side)).
+  int resize_shorter = 0;
+  float rrc_scale_min = 0.08f;
+  float rrc_scale_max = 1.0f;
+  float rrc_ratio_min = 3.0f / 4.0f;
+  float rrc_ratio_max = 4.0f / 3.0f;
+  ResizeFilter filter = ResizeFilter::kBilinear;
+
+  OutputType output_type = OutputType::kUint8;
+  std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
+  std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
+};
+
+// Where a loader stands: the next batch Next() returns. Small and plain, so it can be
+// saved with a checkpoint (ToString / Parse: one line of text).
+struct LoaderState {
+  uint64_t epoch = 0;
+  uint64_t next_batch = 0;  // batch index within the epoch
+  // What the order depends on, checked when a loader is created from this state.
+  uint64_t seed = 0;
+  uint64_t num_samples = 0;
+  int rank = 0;
+  int world_size = 1;
+  int batch_size = 0;
+  ShuffleMode shuffle = ShuffleMode::kGlobal;
+
+  std::string ToString() const;
+  static StatusOr<LoaderState> Parse(const std::string& text);
+};
+
+struct LoaderStats {
+  uint64_t batches = 0;
+  uint64_t samples = 0;
+  uint64_t bytes = 0;             // pixel bytes copied into the ring
+  uint64_t skipped_corrupt = 0;   // OnCorrupt::kSkip
+  double seconds = 0;             // since Create
+  double wait_seconds = 0;        // time Next() spent waiting for a batch
+  double mean_ready_batches = 0;  // queue occupancy seen by Next(), averaged
+  std::string ToString() const;   // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
+};
+
+class Loader;
+
+// One batch, holding its ring slot until released (destroyed, moved from, or Release()).
+class Batch {
+ public:
+  Batch() = default;
+  Batch(Batch&& other) noexcept;
+  Batch& operator=(Batch&& other) noexcept;
+  ~Batch();
+
+  uint64_t epoch() const;
+  uint64_t index() const;  // batch index within the epoch
+  int size() const;        // samples in the batch (N)
+  int valid() const;       // samples that are not kPad repeats (the first valid() ones)
+  int height() const;
+  int width() const;
+  int channels() const;
+  OutputType type() const;
+
+  // Host copy of the batch: N x H x W x C uint8 (kUint8) or N x C x H x W float / half
+  // (other output types), contiguous. On the GPU path it holds the bytes that were
+  // copied; with normalisation there, host_data() is the uint8 input and only the device
+  // buffer holds the floats.
+  const void* host_data() const;
+  size_t host_bytes() const;
+  std::span<const int64_t> labels() const;
+  std::span<const uint64_t> indices() const;  // global sample indices
+
+  // GPU path only (nullptr otherwise): the batch in device memory (the output type), and
+  // the CUDA stream (cudaStream_t) and event (cudaEvent_t) that complete it.
+  void* device_data() const;
+  void* cuda_stream() const;
+  void* cuda_event() const;
+  // Makes `consumer_stream` (a cudaStream_t; nullptr: the legacy default stream) wait for
+  // the batch without blocking the host. No-op on the host path.
+  Status WaitOn(void* consumer_stream) const;
+  // Gives the slot back. With a consumer stream, the slot is refilled only after the work
+  // queued on that stream so far is done (an event, no host wait).
+  void Release(void* consumer_stream = nullptr);
+
+ private:
+  friend class Loader;
+  struct Slot;
+  Batch(Loader* loader, Slot* slot);
+  Loader* loader_ = nullptr;
+  Slot* slot_ = nullptr;
+};
+
+class Loader {
+ public:
+  // Starts the workers on `state`'s epoch and batch (default: epoch 0, batch 0).
+  // InvalidArgument for bad options or a state made for another configuration;
+  // Unavailable for a device that cannot be used.
+  static StatusOr<std::unique_ptr<Loader>> Create(std::shared_ptr<const Dataset> dataset,
+                                                  const LoaderOptions& options,
+                                                  const LoaderState* state = nullptr);
+  ~Loader();
+  Loader(const Loader&) = delete;
+  Loader& operator=(const Loader&) = delete;
+
+  // The next batch of the current epoch; OutOfRange when the epoch is done.
+  // FailedPrecondition if the consumer still holds the batch whose slot it needs.
+  StatusOr<Batch> Next();
+  // Moves to `epoch` (batch 0), dropping what was prefetched.
+  Status StartEpoch(uint64_t epoch);
+
+  LoaderState state() const;
+  LoaderStats stats() const;
+  uint64_t batches_per_epoch() const;
+  const LoaderOptions& options() const;
+
+  // The global sample indices this rank reads in `epoch`, in order, without the kPad
+  // batch fill (the order rules above).
+  std::vector<uint64_t> EpochOrder(uint64_t epoch) const;
+
+  class Impl;
+
+ private:
+  friend class Batch;
+  explicit Loader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_LOADER_H_

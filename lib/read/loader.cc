@@ -1,0 +1,732 @@
+// The loader's ring. Batches are numbered within an epoch; batch b lives in slot b % S
+// (S = prefetch + 2). Workers take chunks of consecutive samples of the lowest batch not
+// yet handed out; the first chunk of a batch claims its slot, which must have been
+// released by the consumer (and, on the GPU, its last host-to-device copy finished).
+// The worker that finishes a batch's last chunk publishes it: on the GPU it queues the
+// copy (and the normalisation kernel) on the slot's stream and records the slot's event;
+// the consumer never waits on the host for a copy.
+//
+// Every sample is copied once, from the mapped shard (or the LMDB map) into its place in
+// the slot: the checksums are computed over the record first, while it comes into cache,
+// then the pixels are copied (or transformed) from there.
+#include "shardpack/loader.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cuda/cuda.h"
+#include "read/normalize.h"
+#include "read/sampler.h"
+#include "read/transform.h"
+
+namespace shardpack {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr size_t kPageSize = 4096;
+
+size_t RoundUpToPage(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
+
+// Page-aligned host memory for the host path, allocated once per slot.
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }
+};
+using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
+
+StatusOr<AlignedBuffer> AllocateAligned(size_t bytes) {
+  void* p = std::aligned_alloc(kPageSize, RoundUpToPage(std::max<size_t>(bytes, 1)));
+  if (p == nullptr) {
+    return ResourceExhaustedError("loader: cannot allocate " + std::to_string(bytes) +
+                                  " bytes for a batch slot");
+  }
+  return AlignedBuffer(static_cast<uint8_t*>(p));
+}
+
+const char* ShuffleName(ShuffleMode m) {
+  switch (m) {
+    case ShuffleMode::kNone:
+      return "none";
+    case ShuffleMode::kGlobal:
+      return "global";
+    case ShuffleMode::kBlock:
+      return "block";
+  }
+  return "?";
+}
+
+size_t OutputElementBytes(OutputType t) {
+  switch (t) {
+    case OutputType::kUint8:
+      return 1;
+    case OutputType::kFloat32:
+      return 4;
+    case OutputType::kFloat16:
+      return 2;
+  }
+  return 1;
+}
+
+read::NormalizeType NormalizeTypeOf(OutputType t) {
+  return t == OutputType::kFloat16 ? read::NormalizeType::kFloat16 : read::NormalizeType::kFloat32;
+}
+
+}  // namespace
+
+// One ring slot. Its buffers are allocated once, in Create.
+struct Batch::Slot {
+  enum class State { kFree, kFilling, kReady, kHeld };
+
+  // Buffers.
+  uint8_t* host = nullptr;  // N x H x W x C uint8
+  AlignedBuffer host_memory;
+  cuda::PinnedBuffer pinned;
+  AlignedBuffer host_out_memory;  // host path with normalisation: N x C x H x W floats
+  cuda::DeviceBuffer device_in;   // GPU: uint8 batch
+  cuda::DeviceBuffer device_out;  // GPU with normalisation: floats
+  cuda::Stream stream;
+  cuda::Event copied;         // recorded after the copy (and kernel) of each fill
+  cuda::Event consumer_done;  // recorded on the consumer's stream at release
+  bool copy_pending = false;
+  bool consumer_event_pending = false;
+
+  // The batch it holds (guarded by the loader's mutex while kFilling).
+  State state = State::kFree;
+  uint64_t generation = 0;
+  uint64_t epoch = 0;
+  uint64_t index = 0;
+  int size = 0;   // samples planned
+  int valid = 0;  // of which not kPad fill
+  std::vector<uint64_t> indices;
+  std::vector<int64_t> labels;
+  std::vector<uint8_t> bad;  // kSkip: sample i was left out
+  int chunks_left = 0;
+  Status status;  // the first error, by sample position
+  int status_position = -1;
+};
+
+class Loader::Impl {
+ public:
+  std::shared_ptr<const Dataset> dataset;
+  LoaderOptions options;
+  read::OrderSpec spec;
+  std::vector<uint64_t> shard_records;
+  read::SampleTransformer transformer;
+  size_t sample_bytes = 0;  // uint8 HWC bytes of one output sample
+  bool gpu = false;
+  bool normalize = false;
+  read::NormalizeParams norm;
+  int chunk = 1;
+
+  std::vector<std::unique_ptr<Batch::Slot>> slots;
+  std::vector<std::thread> workers;
+
+  mutable std::mutex mu;
+  std::condition_variable work_cv;   // workers: a slot was freed, or the plan changed
+  std::condition_variable ready_cv;  // consumer: a batch is ready
+  std::condition_variable idle_cv;   // StartEpoch: no worker is inside a chunk
+  bool stopping = false;
+  uint64_t generation = 0;
+  read::EpochPlan plan;
+  uint64_t fill_batch = 0;     // the batch whose chunks are being handed out
+  int fill_chunk = 0;          // its next chunk
+  uint64_t deliver_batch = 0;  // the batch Next() returns next
+  int active_chunks = 0;       // chunks being worked on
+  bool failed = false;
+  bool restarting = false;  // StartEpoch is waiting for the workers to leave
+
+  // Statistics.
+  Clock::time_point created = Clock::now();
+  uint64_t stat_batches = 0;
+  uint64_t stat_samples = 0;
+  uint64_t stat_bytes = 0;
+  uint64_t stat_ready_sum = 0;
+  double stat_wait = 0;
+  std::atomic<uint64_t> stat_skipped{0};
+
+  ~Impl() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stopping = true;
+    }
+    work_cv.notify_all();
+    for (std::thread& t : workers) t.join();
+    for (auto& slot : slots) {
+      if (slot->copy_pending) (void)slot->copied.Synchronize();
+    }
+  }
+
+  Batch::Slot& SlotOf(uint64_t batch) { return *slots[batch % slots.size()]; }
+
+  int ChunksOf(int size) const { return std::max(1, (size + chunk - 1) / chunk); }
+
+  // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
+  void Work() {
+    if (gpu) (void)cuda::SetDevice(options.device);
+    read::TransformScratch scratch;
+    std::unique_lock<std::mutex> lock(mu);
+    while (true) {
+      Batch::Slot* slot = nullptr;
+      uint64_t gen = 0;
+      int begin = 0;
+      int end = 0;
+      bool claim = false;
+      work_cv.wait(lock, [&] {
+        if (stopping) return true;
+        if (failed || restarting || fill_batch >= plan.num_batches()) return false;
+        if (fill_chunk > 0) return true;
+        Batch::Slot& s = SlotOf(fill_batch);
+        return s.state == Batch::Slot::State::kFree;
+      });
+      if (stopping) return;
+      slot = &SlotOf(fill_batch);
+      gen = generation;
+      if (fill_chunk == 0) {
+        claim = true;
+        slot->state = Batch::Slot::State::kFilling;
+        slot->generation = gen;
+        slot->epoch = plan.epoch();
+        slot->index = fill_batch;
+        slot->valid = plan.Batch(fill_batch, &slot->indices);
+        slot->size = static_cast<int>(slot->indices.size());
+        slot->labels.assign(slot->indices.size(), 0);
+        slot->bad.assign(slot->indices.size(), 0);
+        slot->chunks_left = ChunksOf(slot->size);
+        slot->status = Status::Ok();
+        slot->status_position = -1;
+      }
+      const int chunks = ChunksOf(slot->size);
+      begin = fill_chunk * chunk;
+      end = std::min(slot->size, begin + chunk);
+      if (++fill_chunk == chunks) {
+        fill_chunk = 0;
+        ++fill_batch;
+      }
+      ++active_chunks;
+      lock.unlock();
+
+      // The host buffer is rewritten only once the previous copy out of it is done.
+      Status claim_status;
+      if (claim && slot->copy_pending) {
+        claim_status = slot->copied.Synchronize();
+        slot->copy_pending = false;
+      }
+      int error_position = -1;
+      Status error = claim_status;
+      if (error.ok()) {
+        for (int i = begin; i < end; ++i) {
+          Status s = FillSample(*slot, i, &scratch);
+          if (s.ok()) continue;
+          if (s.code() == StatusCode::kCorruption && options.on_corrupt == OnCorrupt::kSkip) {
+            slot->bad[i] = 1;
+            stat_skipped.fetch_add(1, std::memory_order_relaxed);
+            continue;
+          }
+          error = s;
+          error_position = i;
+          break;
+        }
+      } else {
+        error_position = begin;
+      }
+
+      lock.lock();
+      if (!error.ok() && (slot->status_position < 0 || error_position < slot->status_position)) {
+        slot->status = error;
+        slot->status_position = error_position;
+      }
+      const bool last = --slot->chunks_left == 0;
+      if (last && gen == generation) {
+        // Still counted as active: StartEpoch waits until the publication is over.
+        lock.unlock();
+        Status published = slot->status.ok() ? Publish(*slot) : Status::Ok();
+        lock.lock();
+        if (!published.ok() && slot->status.ok()) slot->status = published;
+        if (gen == generation) {
+          slot->state = Batch::Slot::State::kReady;
+          if (!slot->status.ok()) failed = true;
+        }
+        ready_cv.notify_all();
+      }
+      if (--active_chunks == 0) idle_cv.notify_all();
+    }
+  }
+
+  Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
+    SampleView view;
+    SHARDPACK_RETURN_IF_ERROR(dataset->Get(slot.indices[i], &view));
+    slot.labels[i] = view.label;
+    uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
+    if (transformer.pass_through()) {
+      if (view.pixels.size() != sample_bytes || view.height != transformer.out_height() ||
+          view.width != transformer.out_width()) {
+        return ShapeFault(slot.indices[i], view);
+      }
+      std::memcpy(dst, view.pixels.data(), sample_bytes);
+    } else {
+      Status s = transformer.Apply(view.pixels.data(), view.height, view.width, view.channels,
+                                   read::SampleKey(options.seed, slot.epoch, slot.indices[i]), dst,
+                                   scratch);
+      if (!s.ok()) return ShapeFault(slot.indices[i], view, s.message());
+    }
+    if (normalize && !gpu) {
+      const size_t out_bytes = sample_bytes * OutputElementBytes(options.output_type);
+      read::NormalizeHost(dst, 1, transformer.out_height(), transformer.out_width(),
+                          transformer.channels(), norm, NormalizeTypeOf(options.output_type),
+                          slot.host_out_memory.get() + static_cast<size_t>(i) * out_bytes);
+    }
+    return Status::Ok();
+  }
+
+  // A sample whose shape the transform cannot take: the record is damaged or foreign.
+  Status ShapeFault(uint64_t index, const SampleView& view, const std::string& why = "") {
+    std::string where = dataset->dir();
+    auto loc = dataset->Locate(index);
+    if (loc.ok()) {
+      where = dataset->manifest().shards[loc->shard].data.file + ": record " +
+              std::to_string(loc->record);
+      if (dataset->manifest().backend == Backend::kTfrecord) {
+        where += " at offset " + std::to_string(loc->offset);
+      }
+    }
+    std::string what = why.empty()
+                           ? "sample is " + std::to_string(view.height) + "x" +
+                                 std::to_string(view.width) + "x" + std::to_string(view.channels) +
+                                 ", the loader needs " + std::to_string(transformer.out_height()) +
+                                 "x" + std::to_string(transformer.out_width()) + "x" +
+                                 std::to_string(transformer.channels())
+                           : why;
+    return CorruptionError(where + ": " + what);
+  }
+
+  // The batch is complete on the host: compact skipped samples, then (GPU) queue its copy.
+  Status Publish(Batch::Slot& slot) {
+    if (std::find(slot.bad.begin(), slot.bad.end(), 1) != slot.bad.end()) {
+      const size_t out_bytes = sample_bytes * OutputElementBytes(options.output_type);
+      int kept = 0;
+      int kept_valid = 0;
+      for (int i = 0; i < slot.size; ++i) {
+        if (slot.bad[i]) continue;
+        if (kept != i) {
+          std::memmove(slot.host + static_cast<size_t>(kept) * sample_bytes,
+                       slot.host + static_cast<size_t>(i) * sample_bytes, sample_bytes);
+          if (normalize && !gpu) {
+            std::memmove(slot.host_out_memory.get() + static_cast<size_t>(kept) * out_bytes,
+                         slot.host_out_memory.get() + static_cast<size_t>(i) * out_bytes,
+                         out_bytes);
+          }
+          slot.indices[kept] = slot.indices[i];
+          slot.labels[kept] = slot.labels[i];
+        }
+        if (i < slot.valid) ++kept_valid;
+        ++kept;
+      }
+      slot.size = kept;
+      slot.valid = kept_valid;
+      slot.indices.resize(kept);
+      slot.labels.resize(kept);
+    }
+    if (!gpu || slot.size == 0) return Status::Ok();
+    void* stream = slot.stream.get();
+    if (slot.consumer_event_pending) {
+      SHARDPACK_RETURN_IF_ERROR(cuda::StreamWaitEvent(stream, slot.consumer_done.get()));
+      slot.consumer_event_pending = false;
+    }
+    const size_t bytes = static_cast<size_t>(slot.size) * sample_bytes;
+    SHARDPACK_RETURN_IF_ERROR(
+        cuda::CopyToDeviceAsync(slot.device_in.data(), slot.host, bytes, stream));
+    if (normalize) {
+      SHARDPACK_RETURN_IF_ERROR(cuda::NormalizeAsync(
+          static_cast<const uint8_t*>(slot.device_in.data()), slot.size, transformer.out_height(),
+          transformer.out_width(), transformer.channels(), norm,
+          NormalizeTypeOf(options.output_type), slot.device_out.data(), stream));
+    }
+    SHARDPACK_RETURN_IF_ERROR(slot.copied.Record(stream));
+    slot.copy_pending = true;
+    return Status::Ok();
+  }
+
+  // Takes every slot back from the workers and points them at (epoch, batch).
+  void Restart(uint64_t epoch, uint64_t batch, std::unique_lock<std::mutex>& lock) {
+    ++generation;
+    restarting = true;
+    idle_cv.wait(lock, [&] { return active_chunks == 0; });
+    restarting = false;
+    plan = read::EpochPlan::Make(spec, shard_records, epoch);
+    for (auto& slot : slots) {
+      if (slot->state == Batch::Slot::State::kFilling ||
+          slot->state == Batch::Slot::State::kReady) {
+        slot->state = Batch::Slot::State::kFree;
+      }
+    }
+    fill_batch = batch;
+    fill_chunk = 0;
+    deliver_batch = batch;
+    failed = false;
+    work_cv.notify_all();
+  }
+
+  void Release(Batch::Slot* slot, void* consumer_stream) {
+    if (gpu && consumer_stream != nullptr) {
+      if (slot->consumer_done.Record(consumer_stream).ok()) slot->consumer_event_pending = true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      slot->state = Batch::Slot::State::kFree;
+    }
+    work_cv.notify_all();
+  }
+};
+
+// ---- Batch ----
+
+Batch::Batch(Loader* loader, Slot* slot) : loader_(loader), slot_(slot) {}
+Batch::Batch(Batch&& other) noexcept : loader_(other.loader_), slot_(other.slot_) {
+  other.loader_ = nullptr;
+  other.slot_ = nullptr;
+}
+Batch& Batch::operator=(Batch&& other) noexcept {
+  if (this != &other) {
+    Release();
+    loader_ = other.loader_;
+    slot_ = other.slot_;
+    other.loader_ = nullptr;
+    other.slot_ = nullptr;
+  }
+  return *this;
+}
+Batch::~Batch() { Release(); }
+
+void Batch::Release(void* consumer_stream) {
+  if (slot_ == nullptr) return;
+  loader_->impl_->Release(slot_, consumer_stream);
+  slot_ = nullptr;
+  loader_ = nullptr;
+}
+
+uint64_t Batch::epoch() const { return slot_->epoch; }
+uint64_t Batch::index() const { return slot_->index; }
+int Batch::size() const { return slot_->size; }
+int Batch::valid() const { return slot_->valid; }
+int Batch::height() const { return loader_->impl_->transformer.out_height(); }
+int Batch::width() const { return loader_->impl_->transformer.out_width(); }
+int Batch::channels() const { return loader_->impl_->transformer.channels(); }
+OutputType Batch::type() const { return loader_->impl_->options.output_type; }
+
+const void* Batch::host_data() const {
+  const Loader::Impl& impl = *loader_->impl_;
+  if (impl.normalize && !impl.gpu) return slot_->host_out_memory.get();
+  return slot_->host;
+}
+
+size_t Batch::host_bytes() const {
+  const Loader::Impl& impl = *loader_->impl_;
+  size_t element = impl.normalize && !impl.gpu ? OutputElementBytes(impl.options.output_type) : 1;
+  return static_cast<size_t>(slot_->size) * impl.sample_bytes * element;
+}
+
+std::span<const int64_t> Batch::labels() const { return slot_->labels; }
+std::span<const uint64_t> Batch::indices() const { return slot_->indices; }
+
+void* Batch::device_data() const {
+  const Loader::Impl& impl = *loader_->impl_;
+  if (!impl.gpu) return nullptr;
+  return impl.normalize ? slot_->device_out.data() : slot_->device_in.data();
+}
+void* Batch::cuda_stream() const { return loader_->impl_->gpu ? slot_->stream.get() : nullptr; }
+void* Batch::cuda_event() const { return loader_->impl_->gpu ? slot_->copied.get() : nullptr; }
+
+Status Batch::WaitOn(void* consumer_stream) const {
+  if (slot_ == nullptr) return FailedPreconditionError("batch: already released");
+  if (!loader_->impl_->gpu || !slot_->copy_pending) return Status::Ok();
+  return cuda::StreamWaitEvent(consumer_stream, slot_->copied.get());
+}
+
+// ---- LoaderState ----
+
+std::string LoaderState::ToString() const {
+  std::ostringstream out;
+  out << "shardpack-loader-state 1 epoch=" << epoch << " next_batch=" << next_batch
+      << " seed=" << seed << " num_samples=" << num_samples << " rank=" << rank
+      << " world_size=" << world_size << " batch_size=" << batch_size
+      << " shuffle=" << ShuffleName(shuffle);
+  return out.str();
+}
+
+StatusOr<LoaderState> LoaderState::Parse(const std::string& text) {
+  std::istringstream in(text);
+  std::string magic;
+  int version = 0;
+  in >> magic >> version;
+  if (magic != "shardpack-loader-state" || version != 1) {
+    return InvalidArgumentError(
+        "loader state: expected \"shardpack-loader-state 1 ...\", found \"" + text.substr(0, 40) +
+        "\"");
+  }
+  LoaderState st;
+  std::string item;
+  int seen = 0;
+  while (in >> item) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) return InvalidArgumentError("loader state: bad item " + item);
+    const std::string key = item.substr(0, eq);
+    const std::string value = item.substr(eq + 1);
+    try {
+      if (key == "shuffle") {
+        if (value == "none") {
+          st.shuffle = ShuffleMode::kNone;
+        } else if (value == "global") {
+          st.shuffle = ShuffleMode::kGlobal;
+        } else if (value == "block") {
+          st.shuffle = ShuffleMode::kBlock;
+        } else {
+          return InvalidArgumentError("loader state: unknown shuffle " + value);
+        }
+      } else {
+        size_t used = 0;
+        const uint64_t v = std::stoull(value, &used);
+        if (used != value.size()) throw std::invalid_argument(value);
+        if (key == "epoch") {
+          st.epoch = v;
+        } else if (key == "next_batch") {
+          st.next_batch = v;
+        } else if (key == "seed") {
+          st.seed = v;
+        } else if (key == "num_samples") {
+          st.num_samples = v;
+        } else if (key == "rank") {
+          st.rank = static_cast<int>(v);
+        } else if (key == "world_size") {
+          st.world_size = static_cast<int>(v);
+        } else if (key == "batch_size") {
+          st.batch_size = static_cast<int>(v);
+        } else {
+          return InvalidArgumentError("loader state: unknown item " + key);
+        }
+      }
+    } catch (const std::exception&) {
+      return InvalidArgumentError("loader state: " + key + ": not a number: " + value);
+    }
+    ++seen;
+  }
+  if (seen != 8) {
+    return InvalidArgumentError("loader state: expected 8 items, found " + std::to_string(seen));
+  }
+  return st;
+}
+
+std::string LoaderStats::ToString() const {
+  char buf[256];
+  const double s = seconds > 0 ? seconds : 1e-9;
+  std::snprintf(buf, sizeof(buf),
+                "%llu batches, %.0f samples/s, %.2f GB/s, waited %.1f%% of the time (%.2f s), "
+                "%.2f batches ready on average, %llu corrupt samples skipped",
+                static_cast<unsigned long long>(batches), samples / s, bytes / s / 1e9,
+                100.0 * wait_seconds / s, wait_seconds, mean_ready_batches,
+                static_cast<unsigned long long>(skipped_corrupt));
+  return buf;
+}
+
+// ---- Loader ----
+
+StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> dataset,
+                                                 const LoaderOptions& options,
+                                                 const LoaderState* state) {
+  if (dataset == nullptr) return InvalidArgumentError("loader: no dataset");
+  const LoaderOptions& o = options;
+  auto bad = [](const std::string& what) { return InvalidArgumentError("loader: " + what); };
+  if (o.batch_size < 1) return bad("batch_size must be >= 1, not " + std::to_string(o.batch_size));
+  if (o.prefetch < 1) return bad("prefetch must be >= 1, not " + std::to_string(o.prefetch));
+  if (o.num_threads < 0) return bad("num_threads must be >= 0");
+  if (o.world_size < 1) return bad("world_size must be >= 1");
+  if (o.rank < 0 || o.rank >= o.world_size) {
+    return bad("rank " + std::to_string(o.rank) + " is outside [0, " +
+               std::to_string(o.world_size) + ")");
+  }
+  if (o.block_size < 1 || o.block_window < 1)
+    return bad("block_size and block_window must be >= 1");
+
+  auto impl = std::make_unique<Impl>();
+  impl->dataset = std::move(dataset);
+  impl->options = o;
+  impl->spec = read::OrderSpecOf(o);
+  for (const ShardEntry& e : impl->dataset->manifest().shards) {
+    impl->shard_records.push_back(e.records);
+  }
+  auto transformer = read::SampleTransformer::Create(o, impl->dataset->manifest().image);
+  if (!transformer.ok()) return transformer.status();
+  impl->transformer = std::move(transformer).value();
+  impl->sample_bytes = static_cast<size_t>(impl->transformer.out_height()) *
+                       impl->transformer.out_width() * impl->transformer.channels();
+  impl->normalize = o.output_type != OutputType::kUint8;
+  if (impl->normalize) impl->norm = read::MakeNormalizeParams(o.mean, o.std);
+  impl->gpu = o.device >= 0;
+  if (o.device < -1) return bad("device must be -1 (host) or a CUDA device number");
+  if (impl->gpu) SHARDPACK_RETURN_IF_ERROR(cuda::CheckDevice(o.device));
+
+  const uint64_t n = impl->dataset->size();
+  if (state != nullptr) {
+    if (state->seed != o.seed || state->num_samples != n || state->rank != o.rank ||
+        state->world_size != o.world_size || state->batch_size != o.batch_size ||
+        state->shuffle != o.shuffle) {
+      return bad("the state was saved for another configuration: " + state->ToString());
+    }
+    if (state->next_batch > read::BatchesPerEpoch(impl->spec, n)) {
+      return bad("the state's next_batch " + std::to_string(state->next_batch) +
+                 " is past the epoch's " + std::to_string(read::BatchesPerEpoch(impl->spec, n)) +
+                 " batches");
+    }
+  }
+
+  int threads = o.num_threads;
+  if (threads == 0) {
+    threads = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
+  }
+  impl->chunk = std::clamp(o.batch_size / (2 * threads), 1, 64);
+
+  // The ring, allocated once.
+  const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;
+  const size_t out_bytes = batch_bytes * OutputElementBytes(o.output_type);
+  for (int i = 0; i < o.prefetch + 2; ++i) {
+    auto slot = std::make_unique<Batch::Slot>();
+    if (impl->gpu) {
+      auto pinned = cuda::PinnedBuffer::Allocate(batch_bytes);
+      if (!pinned.ok()) return pinned.status();
+      slot->pinned = std::move(pinned).value();
+      slot->host = static_cast<uint8_t*>(slot->pinned.data());
+      auto in = cuda::DeviceBuffer::Allocate(o.device, batch_bytes);
+      if (!in.ok()) return in.status();
+      slot->device_in = std::move(in).value();
+      if (impl->normalize) {
+        auto out = cuda::DeviceBuffer::Allocate(o.device, out_bytes);
+        if (!out.ok()) return out.status();
+        slot->device_out = std::move(out).value();
+      }
+      auto stream = cuda::Stream::Create(o.device);
+      if (!stream.ok()) return stream.status();
+      slot->stream = std::move(stream).value();
+      auto copied = cuda::Event::Create(o.device);
+      if (!copied.ok()) return copied.status();
+      slot->copied = std::move(copied).value();
+      auto done = cuda::Event::Create(o.device);
+      if (!done.ok()) return done.status();
+      slot->consumer_done = std::move(done).value();
+    } else {
+      auto memory = AllocateAligned(batch_bytes);
+      if (!memory.ok()) return memory.status();
+      slot->host_memory = std::move(memory).value();
+      slot->host = slot->host_memory.get();
+      if (impl->normalize) {
+        auto out = AllocateAligned(out_bytes);
+        if (!out.ok()) return out.status();
+        slot->host_out_memory = std::move(out).value();
+      }
+    }
+    slot->indices.reserve(o.batch_size);
+    slot->labels.reserve(o.batch_size);
+    slot->bad.reserve(o.batch_size);
+    impl->slots.push_back(std::move(slot));
+  }
+
+  {
+    std::unique_lock<std::mutex> lock(impl->mu);
+    impl->Restart(state != nullptr ? state->epoch : 0, state != nullptr ? state->next_batch : 0,
+                  lock);
+  }
+  Impl* raw = impl.get();
+  for (int i = 0; i < threads; ++i) raw->workers.emplace_back([raw] { raw->Work(); });
+  return std::unique_ptr<Loader>(new Loader(std::move(impl)));
+}
+
+Loader::Loader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Loader::~Loader() = default;
+
+StatusOr<Batch> Loader::Next() {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (m.deliver_batch >= m.plan.num_batches()) {
+    return OutOfRangeError("loader: epoch " + std::to_string(m.plan.epoch()) + " is done (" +
+                           std::to_string(m.plan.num_batches()) + " batches)");
+  }
+  Batch::Slot& slot = m.SlotOf(m.deliver_batch);
+  if (slot.state == Batch::Slot::State::kHeld) {
+    return FailedPreconditionError("loader: batch " + std::to_string(m.deliver_batch) +
+                                   " needs the ring slot still held " + "by batch " +
+                                   std::to_string(slot.index) + ": release batches (the ring has " +
+                                   std::to_string(m.slots.size()) + " slots)");
+  }
+  uint64_t ready = 0;
+  for (auto& s : m.slots) ready += s->state == Batch::Slot::State::kReady ? 1 : 0;
+  m.stat_ready_sum += ready;
+  const auto t0 = Clock::now();
+  m.ready_cv.wait(lock, [&] {
+    return slot.state == Batch::Slot::State::kReady && slot.generation == m.generation &&
+           slot.index == m.deliver_batch;
+  });
+  m.stat_wait += std::chrono::duration<double>(Clock::now() - t0).count();
+  if (!slot.status.ok()) {
+    m.failed = true;
+    return slot.status;
+  }
+  slot.state = Batch::Slot::State::kHeld;
+  ++m.deliver_batch;
+  ++m.stat_batches;
+  m.stat_samples += static_cast<uint64_t>(slot.size);
+  m.stat_bytes += static_cast<uint64_t>(slot.size) * m.sample_bytes;
+  return Batch(this, &slot);
+}
+
+Status Loader::StartEpoch(uint64_t epoch) {
+  std::unique_lock<std::mutex> lock(impl_->mu);
+  impl_->Restart(epoch, 0, lock);
+  return Status::Ok();
+}
+
+LoaderState Loader::state() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  const LoaderOptions& o = impl_->options;
+  LoaderState s;
+  s.epoch = impl_->plan.epoch();
+  s.next_batch = impl_->deliver_batch;
+  s.seed = o.seed;
+  s.num_samples = impl_->dataset->size();
+  s.rank = o.rank;
+  s.world_size = o.world_size;
+  s.batch_size = o.batch_size;
+  s.shuffle = o.shuffle;
+  return s;
+}
+
+LoaderStats Loader::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  LoaderStats s;
+  s.batches = impl_->stat_batches;
+  s.samples = impl_->stat_samples;
+  s.bytes = impl_->stat_bytes;
+  s.skipped_corrupt = impl_->stat_skipped.load();
+  s.seconds = std::chrono::duration<double>(Clock::now() - impl_->created).count();
+  s.wait_seconds = impl_->stat_wait;
+  s.mean_ready_batches =
+      s.batches > 0 ? static_cast<double>(impl_->stat_ready_sum) / static_cast<double>(s.batches)
+                    : 0.0;
+  return s;
+}
+
+uint64_t Loader::batches_per_epoch() const {
+  return read::BatchesPerEpoch(impl_->spec, impl_->dataset->size());
+}
+
+const LoaderOptions& Loader::options() const { return impl_->options; }
+
+std::vector<uint64_t> Loader::EpochOrder(uint64_t epoch) const {
+  return read::EpochPlan::Make(impl_->spec, impl_->shard_records, epoch).order();
+}
+
+}  // namespace shardpack

@@ -1,0 +1,83 @@
+// Normalisation of a batch on the host: uint8 NHWC pixels -> float32 or float16 NCHW,
+//
+//   out[n][c][y][x] = fmaf(in[n][y][x][c], scale[c], bias[c])
+//
+// with one rounding (a fused multiply-add), then rounded to nearest even for float16. This
+// is the reference for the CUDA kernel (cuda::NormalizeAsync), which does the same
+// arithmetic (__fmaf_rn, __float2half_rn) on the same NormalizeParams: for finite scale and
+// bias the two give identical bits. Non-finite parameters (a std of 0) give inf or NaN on
+// both, but the NaN bit patterns may differ.
+//
+//   NormalizeParams p = MakeNormalizeParams(options.mean, options.std);
+//   NormalizeHost(batch, n, h, w, 3, p, NormalizeType::kFloat16, out);
+//
+// Thread-safety: pure functions; concurrent calls on disjoint outputs are safe.
+#ifndef SHARDPACK_READ_NORMALIZE_H_
+#define SHARDPACK_READ_NORMALIZE_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+namespace shardpack::read {
+
+enum class NormalizeType {
+  kFloat32,  // IEEE binary32, native byte order
+  kFloat16,  // IEEE binary16, stored as its uint16_t bit pattern, native byte order
+};
+
+// Bytes of one output element: 4 for kFloat32, 2 for kFloat16.
+size_t NormalizeTypeSize(NormalizeType type);
+
+// Per-channel coefficients of out = fmaf(in, scale[c], bias[c]); `in` is the uint8 value
+// (0..255). Single-channel images use index 0 only.
+struct NormalizeParams {
+  std::array<float, 3> scale = {1.0f, 1.0f, 1.0f};
+  std::array<float, 3> bias = {0.0f, 0.0f, 0.0f};
+};
+
+// torchvision's convention, mean and stddev in 0..1 units:
+//   scale[c] = 1.0f / (255.0f * stddev[c]),  bias[c] = -mean[c] / stddev[c],
+// each computed in float. Compute them once, here, and hand the same values to the host and
+// the device code, so both round alike.
+NormalizeParams MakeNormalizeParams(const std::array<float, 3>& mean,
+                                    const std::array<float, 3>& stddev);
+
+// IEEE binary32 -> binary16 bits, rounded to nearest, ties to even: subnormal results are
+// kept (2^-24 -> 0x0001, 2^-25 -> 0x0000), magnitudes of 65520 and up become inf (0x7C00),
+// the sign of zero is kept (-0.0 -> 0x8000), and a NaN stays a quiet NaN of the same sign
+// (the top 9 bits of its payload are kept; 0x7FC00000 -> 0x7E00).
+uint16_t FloatToHalf(float value);
+
+// The inverse, exact (every binary16 value is a binary32 value); NaN payloads are kept.
+float HalfToFloat(uint16_t bits);
+
+// Normalises n images of h x w x c uint8 (c is 1 or 3), contiguous NHWC at `in_nhwc`, into
+// n x c x h x w elements of `type`, contiguous NCHW at `out_nchw` (which must hold
+// n * c * h * w * NormalizeTypeSize(type) bytes, suitably aligned for the type, and must
+// not overlap the input). n, h or w of 0 writes nothing. Each call first builds 256-entry
+// tables per channel (a few microseconds): callers that normalise one small image at a
+// time with the same parameters should keep a HostNormalizer instead.
+void NormalizeHost(const uint8_t* in_nhwc, int n, int h, int w, int c, const NormalizeParams& p,
+                   NormalizeType type, void* out_nchw);
+
+// NormalizeHost with its tables built once, in the constructor, for all three channels.
+// Immutable after construction: Run may be called from many threads at once.
+class HostNormalizer {
+ public:
+  HostNormalizer(const NormalizeParams& p, NormalizeType type);
+
+  NormalizeType type() const { return type_; }
+  // Same contract and output as NormalizeHost(in_nhwc, n, h, w, c, p, type, out_nchw).
+  void Run(const uint8_t* in_nhwc, int n, int h, int w, int c, void* out_nchw) const;
+
+ private:
+  NormalizeType type_;
+  // The output element of each channel and input value; only the array of type_ is used.
+  std::array<std::array<float, 256>, 3> float32_;
+  std::array<std::array<uint16_t, 256>, 3> float16_;
+};
+
+}  // namespace shardpack::read
+
+#endif  // SHARDPACK_READ_NORMALIZE_H_

@@ -1,0 +1,323 @@
+#include "read/transform.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+
+#include "read/random.h"
+
+namespace shardpack::read {
+namespace {
+
+std::string TransformName(Transform t) {
+  switch (t) {
+    case Transform::kNone:
+      return "kNone";
+    case Transform::kCenterCrop:
+      return "kCenterCrop";
+    case Transform::kRandomResizedCrop:
+      return "kRandomResizedCrop";
+    case Transform::kRandomCrop:
+      return "kRandomCrop";
+  }
+  return "Transform(" + std::to_string(static_cast<int>(t)) + ")";
+}
+
+std::string SizeText(int64_t height, int64_t width) {
+  return std::to_string(height) + "x" + std::to_string(width);
+}
+
+std::string SampleText(int height, int width, int channels) {
+  return "sample of " + SizeText(height, width) + "x" + std::to_string(channels) +
+         " (height x width x channels)";
+}
+
+// Python's round(): to nearest, halves to even. Written out rather than std::nearbyint so
+// that it does not depend on the floating-point environment.
+int64_t RoundHalfEven(double x) {
+  const double r = std::floor(x);
+  const double diff = x - r;
+  int64_t n = static_cast<int64_t>(r);
+  if (diff > 0.5 || (diff == 0.5 && (n & 1) != 0)) ++n;
+  return n;
+}
+
+// torchvision's CenterCrop offset, int(round((scaled - out) / 2.0)), for scaled >= out.
+int64_t CenterOffset(int64_t scaled, int out) {
+  const int64_t d = scaled - out;
+  return d / 2 + ((d & 1) != 0 && ((d / 2) & 1) != 0 ? 1 : 0);
+}
+
+// One axis of kCenterCrop: the source interval of the centred `out`-pixel window of this
+// axis scaled from `side` to `scaled` pixels; the whole axis if the window does not fit.
+void CenterAxis(int side, int64_t scaled, int out, float* begin, float* end) {
+  if (scaled < out) {
+    *begin = 0.0f;
+    *end = static_cast<float>(side);
+    return;
+  }
+  const int64_t first = CenterOffset(scaled, out);
+  *begin = static_cast<float>(static_cast<double>(first) * side / scaled);
+  *end = static_cast<float>(static_cast<double>(first + out) * side / scaled);
+}
+
+SamplePlan WholePixelBox(int64_t top, int64_t left, int64_t height, int64_t width) {
+  SamplePlan plan;
+  plan.x0 = static_cast<float>(left);
+  plan.y0 = static_cast<float>(top);
+  plan.x1 = static_cast<float>(left + width);
+  plan.y1 = static_cast<float>(top + height);
+  return plan;
+}
+
+// Mirrors each row of an image in place.
+void FlipRows(uint8_t* pixels, int height, int width, int channels) {
+  for (int y = 0; y < height; ++y) {
+    uint8_t* row = pixels + static_cast<size_t>(y) * width * channels;
+    if (channels == 1) {
+      std::reverse(row, row + width);
+      continue;
+    }
+    uint8_t* a = row;
+    uint8_t* b = row + static_cast<size_t>(width - 1) * 3;
+    for (; a < b; a += 3, b -= 3) {
+      std::swap(a[0], b[0]);
+      std::swap(a[1], b[1]);
+      std::swap(a[2], b[2]);
+    }
+  }
+}
+
+}  // namespace
+
+uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index) {
+  return Mix64(MixKey(seed, epoch, kTransformStream) ^ index);
+}
+
+StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& options,
+                                                      const ImageSpec& spec) {
+  const Transform t = options.transform;
+  const std::string name = "transform " + TransformName(t);
+  if (spec.channels != 1 && spec.channels != 3) {
+    return InvalidArgumentError("transform: the dataset has " + std::to_string(spec.channels) +
+                                " channels, expected 1 or 3");
+  }
+  SampleTransformer st;
+  st.transform_ = t;
+  st.flip_ = options.random_flip;
+  st.channels_ = spec.channels;
+
+  switch (options.filter) {
+    case ResizeFilter::kArea:
+      st.filter_ = image::Filter::kArea;
+      break;
+    case ResizeFilter::kBilinear:
+      st.filter_ = image::Filter::kBilinear;
+      break;
+    case ResizeFilter::kBicubic:
+      st.filter_ = image::Filter::kBicubic;
+      break;
+    case ResizeFilter::kLanczos3:
+      st.filter_ = image::Filter::kLanczos3;
+      break;
+    default:
+      return InvalidArgumentError("transform: unknown filter " +
+                                  std::to_string(static_cast<int>(options.filter)));
+  }
+
+  int out_h = options.output_height;
+  int out_w = options.output_width;
+  const std::string requested = "output_height x output_width " + SizeText(out_h, out_w);
+  if (out_h < 0 || out_w < 0) {
+    return InvalidArgumentError("transform: " + requested + " must not be negative (0: the " +
+                                "dataset's fixed side)");
+  }
+  if (out_h == 0 || out_w == 0) {
+    if (!spec.fixed()) {
+      return InvalidArgumentError("transform: " + requested +
+                                  ": a variable-size dataset needs both output sides set");
+    }
+    if (out_h == 0) out_h = spec.height;
+    if (out_w == 0) out_w = spec.width;
+  }
+  if (out_h > image::kMaxResizeSide || out_w > image::kMaxResizeSide) {
+    return InvalidArgumentError("transform: output size " + SizeText(out_h, out_w) + " exceeds " +
+                                std::to_string(image::kMaxResizeSide) + " on a side");
+  }
+  st.out_height_ = out_h;
+  st.out_width_ = out_w;
+  const std::string fixed_text =
+      spec.fixed() ? SizeText(spec.height, spec.width) : std::string("variable");
+
+  switch (t) {
+    case Transform::kNone:
+      if (!spec.fixed()) {
+        return InvalidArgumentError("transform: " + name +
+                                    " needs a fixed-size dataset; this one has variable sizes " +
+                                    "(use kCenterCrop or kRandomResizedCrop with an output size)");
+      }
+      if (out_h != spec.height || out_w != spec.width) {
+        return InvalidArgumentError("transform: " + name + " keeps the stored size " + fixed_text +
+                                    ", but the output size is " + SizeText(out_h, out_w));
+      }
+      break;
+    case Transform::kRandomCrop:
+      if (!spec.fixed()) {
+        return InvalidArgumentError("transform: " + name +
+                                    " needs a fixed-size dataset; this one has variable sizes");
+      }
+      if (out_h > spec.height || out_w > spec.width) {
+        return InvalidArgumentError("transform: " + name + " window " + SizeText(out_h, out_w) +
+                                    " is larger than the stored size " + fixed_text);
+      }
+      break;
+    case Transform::kCenterCrop:
+      if (options.resize_shorter < 0) {
+        return InvalidArgumentError("transform: " + name + ": resize_shorter " +
+                                    std::to_string(options.resize_shorter) +
+                                    " must not be negative (0: 8/7 of the output side)");
+      }
+      // round(m * 8 / 7) in integers: m * 8 / 7 is never a half.
+      st.shorter_side_ = options.resize_shorter > 0
+                             ? options.resize_shorter
+                             : static_cast<int>((int64_t{std::max(out_h, out_w)} * 8 + 3) / 7);
+      break;
+    case Transform::kRandomResizedCrop: {
+      const double smin = options.rrc_scale_min;
+      const double smax = options.rrc_scale_max;
+      const double rmin = options.rrc_ratio_min;
+      const double rmax = options.rrc_ratio_max;
+      const std::string scale =
+          "rrc_scale [" + std::to_string(smin) + ", " + std::to_string(smax) + "]";
+      const std::string ratio =
+          "rrc_ratio [" + std::to_string(rmin) + ", " + std::to_string(rmax) + "]";
+      // Written so that NaN fails every test.
+      if (!(smin <= smax)) {
+        return InvalidArgumentError("transform: " + name + ": " + scale + " has min > max");
+      }
+      if (!(smin > 0.0 && smax <= 1.0)) {
+        return InvalidArgumentError("transform: " + name + ": " + scale + " must lie in (0, 1]");
+      }
+      if (!(rmin > 0.0)) {
+        return InvalidArgumentError("transform: " + name + ": " + ratio + " must be positive");
+      }
+      if (!(rmin <= rmax) || !std::isfinite(rmax)) {
+        return InvalidArgumentError("transform: " + name + ": " + ratio +
+                                    " has min > max or is not finite");
+      }
+      st.scale_min_ = smin;
+      st.scale_max_ = smax;
+      st.ratio_min_ = rmin;
+      st.ratio_max_ = rmax;
+      st.log_ratio_min_ = std::log(rmin);
+      st.log_ratio_max_ = std::log(rmax);
+      break;
+    }
+    default:
+      return InvalidArgumentError("transform: unknown transform " +
+                                  std::to_string(static_cast<int>(t)));
+  }
+  return st;
+}
+
+StatusOr<SamplePlan> SampleTransformer::Plan(int height, int width, uint64_t key) const {
+  if (channels_ == 0) {
+    return FailedPreconditionError("transform: empty SampleTransformer (not made by Create)");
+  }
+  if (height <= 0 || width <= 0) {
+    return InvalidArgumentError(SampleText(height, width, channels_) + ": sides must be positive");
+  }
+  SamplePlan plan;
+  switch (transform_) {
+    case Transform::kNone:
+      if (height != out_height_ || width != out_width_) {
+        return InvalidArgumentError(SampleText(height, width, channels_) + ": expected " +
+                                    SizeText(out_height_, out_width_) + " (transform kNone)");
+      }
+      plan = WholePixelBox(0, 0, height, width);
+      break;
+    case Transform::kRandomCrop: {
+      if (height < out_height_ || width < out_width_) {
+        return InvalidArgumentError(SampleText(height, width, channels_) + ": smaller than the " +
+                                    SizeText(out_height_, out_width_) +
+                                    " window (transform kRandomCrop)");
+      }
+      Random rng(key);
+      const int64_t top = static_cast<int64_t>(rng.Below(height - out_height_ + 1));
+      const int64_t left = static_cast<int64_t>(rng.Below(width - out_width_ + 1));
+      plan = WholePixelBox(top, left, out_height_, out_width_);
+      break;
+    }
+    case Transform::kCenterCrop: {
+      // torchvision's Resize(S): the shorter side becomes S, the longer one
+      // int(S * longer / shorter), i.e. the floor.
+      const int64_t s = shorter_side_;
+      int64_t scaled_h = s;
+      int64_t scaled_w = s;
+      if (height <= width) {
+        scaled_w = s * width / height;
+      } else {
+        scaled_h = s * height / width;
+      }
+      CenterAxis(height, scaled_h, out_height_, &plan.y0, &plan.y1);
+      CenterAxis(width, scaled_w, out_width_, &plan.x0, &plan.x1);
+      break;
+    }
+    case Transform::kRandomResizedCrop: {
+      Random rng(key);
+      const double area = static_cast<double>(height) * width;
+      bool found = false;
+      for (int attempt = 0; attempt < 10 && !found; ++attempt) {
+        const double target_area = area * rng.UniformDouble(scale_min_, scale_max_);
+        const double aspect = std::exp(rng.UniformDouble(log_ratio_min_, log_ratio_max_));
+        const int64_t w = RoundHalfEven(std::sqrt(target_area * aspect));
+        const int64_t h = RoundHalfEven(std::sqrt(target_area / aspect));
+        if (w > 0 && w <= width && h > 0 && h <= height) {
+          const int64_t top = static_cast<int64_t>(rng.Below(height - h + 1));
+          const int64_t left = static_cast<int64_t>(rng.Below(width - w + 1));
+          plan = WholePixelBox(top, left, h, w);
+          found = true;
+        }
+      }
+      if (!found) {
+        // torchvision's fallback: the whole image, its aspect clamped to the ratio range.
+        const double in_ratio = static_cast<double>(width) / height;
+        int64_t w = width;
+        int64_t h = height;
+        if (in_ratio < ratio_min_) {
+          h = std::clamp<int64_t>(RoundHalfEven(width / ratio_min_), 1, height);
+        } else if (in_ratio > ratio_max_) {
+          w = std::clamp<int64_t>(RoundHalfEven(height * ratio_max_), 1, width);
+        }
+        plan = WholePixelBox((height - h) / 2, (width - w) / 2, h, w);
+      }
+      break;
+    }
+  }
+  if (flip_) plan.flip = (Random(Mix64(key ^ kFlipStream)).Next64() >> 63) != 0;
+  return plan;
+}
+
+Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, int channels,
+                                uint64_t key, uint8_t* out, TransformScratch* scratch) const {
+  if (channels_ == 0) {
+    return FailedPreconditionError("transform: empty SampleTransformer (not made by Create)");
+  }
+  if (pixels == nullptr || out == nullptr || scratch == nullptr) {
+    return InvalidArgumentError("transform: null pixels, output or scratch");
+  }
+  if (channels != channels_) {
+    return InvalidArgumentError(SampleText(height, width, channels) + ": expected " +
+                                std::to_string(channels_) + " channels");
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(const SamplePlan plan, Plan(height, width, key));
+  SHARDPACK_RETURN_IF_ERROR(image::ResizeRegionInto(
+      pixels, height, width, channels, static_cast<size_t>(width) * channels, plan.x0, plan.y0,
+      plan.x1, plan.y1, out_height_, out_width_, filter_, out,
+      static_cast<size_t>(out_width_) * channels, &scratch->resize_));
+  if (plan.flip) FlipRows(out, out_height_, out_width_, channels);
+  return Status::Ok();
+}
+
+}  // namespace shardpack::read

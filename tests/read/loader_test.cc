@@ -1,0 +1,442 @@
+#include "shardpack/loader.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "cuda/cuda.h"
+#include "read/normalize.h"
+#include "test_util.h"
+#include "util/hash.h"
+
+namespace shardpack {
+namespace {
+
+using testing::TempDir;
+using testing::TestDatasetSpec;
+
+std::shared_ptr<const Dataset> OpenOrDie(const std::string& dir) {
+  auto ds = Dataset::Open(dir);
+  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
+  return std::shared_ptr<const Dataset>(std::move(ds).value());
+}
+
+std::unique_ptr<Loader> LoaderOrDie(std::shared_ptr<const Dataset> ds, const LoaderOptions& o,
+                                    const LoaderState* state = nullptr) {
+  auto loader = Loader::Create(std::move(ds), o, state);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  return std::move(loader).value();
+}
+
+// One delivered batch, copied out.
+struct Got {
+  uint64_t epoch, index;
+  int size, valid;
+  std::vector<uint64_t> indices;
+  std::vector<int64_t> labels;
+  std::string bytes;
+  bool operator==(const Got&) const = default;
+};
+
+Got Copy(const Batch& b) {
+  return {b.epoch(),
+          b.index(),
+          b.size(),
+          b.valid(),
+          {b.indices().begin(), b.indices().end()},
+          {b.labels().begin(), b.labels().end()},
+          std::string(static_cast<const char*>(b.host_data()), b.host_bytes())};
+}
+
+std::vector<Got> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
+  std::vector<Got> out;
+  while (out.size() < max_batches) {
+    auto b = loader.Next();
+    if (!b.ok()) {
+      EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
+      break;
+    }
+    out.push_back(Copy(*b));
+  }
+  return out;
+}
+
+class LoaderTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  TestDatasetSpec Spec(uint64_t samples) {
+    TestDatasetSpec s;
+    s.backend = GetParam();
+    s.samples = samples;
+    s.height = 6;
+    s.width = 5;
+    s.max_shard_records = 7;
+    return s;
+  }
+};
+
+TEST_P(LoaderTest, DeliversTheEpochOrderWithTheStoredPixelsAndLabels) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(50));
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.seed = 5;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  EXPECT_EQ(loader->batches_per_epoch(), 7u);
+  std::vector<Got> got = ReadEpoch(*loader);
+  ASSERT_EQ(got.size(), 7u);
+  std::vector<uint64_t> order = loader->EpochOrder(0);
+  std::vector<uint64_t> delivered;
+  for (const Got& g : got) {
+    for (int i = 0; i < g.size; ++i) {
+      const uint64_t index = g.indices[i];
+      delivered.push_back(index);
+      EXPECT_EQ(g.labels[i], static_cast<int64_t>(index % 3));
+      std::vector<uint8_t> want = testing::TestPixels(index, 6, 5, 3);
+      EXPECT_EQ(g.bytes.substr(i * want.size(), want.size()), std::string(want.begin(), want.end()))
+          << "sample " << index;
+    }
+  }
+  EXPECT_EQ(delivered, order);
+  EXPECT_EQ(got.back().size, 2);  // 50 = 6 * 8 + 2, kPartial
+  std::set<uint64_t> unique(order.begin(), order.end());
+  EXPECT_EQ(unique.size(), 50u);
+}
+
+TEST_P(LoaderTest, BatchesDoNotDependOnThreadsOrPrefetch) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(61));
+  auto ds = OpenOrDie(dir.path());
+  std::vector<Got> reference;
+  for (int threads : {1, 2, 8}) {
+    for (int prefetch : {1, 4}) {
+      LoaderOptions o;
+      o.batch_size = 9;
+      o.shuffle = ShuffleMode::kBlock;
+      o.block_size = 3;
+      o.block_window = 4;
+      o.seed = 99;
+      o.num_threads = threads;
+      o.prefetch = prefetch;
+      auto loader = LoaderOrDie(ds, o);
+      std::vector<Got> got = ReadEpoch(*loader);
+      ASSERT_OK(loader->StartEpoch(1));
+      std::vector<Got> second = ReadEpoch(*loader);
+      got.insert(got.end(), second.begin(), second.end());
+      if (reference.empty()) {
+        reference = got;
+        ASSERT_EQ(reference.size(), 14u);
+      } else {
+        EXPECT_TRUE(got == reference) << threads << " threads, prefetch " << prefetch;
+      }
+    }
+  }
+}
+
+TEST_P(LoaderTest, ResumingFromAStateContinuesWithTheSameBatches) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(45));
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 3;
+  o.num_threads = 2;
+  auto whole = LoaderOrDie(ds, o);
+  ASSERT_OK(whole->StartEpoch(2));
+  std::vector<Got> uninterrupted = ReadEpoch(*whole);
+  ASSERT_EQ(uninterrupted.size(), 12u);
+
+  auto first = LoaderOrDie(ds, o);
+  ASSERT_OK(first->StartEpoch(2));
+  std::vector<Got> before = ReadEpoch(*first, 5);
+  const std::string saved = first->state().ToString();
+  first.reset();  // the job dies with batches prefetched
+
+  auto state = LoaderState::Parse(saved);
+  ASSERT_OK(state.status());
+  EXPECT_EQ(state->epoch, 2u);
+  EXPECT_EQ(state->next_batch, 5u);
+  o.num_threads = 1;  // the thread count may change across a restart
+  auto resumed = LoaderOrDie(ds, o, &*state);
+  std::vector<Got> after = ReadEpoch(*resumed);
+  before.insert(before.end(), after.begin(), after.end());
+  EXPECT_TRUE(before == uninterrupted);
+}
+
+TEST_P(LoaderTest, RanksSplitEveryEpochIntoDisjointEqualParts) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(30));
+  auto ds = OpenOrDie(dir.path());
+  std::multiset<uint64_t> seen;
+  for (int rank = 0; rank < 4; ++rank) {
+    LoaderOptions o;
+    o.batch_size = 3;
+    o.world_size = 4;
+    o.rank = rank;
+    o.tail = Tail::kDrop;
+    auto loader = LoaderOrDie(ds, o);
+    std::vector<Got> got = ReadEpoch(*loader);
+    ASSERT_EQ(got.size(), 2u);  // floor(30 / 4) = 7 per rank, 2 full batches of 3
+    for (const Got& g : got) seen.insert(g.indices.begin(), g.indices.end());
+  }
+  EXPECT_EQ(seen.size(), 24u);
+  EXPECT_EQ(std::set<uint64_t>(seen.begin(), seen.end()).size(), 24u);  // disjoint
+}
+
+TEST_P(LoaderTest, PadCompletesTheLastBatchAndCountsValidSamples) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(10));
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.tail = Tail::kPad;
+  o.shuffle = ShuffleMode::kNone;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  std::vector<Got> got = ReadEpoch(*loader);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[2].size, 4);
+  EXPECT_EQ(got[2].valid, 2);
+  EXPECT_EQ(got[2].indices, (std::vector<uint64_t>{8, 9, 0, 1}));
+}
+
+TEST_P(LoaderTest, CorruptRecordFailsNamingFileRecordAndOffset) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), Spec(14));
+  // The last byte of shard 0 belongs to its last record (global index 6).
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  std::string bytes = testing::ReadFileOrDie(shard);
+  if (GetParam() == Backend::kTfrecord) {
+    bytes[bytes.size() - 1] ^= 1;  // the payload checksum
+  } else {
+    // LMDB: flip a pixel byte of record 6 in place (values are stored verbatim).
+    std::vector<uint8_t> px = testing::TestPixels(6, 6, 5, 3);
+    size_t at = bytes.find(std::string(px.begin(), px.end()));
+    ASSERT_NE(at, std::string::npos);
+    bytes[at + 10] ^= 1;
+  }
+  testing::WriteFileOrDie(shard, bytes);
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.shuffle = ShuffleMode::kNone;
+  o.num_threads = 2;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto b0 = loader->Next();
+  ASSERT_OK(b0.status());
+  b0->Release();
+  auto b1 = loader->Next();  // samples 5..9
+  ASSERT_EQ(b1.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(b1.status().message().find(m.shards[0].data.file + ": record 6"), std::string::npos)
+      << b1.status().ToString();
+  if (GetParam() == Backend::kTfrecord) {
+    EXPECT_NE(b1.status().message().find(" at offset "), std::string::npos);
+  }
+  // The error stays; the loader does not hang.
+  EXPECT_EQ(loader->Next().status().code(), StatusCode::kCorruption);
+}
+
+TEST_P(LoaderTest, SkipModeLeavesCorruptSamplesOutAndCountsThem) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), Spec(14));
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  std::string bytes = testing::ReadFileOrDie(shard);
+  std::vector<uint8_t> px = testing::TestPixels(6, 6, 5, 3);
+  size_t at = bytes.find(std::string(px.begin(), px.end()));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 10] ^= 1;
+  testing::WriteFileOrDie(shard, bytes);
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.shuffle = ShuffleMode::kNone;
+  o.on_corrupt = OnCorrupt::kSkip;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  std::vector<Got> got = ReadEpoch(*loader);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[1].indices, (std::vector<uint64_t>{5, 7, 8, 9}));
+  EXPECT_EQ(got[1].size, 4);
+  EXPECT_EQ(got[1].bytes.size(), 4u * 90);
+  std::vector<uint8_t> seven = testing::TestPixels(7, 6, 5, 3);
+  EXPECT_EQ(got[1].bytes.substr(90, 90), std::string(seven.begin(), seven.end()));
+  EXPECT_EQ(loader->stats().skipped_corrupt, 1u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, LoaderTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb),
+                         [](const auto& info) {
+                           return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
+                         });
+
+TEST(LoaderRingTest, HoldingTheSlotThatIsNeededIsAnErrorNotADeadlock) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 40});
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.prefetch = 1;  // 3 slots
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  std::vector<Batch> held;
+  for (int i = 0; i < 3; ++i) {
+    auto b = loader->Next();
+    ASSERT_OK(b.status());
+    held.push_back(std::move(b).value());
+  }
+  auto fourth = loader->Next();
+  EXPECT_EQ(fourth.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(fourth.status().message().find("release"), std::string::npos);
+  held.erase(held.begin());  // releases batch 0
+  auto again = loader->Next();
+  ASSERT_OK(again.status());
+  EXPECT_EQ(again->index(), 3u);
+}
+
+TEST(LoaderRingTest, StartEpochDropsWhatWasPrefetched) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 40});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 1;
+  auto a = LoaderOrDie(ds, o);
+  ASSERT_OK(a->Next().status());
+  ASSERT_OK(a->StartEpoch(1));
+  auto b = LoaderOrDie(ds, o);
+  ASSERT_OK(b->StartEpoch(1));
+  EXPECT_TRUE(ReadEpoch(*a) == ReadEpoch(*b));
+  EXPECT_EQ(a->state().epoch, 1u);
+  EXPECT_EQ(a->state().next_batch, 10u);
+}
+
+TEST(LoaderRingTest, StatsCountWhatWasDelivered) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 20});
+  LoaderOptions o;
+  o.batch_size = 6;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  ReadEpoch(*loader);
+  LoaderStats s = loader->stats();
+  EXPECT_EQ(s.batches, 4u);
+  EXPECT_EQ(s.samples, 20u);
+  EXPECT_EQ(s.bytes, 20u * 4 * 5 * 3);
+  EXPECT_GE(s.wait_seconds, 0.0);
+  EXPECT_NE(s.ToString().find("samples/s"), std::string::npos);
+}
+
+TEST(LoaderOutputTest, HostNormalisationMatchesTheReference) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 9, .height = 3, .width = 2});
+  for (OutputType type : {OutputType::kFloat32, OutputType::kFloat16}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.output_type = type;
+    o.shuffle = ShuffleMode::kNone;
+    auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+    auto b = loader->Next();
+    ASSERT_OK(b.status());
+    const size_t element = type == OutputType::kFloat32 ? 4 : 2;
+    ASSERT_EQ(b->host_bytes(), 4u * 3 * 2 * 3 * element);
+    std::vector<uint8_t> nhwc;
+    for (uint64_t i = 0; i < 4; ++i) {
+      std::vector<uint8_t> px = testing::TestPixels(i, 3, 2, 3);
+      nhwc.insert(nhwc.end(), px.begin(), px.end());
+    }
+    std::vector<uint8_t> want(b->host_bytes());
+    read::NormalizeHost(nhwc.data(), 4, 3, 2, 3, read::MakeNormalizeParams(o.mean, o.std),
+                        type == OutputType::kFloat32 ? read::NormalizeType::kFloat32
+                                                     : read::NormalizeType::kFloat16,
+                        want.data());
+    EXPECT_EQ(std::memcmp(b->host_data(), want.data(), want.size()), 0);
+  }
+}
+
+TEST(LoaderOutputTest, VariableSizeDatasetsNeedATransform) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(),
+                            {.samples = 12, .height = 8, .width = 9, .variable_size = true});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.output_height = 6;
+  o.output_width = 6;
+  auto none = Loader::Create(ds, o);
+  EXPECT_EQ(none.status().code(), StatusCode::kInvalidArgument);
+  o.transform = Transform::kRandomResizedCrop;
+  o.random_flip = true;
+  auto loader = LoaderOrDie(ds, o);
+  std::vector<Got> got = ReadEpoch(*loader);
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].bytes.size(), 4u * 6 * 6 * 3);
+  // The random transforms are a function of (seed, epoch, index) only.
+  o.num_threads = 1;
+  auto again = LoaderOrDie(ds, o);
+  EXPECT_TRUE(ReadEpoch(*again) == got);
+}
+
+TEST(LoaderOptionsTest, BadOptionsAreInvalidArguments) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 4});
+  auto ds = OpenOrDie(dir.path());
+  auto code = [&](auto change) {
+    LoaderOptions o;
+    change(o);
+    return Loader::Create(ds, o).status().code();
+  };
+  EXPECT_EQ(code([](LoaderOptions& o) { o.batch_size = 0; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.prefetch = 0; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) {
+              o.rank = 2;
+              o.world_size = 2;
+            }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.block_size = 0; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) {
+              o.output_height = 9;
+              o.output_width = 9;
+            }),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(LoaderOptionsTest, AStateForAnotherConfigurationIsRefused) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 8});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 2;
+  auto loader = LoaderOrDie(ds, o);
+  LoaderState s = loader->state();
+  o.seed = 1;
+  auto other = Loader::Create(ds, o, &s);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("another configuration"), std::string::npos);
+  o.seed = 0;
+  s.next_batch = 5;  // 4 batches per epoch
+  EXPECT_EQ(Loader::Create(ds, o, &s).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(LoaderOptionsTest, StateTextRoundTripsAndRejectsGarbage) {
+  LoaderState s;
+  s.epoch = 7;
+  s.next_batch = 123;
+  s.seed = 18446744073709551615ull;
+  s.num_samples = 1281167;
+  s.rank = 3;
+  s.world_size = 8;
+  s.batch_size = 256;
+  s.shuffle = ShuffleMode::kBlock;
+  auto back = LoaderState::Parse(s.ToString());
+  ASSERT_OK(back.status());
+  EXPECT_EQ(back->ToString(), s.ToString());
+  EXPECT_EQ(LoaderState::Parse("hello").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoaderState::Parse("shardpack-loader-state 1 epoch=x").status().code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoaderState::Parse("shardpack-loader-state 1 epoch=1").status().code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(LoaderDeviceTest, ADeviceThatIsNotThereIsUnavailable) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 4});
+  LoaderOptions o;
+  o.device = cuda::DeviceCount();  // one past the last device
+  EXPECT_EQ(Loader::Create(OpenOrDie(dir.path()), o).status().code(), StatusCode::kUnavailable);
+}
+
+}  // namespace
+}  // namespace shardpack
