@@ -79,10 +79,9 @@ int main(int argc, char** argv) {
       }
       samples += static_cast<uint64_t>(batch->valid());
       if (device >= 0) {
-        // A real step launches kernels on its stream after this wait, then releases the
-        // batch with that stream so the slot is reused only once the step is done.
+        // A real step launches kernels on its stream after this wait; releasing the batch
+        // (here, at the end of the scope) then reuses the slot only once they are done.
         if (auto s = batch->WaitOn(nullptr); !s.ok()) return 1;
-        batch->Release(nullptr);
       } else {
         const auto* bytes = static_cast<const uint8_t*>(batch->host_data());
         const size_t stride = batch->host_bytes() / batch->size();

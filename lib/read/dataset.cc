@@ -44,7 +44,7 @@ class Dataset::Impl {
     return static_cast<size_t>(it - shards.begin()) - 1;
   }
 
-  Status Get(uint64_t index, SampleView* out) const {
+  Status Get(uint64_t index, SampleView* out, bool verify_crc) const {
     if (index >= manifest.num_samples) {
       return OutOfRangeError(dir + ": sample " + std::to_string(index) + " is beyond the " +
                              std::to_string(manifest.num_samples) + " samples of the dataset");
@@ -67,7 +67,7 @@ class Dataset::Impl {
       if (!s.ok()) return Fault(shard, record, offset, s);
       payload = r.payload;
       length = r.length;
-      if (options.verify_crc) {
+      if (verify_crc) {
         // One pass over the pixels: their checksum, combined with the prefix's, gives the
         // payload checksum, and is checked against image/raw/crc32c as well.
         format::DecodedSample d;
@@ -85,7 +85,7 @@ class Dataset::Impl {
     }
     format::DecodedSample d;
     Status s = format::ParseSample(payload, length, &d);
-    if (s.ok() && options.verify_crc && d.has_pixel_crc) {
+    if (s.ok() && verify_crc && d.has_pixel_crc) {
       uint32_t actual = crc32c::Value(d.pixels, d.pixel_bytes);
       if (actual != d.pixel_crc) {
         s = CorruptionError("pixel checksum " + format::Hex32(actual) + ", expected " +
@@ -201,7 +201,13 @@ Dataset::~Dataset() = default;
 const Manifest& Dataset::manifest() const { return impl_->manifest; }
 const std::string& Dataset::dir() const { return impl_->dir; }
 uint64_t Dataset::size() const { return impl_->manifest.num_samples; }
-Status Dataset::Get(uint64_t index, SampleView* out) const { return impl_->Get(index, out); }
+Status Dataset::Get(uint64_t index, SampleView* out) const {
+  return impl_->Get(index, out, impl_->options.verify_crc);
+}
+
+Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
+  return impl_->Get(index, out, verify_crc);
+}
 
 StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {
   if (index >= size()) {

@@ -96,6 +96,9 @@ struct Batch::Slot {
   cuda::Event consumer_done;  // recorded on the consumer's stream at release
   bool copy_pending = false;
   bool consumer_event_pending = false;
+  // The stream the consumer last passed to WaitOn for the batch held now.
+  bool consumer_waited = false;
+  void* consumer_stream = nullptr;
 
   // The batch it holds (guarded by the loader's mutex while kFilling).
   State state = State::kFree;
@@ -261,7 +264,7 @@ class Loader::Impl {
 
   Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     SampleView view;
-    SHARDPACK_RETURN_IF_ERROR(dataset->Get(slot.indices[i], &view));
+    SHARDPACK_RETURN_IF_ERROR(dataset->Get(slot.indices[i], &view, options.verify_crc));
     slot.labels[i] = view.label;
     uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
     if (transformer.pass_through()) {
@@ -373,10 +376,15 @@ class Loader::Impl {
     work_cv.notify_all();
   }
 
-  void Release(Batch::Slot* slot, void* consumer_stream) {
-    if (gpu && consumer_stream != nullptr) {
+  // `ordered`: the reuse waits for `consumer_stream`'s work queued so far.
+  void Release(Batch::Slot* slot, bool ordered, void* consumer_stream) {
+    if (gpu && ordered) {
+      // A failed record leaves the next copy unordered; it cannot fail for a valid
+      // stream and event, and the device's own error then surfaces at that copy.
       if (slot->consumer_done.Record(consumer_stream).ok()) slot->consumer_event_pending = true;
     }
+    slot->consumer_waited = false;
+    slot->consumer_stream = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu);
       slot->state = Batch::Slot::State::kFree;
@@ -404,9 +412,16 @@ Batch& Batch::operator=(Batch&& other) noexcept {
 }
 Batch::~Batch() { Release(); }
 
+void Batch::Release() {
+  if (slot_ == nullptr) return;
+  loader_->impl_->Release(slot_, slot_->consumer_waited, slot_->consumer_stream);
+  slot_ = nullptr;
+  loader_ = nullptr;
+}
+
 void Batch::Release(void* consumer_stream) {
   if (slot_ == nullptr) return;
-  loader_->impl_->Release(slot_, consumer_stream);
+  loader_->impl_->Release(slot_, /*ordered=*/true, consumer_stream);
   slot_ = nullptr;
   loader_ = nullptr;
 }
@@ -443,9 +458,12 @@ void* Batch::device_data() const {
 void* Batch::cuda_stream() const { return loader_->impl_->gpu ? slot_->stream.get() : nullptr; }
 void* Batch::cuda_event() const { return loader_->impl_->gpu ? slot_->copied.get() : nullptr; }
 
-Status Batch::WaitOn(void* consumer_stream) const {
+Status Batch::WaitOn(void* consumer_stream) {
   if (slot_ == nullptr) return FailedPreconditionError("batch: already released");
-  if (!loader_->impl_->gpu || !slot_->copy_pending) return Status::Ok();
+  if (!loader_->impl_->gpu) return Status::Ok();
+  slot_->consumer_waited = true;
+  slot_->consumer_stream = consumer_stream;
+  if (!slot_->copy_pending) return Status::Ok();
   return cuda::StreamWaitEvent(consumer_stream, slot_->copied.get());
 }
 

@@ -234,6 +234,31 @@ TEST_P(LoaderTest, CorruptRecordFailsNamingFileRecordAndOffset) {
   EXPECT_EQ(loader->Next().status().code(), StatusCode::kCorruption);
 }
 
+TEST_P(LoaderTest, VerifyCrcOffDeliversAFlippedPixelThatTheDefaultRejects) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), Spec(7));
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  std::string bytes = testing::ReadFileOrDie(shard);
+  std::vector<uint8_t> px = testing::TestPixels(3, 6, 5, 3);
+  const size_t at = bytes.find(std::string(px.begin(), px.end()));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 10] ^= 1;
+  testing::WriteFileOrDie(shard, bytes);
+  // The dataset is opened with its checksums on; the loader's option decides.
+  std::shared_ptr<const Dataset> ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.shuffle = ShuffleMode::kNone;
+  EXPECT_EQ(LoaderOrDie(ds, o)->Next().status().code(), StatusCode::kCorruption);
+  o.verify_crc = false;
+  auto loader = LoaderOrDie(ds, o);
+  auto b = loader->Next();
+  ASSERT_OK(b.status());
+  const auto* got = static_cast<const uint8_t*>(b->host_data()) + 3 * px.size();
+  EXPECT_EQ(got[10], px[10] ^ 1);
+  EXPECT_EQ(std::memcmp(got, px.data(), 10), 0);
+}
+
 TEST_P(LoaderTest, SkipModeLeavesCorruptSamplesOutAndCountsThem) {
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), Spec(14));
@@ -436,6 +461,84 @@ TEST(LoaderDeviceTest, ADeviceThatIsNotThereIsUnavailable) {
   LoaderOptions o;
   o.device = cuda::DeviceCount();  // one past the last device
   EXPECT_EQ(Loader::Create(OpenOrDie(dir.path()), o).status().code(), StatusCode::kUnavailable);
+}
+
+// ---- GPU path (skipped without a CUDA device) ----
+
+class LoaderGpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda::DeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  }
+
+  // The batch's device bytes, copied back on `stream` after it waited for the batch.
+  static std::string DeviceBytes(Batch& b, void* stream, size_t bytes) {
+    auto pinned = cuda::PinnedBuffer::Allocate(bytes);
+    EXPECT_OK(pinned.status());
+    EXPECT_OK(b.WaitOn(stream));
+    EXPECT_OK(cuda::CopyToHostAsync(pinned->data(), b.device_data(), bytes, stream));
+    EXPECT_OK(cuda::StreamSynchronize(stream));
+    return std::string(static_cast<const char*>(pinned->data()), bytes);
+  }
+};
+
+TEST_F(LoaderGpuTest, DeviceBatchesEqualTheHostPathsBatches) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 23, .height = 6, .width = 5});
+  auto ds = OpenOrDie(dir.path());
+  for (OutputType type : {OutputType::kUint8, OutputType::kFloat32, OutputType::kFloat16}) {
+    LoaderOptions o;
+    o.batch_size = 4;
+    o.seed = 5;
+    o.output_type = type;
+    auto host = LoaderOrDie(ds, o);
+    std::vector<Got> want = ReadEpoch(*host);
+    o.device = 0;
+    auto gpu = LoaderOrDie(ds, o);
+    auto stream = cuda::Stream::Create(0);
+    ASSERT_OK(stream.status());
+    for (const Got& w : want) {
+      auto b = gpu->Next();
+      ASSERT_OK(b.status());
+      EXPECT_EQ(std::vector<uint64_t>(b->indices().begin(), b->indices().end()), w.indices);
+      EXPECT_EQ(DeviceBytes(*b, stream->get(), w.bytes.size()), w.bytes)
+          << "batch " << w.index << ", output type " << static_cast<int>(type);
+    }
+    EXPECT_EQ(gpu->Next().status().code(), StatusCode::kOutOfRange);
+  }
+}
+
+TEST_F(LoaderGpuTest, ReleasedSlotIsNotOverwrittenWhileTheConsumersStreamStillReadsIt) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 40, .height = 16, .width = 16});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.prefetch = 1;  // 3 slots: batch 3 reuses batch 0's
+  o.shuffle = ShuffleMode::kNone;
+  auto host = LoaderOrDie(ds, o);
+  std::vector<Got> want = ReadEpoch(*host);
+  o.device = 0;
+  auto gpu = LoaderOrDie(ds, o);
+  auto stream = cuda::Stream::Create(0);
+  ASSERT_OK(stream.status());
+  const size_t bytes = want[0].bytes.size();
+  auto pinned = cuda::PinnedBuffer::Allocate(bytes);
+  ASSERT_OK(pinned.status());
+  {
+    auto b0 = gpu->Next();
+    ASSERT_OK(b0.status());
+    ASSERT_OK(b0->WaitOn(stream->get()));
+    // A long "training step" on the consumer's stream, then it reads the batch.
+    ASSERT_OK(cuda::SpinAsync(stream->get(), 200'000'000));
+    ASSERT_OK(cuda::CopyToHostAsync(pinned->data(), b0->device_data(), bytes, stream->get()));
+  }  // released while the step is still running
+  for (int i = 1; i <= 3; ++i) {
+    auto b = gpu->Next();  // batch 3 is copied into batch 0's device slot
+    ASSERT_OK(b.status());
+  }
+  ASSERT_OK(cuda::StreamSynchronize(stream->get()));
+  EXPECT_EQ(std::string(static_cast<const char*>(pinned->data()), bytes), want[0].bytes);
 }
 
 }  // namespace

@@ -75,6 +75,9 @@ class Dataset {
   // The sample at global index `index` (0 <= index < size()). OutOfRange beyond the end;
   // Corruption naming "<file>: record N at offset X: <what>" for a damaged record.
   Status Get(uint64_t index, SampleView* out) const;
+  // The same, checking the checksums or not whatever the DatasetOptions say (the loader's
+  // LoaderOptions::verify_crc decides for the records it reads).
+  Status Get(uint64_t index, SampleView* out, bool verify_crc) const;
 
   StatusOr<SampleLocation> Locate(uint64_t index) const;
 

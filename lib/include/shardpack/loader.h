@@ -10,9 +10,9 @@
 //       auto batch = (*loader)->Next();        // StatusOr<Batch>; OutOfRange: epoch done
 //       if (!batch.ok()) break;
 //       batch->WaitOn(my_stream);              // GPU: the consumer's stream waits, no sync
-//       Train(batch->device_images(), ...);
-//       batch->Release(my_stream);             // the slot is refilled once my_stream is past
-//     }
+//       Train(batch->device_data(), my_stream);
+//     }                                        // released: the slot is refilled once
+//                                              // my_stream is past Train
 //     (*loader)->StartEpoch(epoch + 1);
 //   }
 //
@@ -215,11 +215,18 @@ class Batch {
   void* cuda_stream() const;
   void* cuda_event() const;
   // Makes `consumer_stream` (a cudaStream_t; nullptr: the legacy default stream) wait for
-  // the batch without blocking the host. No-op on the host path.
-  Status WaitOn(void* consumer_stream) const;
-  // Gives the slot back. With a consumer stream, the slot is refilled only after the work
-  // queued on that stream so far is done (an event, no host wait).
-  void Release(void* consumer_stream = nullptr);
+  // the batch without blocking the host, and remembers it as the stream that uses the
+  // batch (see Release). No-op on the host path.
+  Status WaitOn(void* consumer_stream);
+  // Gives the slot back. On the GPU path the slot's device memory is overwritten only
+  // after the work queued so far on the consumer's stream is done (an event recorded now,
+  // waited for by the next copy on the GPU; no host wait): the stream last given to
+  // WaitOn. Without a WaitOn, nothing orders the reuse: the consumer must have finished
+  // with device_data() itself (e.g. synchronised). The destructor releases this way.
+  void Release();
+  // The same, with the work queued on `consumer_stream` (nullptr: the legacy default
+  // stream) as what the reuse waits for.
+  void Release(void* consumer_stream);
 
  private:
   friend class Loader;
