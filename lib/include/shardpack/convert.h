@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "shardpack/manifest.h"
+#include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -31,10 +32,6 @@ enum class FitMode {
   kCrop,     // resize the shorter side to fit, then centre-crop (the default)
   kPad,      // resize the longer side to fit, centre, pad with the background colour
 };
-
-// Antialiased resampling filters: when shrinking, the kernel's support grows with the
-// ratio, as Pillow's resize does.
-enum class ResizeFilter { kArea, kBilinear, kBicubic, kLanczos3 };
 
 struct ConvertProgress {
   uint64_t done = 0;   // inputs finished (written or rejected)

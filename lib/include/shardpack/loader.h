@@ -56,6 +56,7 @@
 #include <vector>
 
 #include "shardpack/dataset.h"
+#include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -93,9 +94,6 @@ enum class Transform {
   // Fixed-size datasets: a random output_height x output_width window of the sample.
   kRandomCrop,
 };
-
-// Resampling filter of the transforms that resize.
-enum class ResizeFilter { kArea, kBilinear, kBicubic, kLanczos3 };
 
 enum class OnCorrupt { kFail, kSkip };
 
