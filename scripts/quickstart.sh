@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job end to end on a small image folder generated here: build, convert JPEG/PNG
 # class folders to TFRecord and LMDB shards, verify them, describe them, draw a contact
-# sheet of them (PNG) and read every sample.
+# sheet of them (PNG), read every sample, and stream epochs through the Loader.
 # Run as root on a fresh Debian 12 machine: bash scripts/quickstart.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -22,5 +22,7 @@ for format in tfrecord lmdb; do
   build/tools/shardpack preview "$out/$format" -o "$out/$format-preview.png" --per-class
   echo "== read every sample back (random order, checksums checked)"
   build/samples/read_dataset "$out/$format"
+  echo "== train-loop data side: 2 epochs through the Loader, 224x224 random-resized-crop"
+  build/samples/train_loop "$out/$format" --epochs 2 --batch-size 32 --size 224x224
 done
 echo "quickstart: OK (images, datasets, rejects.tsv and preview PNGs in $out)"

@@ -20,6 +20,7 @@ std::function<int()> AddConvert(CLI::App& app);
 std::function<int()> AddVerify(CLI::App& app);
 std::function<int()> AddInfo(CLI::App& app);
 std::function<int()> AddPreview(CLI::App& app);
+std::function<int()> AddBench(CLI::App& app);
 
 }  // namespace shardpack::cli
 

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   add(AddVerify(app));
   add(AddInfo(app));
   add(AddPreview(app));
+  add(AddBench(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,331 @@
+// shardpack bench DST: the loader's throughput from the page cache into its ring, against
+// a plain memcpy of the same bytes by the same number of threads, measured in the same
+// run; the resident set across epochs; with a GPU, host-to-device bandwidth against a bare
+// pinned cudaMemcpyAsync loop and the overlap of copies with compute.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cuda/cuda.h"
+#include "shardpack/dataset.h"
+#include "shardpack/loader.h"
+#include "shardpack/status.h"
+#include "tools/commands.h"
+
+namespace shardpack::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// Resident set of this process, from /proc/self/status, in bytes.
+struct Rss {
+  uint64_t total = 0, anon = 0, file = 0;
+};
+
+Rss ReadRss() {
+  Rss r;
+  std::ifstream in("/proc/self/status");
+  std::string key;
+  uint64_t kb;
+  std::string unit;
+  while (in >> key) {
+    if (key == "VmRSS:" || key == "RssAnon:" || key == "RssFile:") {
+      in >> kb >> unit;
+      (key == "VmRSS:" ? r.total : key == "RssAnon:" ? r.anon : r.file) = kb * 1024;
+    } else {
+      in.ignore(1 << 20, '\n');
+    }
+  }
+  return r;
+}
+
+struct Args {
+  std::string dst;
+  std::vector<int> threads = {1, 2};
+  std::vector<std::string> shuffles = {"global", "block"};
+  int epochs = 5;
+  int batch_size = 256;
+  int prefetch = 2;
+  int device = -1;
+  bool no_crc = false;
+};
+
+ShuffleMode ShuffleOf(const std::string& s) {
+  return s == "none"    ? ShuffleMode::kNone
+         : s == "block" ? ShuffleMode::kBlock
+                        : ShuffleMode::kGlobal;
+}
+
+// The baseline: `threads` threads memcpy the epoch's samples, in the loader's order and
+// from the same mapped pages, into a buffer the size of the loader's ring.
+double MemcpyEpoch(const std::vector<std::span<const uint8_t>>& samples, int threads,
+                   size_t ring_bytes) {
+  std::vector<std::vector<uint8_t>> rings(threads);
+  for (auto& r : rings) r.assign(ring_bytes, 0);
+  const auto t0 = Clock::now();
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const size_t begin = samples.size() * t / threads;
+      const size_t end = samples.size() * (t + 1) / threads;
+      uint8_t* ring = rings[t].data();
+      size_t at = 0;
+      for (size_t i = begin; i < end; ++i) {
+        const auto& s = samples[i];
+        if (at + s.size() > ring_bytes) at = 0;
+        std::memcpy(ring + at, s.data(), s.size());
+        at += s.size();
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  return Since(t0);
+}
+
+// One epoch on the GPU path: the consumer's stream waits for each batch, optionally runs
+// `compute_ns` of stand-in compute on it, and the batch is released (its slot is reused
+// after the consumer's work). Returns the wall time until the consumer's stream is done.
+StatusOr<double> GpuEpoch(Loader& loader, uint64_t epoch, void* consumer, uint64_t compute_ns) {
+  SHARDPACK_RETURN_IF_ERROR(loader.StartEpoch(epoch));
+  const auto t0 = Clock::now();
+  while (true) {
+    auto b = loader.Next();
+    if (!b.ok()) {
+      if (b.status().code() != StatusCode::kOutOfRange) return b.status();
+      break;
+    }
+    SHARDPACK_RETURN_IF_ERROR(b->WaitOn(consumer));
+    if (compute_ns > 0) SHARDPACK_RETURN_IF_ERROR(cuda::SpinAsync(consumer, compute_ns));
+  }
+  SHARDPACK_RETURN_IF_ERROR(cuda::StreamSynchronize(consumer));
+  return Since(t0);
+}
+
+// The GPU part: the loader's host-to-device delivery against a bare pinned
+// cudaMemcpyAsync loop of the same batch size, and how well copies overlap compute.
+int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes) {
+  auto fail = [](const Status& s) {
+    std::fprintf(stderr, "shardpack bench: %s\n", s.ToString().c_str());
+    return kExitUsage;
+  };
+  if (Status s = cuda::CheckDevice(a.device); !s.ok()) return fail(s);
+  auto stream = cuda::Stream::Create(a.device);
+  auto pinned = cuda::PinnedBuffer::Allocate(batch_bytes);
+  auto target = cuda::DeviceBuffer::Allocate(a.device, batch_bytes);
+  auto start = cuda::Event::CreateTimed(a.device);
+  auto end = cuda::Event::CreateTimed(a.device);
+  for (const Status& s :
+       {stream.status(), pinned.status(), target.status(), start.status(), end.status()}) {
+    if (!s.ok()) return fail(s);
+  }
+  std::memset(pinned->data(), 1, batch_bytes);
+  // The baseline: the same batch copied again and again from pinned memory; the median of
+  // five timed runs after a warm-up.
+  constexpr int kCopies = 64;
+  std::vector<double> bare;
+  for (int rep = 0; rep < 6; ++rep) {
+    Status s = start->Record(stream->get());
+    for (int i = 0; i < kCopies && s.ok(); ++i) {
+      s = cuda::CopyToDeviceAsync(target->data(), pinned->data(), batch_bytes, stream->get());
+    }
+    if (s.ok()) s = end->Record(stream->get());
+    if (s.ok()) s = end->Synchronize();
+    StatusOr<float> ms = s.ok() ? cuda::ElapsedMs(*start, *end) : StatusOr<float>(s);
+    if (!ms.ok()) return fail(ms.status());
+    if (rep > 0) bare.push_back(static_cast<double>(kCopies) * batch_bytes / (*ms / 1e3) / 1e9);
+  }
+  std::sort(bare.begin(), bare.end());
+  const double bare_gbs = bare[bare.size() / 2];
+
+  const int threads = *std::max_element(a.threads.begin(), a.threads.end());
+  LoaderOptions o;
+  o.batch_size = a.batch_size;
+  o.prefetch = a.prefetch;
+  o.num_threads = threads;
+  o.shuffle = ShuffleOf(a.shuffles.front());
+  o.verify_crc = !a.no_crc;
+  o.device = a.device;
+  auto loader = Loader::Create(ds, o);
+  if (!loader.ok()) return fail(loader.status());
+  auto consumer = cuda::Stream::Create(a.device);
+  if (!consumer.ok()) return fail(consumer.status());
+  const double batches = static_cast<double>((*loader)->batches_per_epoch());
+  const double epoch_gb =
+      static_cast<double>(ds->size()) * static_cast<double>(batch_bytes / a.batch_size) / 1e9;
+  std::vector<double> alone;
+  for (int e = 0; e < a.epochs; ++e) {
+    StatusOr<double> t = GpuEpoch(**loader, e, consumer->get(), 0);
+    if (!t.ok()) return fail(t.status());
+    if (e > 0 || a.epochs == 1) alone.push_back(*t);
+  }
+  std::sort(alone.begin(), alone.end());
+  const double loader_s = alone[alone.size() / 2];
+  // Stand-in compute as long per batch as the loader takes per batch: serial execution
+  // would take twice the time, perfect overlap the time of either.
+  const uint64_t compute_ns = static_cast<uint64_t>(loader_s / batches * 1e9);
+  std::vector<double> together;
+  for (int e = 0; e < std::max(2, a.epochs); ++e) {
+    StatusOr<double> t = GpuEpoch(**loader, a.epochs + e, consumer->get(), compute_ns);
+    if (!t.ok()) return fail(t.status());
+    if (e > 0) together.push_back(*t);
+  }
+  std::sort(together.begin(), together.end());
+  const double both_s = together[together.size() / 2];
+  const double compute_s = batches * static_cast<double>(compute_ns) / 1e9;
+  const double overlap = (loader_s + compute_s - both_s) / std::min(loader_s, compute_s);
+  std::printf(
+      "\nGPU %d, %d threads, %s shuffle: the loader delivers %.0f samples/s = %.2f GB/s to "
+      "the device; a bare pinned cudaMemcpyAsync loop of %.1f MB batches: %.2f GB/s; "
+      "ratio %.2f\n",
+      a.device, threads, a.shuffles.front().c_str(), ds->size() / loader_s, epoch_gb / loader_s,
+      batch_bytes / 1e6, bare_gbs, epoch_gb / loader_s / bare_gbs);
+  std::printf(
+      "overlap with %.2f ms of stand-in compute per batch: epoch %.3f s (loader alone %.3f s, "
+      "compute alone %.3f s, serial would take %.3f s): overlap %.0f%%\n",
+      compute_ns / 1e6, both_s, loader_s, compute_s, loader_s + compute_s,
+      100.0 * std::clamp(overlap, 0.0, 1.0));
+  return kExitOk;
+}
+
+int Run(const Args& a) {
+  auto opened = Dataset::Open(a.dst);
+  if (!opened.ok()) {
+    std::fprintf(stderr, "shardpack bench: %s\n", opened.status().message().c_str());
+    return kExitUsage;
+  }
+  std::shared_ptr<const Dataset> ds(std::move(opened).value());
+  DatasetOptions raw_options;
+  raw_options.verify_crc = false;
+  auto raw = Dataset::Open(a.dst, raw_options);
+  if (!raw.ok()) return kExitUsage;
+  const Manifest& m = ds->manifest();
+  if (!m.image.fixed()) {
+    std::fprintf(stderr, "shardpack bench: %s: the benchmark needs a fixed-size dataset\n",
+                 a.dst.c_str());
+    return kExitUsage;
+  }
+  const size_t sample_bytes =
+      static_cast<size_t>(m.image.height) * m.image.width * m.image.channels;
+  const size_t ring_bytes = static_cast<size_t>(a.batch_size) * sample_bytes * (a.prefetch + 2);
+  const double gb = static_cast<double>(ds->size() * sample_bytes) / 1e9;
+  std::printf(
+      "dataset %s: %s, %llu samples of %dx%dx%d, %.2f GB of pixels; batch %d, "
+      "prefetch %d (ring %.1f MB), CRC %s, %d epochs per run\n",
+      a.dst.c_str(), m.backend == Backend::kTfrecord ? "tfrecord" : "lmdb",
+      static_cast<unsigned long long>(ds->size()), m.image.height, m.image.width, m.image.channels,
+      gb, a.batch_size, a.prefetch, ring_bytes / 1e6, a.no_crc ? "off" : "on", a.epochs);
+  std::printf(
+      "\n| shuffle | threads | loader samples/s | loader GB/s | memcpy GB/s | ratio | "
+      "first epoch GB/s | RSS anon growth (MB) over epochs | RSS file (MB) |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
+  int status = kExitOk;
+  for (const std::string& shuffle : a.shuffles) {
+    for (int threads : a.threads) {
+      LoaderOptions o;
+      o.batch_size = a.batch_size;
+      o.prefetch = a.prefetch;
+      o.num_threads = threads;
+      o.shuffle = ShuffleOf(shuffle);
+      o.verify_crc = !a.no_crc;
+      const Rss before = ReadRss();
+      auto loader = Loader::Create(ds, o);
+      if (!loader.ok()) {
+        std::fprintf(stderr, "shardpack bench: %s\n", loader.status().message().c_str());
+        return kExitUsage;
+      }
+      std::vector<double> seconds;
+      std::vector<double> anon_growth;
+      Rss last;
+      for (int e = 0; e < a.epochs; ++e) {
+        if (e > 0) (void)(*loader)->StartEpoch(e);
+        const auto t0 = Clock::now();
+        while (true) {
+          auto b = (*loader)->Next();
+          if (!b.ok()) {
+            if (b.status().code() != StatusCode::kOutOfRange) {
+              std::fprintf(stderr, "shardpack bench: %s\n", b.status().message().c_str());
+              return kExitFaults;
+            }
+            break;
+          }
+        }
+        seconds.push_back(Since(t0));
+        last = ReadRss();
+        anon_growth.push_back((static_cast<double>(last.anon) - before.anon) / 1e6);
+      }
+      // The baseline, on the same order, after the loader so the pages are mapped alike.
+      std::vector<std::span<const uint8_t>> samples;
+      samples.reserve(ds->size());
+      for (uint64_t i : (*loader)->EpochOrder(0)) {
+        SampleView v;
+        if ((*raw)->Get(i, &v).ok()) samples.push_back(v.pixels);
+      }
+      MemcpyEpoch(samples, threads, ring_bytes / threads);
+      std::vector<double> copy;
+      for (int r = 0; r < 3; ++r)
+        copy.push_back(MemcpyEpoch(samples, threads, ring_bytes / threads));
+      std::sort(copy.begin(), copy.end());
+      std::vector<double> steady(seconds.begin() + (seconds.size() > 1 ? 1 : 0), seconds.end());
+      std::sort(steady.begin(), steady.end());
+      const double loader_s = steady[steady.size() / 2];
+      const double loader_gbs = gb / loader_s;
+      const double copy_gbs = gb / copy[1];
+      std::string growth;
+      for (double g : anon_growth) {
+        char buf[32];
+        std::snprintf(buf, sizeof(buf), "%s%.0f", growth.empty() ? "" : " ", g);
+        growth += buf;
+      }
+      std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %.0f |\n", shuffle.c_str(),
+                  threads, ds->size() / loader_s, loader_gbs, copy_gbs, loader_gbs / copy_gbs,
+                  gb / seconds[0], growth.c_str(), last.file / 1e6);
+      std::fflush(stdout);
+    }
+  }
+  if (a.device >= 0) {
+    const int gpu = RunGpu(a, ds, static_cast<size_t>(a.batch_size) * sample_bytes);
+    if (gpu != kExitOk) return gpu;
+  }
+  std::printf(
+      "\nratio: the loader's median epoch after the first, against the median of three "
+      "memcpy passes of the same samples in the same order by the same number of "
+      "threads. RSS anon growth: anonymous memory above what the process had before "
+      "the loader was created, after each epoch (the ring is %.1f MB). RSS file: shard "
+      "pages mapped by the process (shared page cache, not a copy).\n",
+      ring_bytes / 1e6);
+  return status;
+}
+
+}  // namespace
+
+std::function<int()> AddBench(CLI::App& app) {
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "bench", "Measure the loader from the page cache into its ring against memcpy");
+  cmd->add_option("DST", a->dst, "Dataset directory (holding manifest.json)")->required();
+  cmd->add_option("--threads", a->threads, "Worker thread counts to measure")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--shuffle", a->shuffles, "Shuffle modes to measure: none, global, block")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "global", "block"}));
+  cmd->add_option("--epochs", a->epochs, "Epochs per measurement (the first is reported apart)")
+      ->check(CLI::Range(1, 1000));
+  cmd->add_option("--batch-size", a->batch_size, "Samples per batch")->check(CLI::PositiveNumber);
+  cmd->add_option("--prefetch", a->prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
+  cmd->add_option("--device", a->device, "CUDA device, -1 for the host path")
+      ->check(CLI::Range(-1, 1024));
+  cmd->add_flag("--no-crc", a->no_crc, "Do not check record checksums");
+  return [a] { return Run(*a); };
+}
+
+}  // namespace shardpack::cli
