@@ -2,6 +2,7 @@
 
 #include <lmdb.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -274,15 +275,46 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
       new LmdbShardReader(path, std::move(env), dbi, st.ms_entries));
 }
 
-LmdbShardReader::~LmdbShardReader() = default;
+LmdbShardReader::~LmdbShardReader() {
+  for (void* txn : idle_txns_) mdb_txn_abort(static_cast<MDB_txn*>(txn));
+}
 
 Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
-  Txn txn;
-  int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, txn.out());
-  if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
-  std::string key = LmdbKey(index);
+  MDB_txn* txn = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    if (!idle_txns_.empty()) {
+      txn = static_cast<MDB_txn*>(idle_txns_.back());
+      idle_txns_.pop_back();
+    }
+  }
+  int rc = 0;
+  if (txn != nullptr) {
+    rc = mdb_txn_renew(txn);
+    if (rc != 0) {
+      mdb_txn_abort(txn);
+      return LmdbError(path_ + ": mdb_txn_renew", rc);
+    }
+  } else {
+    rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
+    if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
+    std::lock_guard<std::mutex> lock(pool_mu_);
+    ++txns_made_;
+    idle_txns_.reserve(static_cast<size_t>(txns_made_));
+  }
+  // Back to the pool on every path: reset releases the snapshot, keeps the memory.
+  struct Return {
+    const LmdbShardReader* reader;
+    MDB_txn* txn;
+    ~Return() {
+      mdb_txn_reset(txn);
+      std::lock_guard<std::mutex> lock(reader->pool_mu_);
+      reader->idle_txns_.push_back(txn);
+    }
+  } give_back{this, txn};
+  const std::string key = LmdbKey(index);
   MDB_val k = Val(key), v;
-  rc = mdb_get(txn.get(), dbi_, &k, &v);
+  rc = mdb_get(txn, dbi_, &k, &v);
   if (rc == MDB_NOTFOUND) {
     return CorruptionError(path_ + ": record " + std::to_string(index) + ": key " + key +
                            " is missing");
@@ -291,6 +323,20 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   // The map is read-only and nobody writes the dataset, so the bytes stay where they are
   // after the transaction ends.
   *value = View(v);
+  return Status::Ok();
+}
+
+Status LmdbShardReader::ReserveReaders(int readers) const {
+  std::lock_guard<std::mutex> lock(pool_mu_);
+  idle_txns_.reserve(static_cast<size_t>(std::max(readers, txns_made_)));
+  while (txns_made_ < readers) {
+    MDB_txn* txn = nullptr;
+    const int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
+    if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
+    mdb_txn_reset(txn);
+    idle_txns_.push_back(txn);
+    ++txns_made_;
+  }
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -87,7 +88,9 @@ class LmdbShardWriter {
 
 // A shard opened read-only without locks (MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS). The
 // dataset is immutable by contract, so values returned by Get point into the read-only
-// map and stay valid until the reader is destroyed. Thread-safe.
+// map and stay valid until the reader is destroyed. Thread-safe. Get reuses read
+// transactions (reset, then renewed) from a small pool, so reading allocates nothing once
+// the pool holds one transaction per concurrent reader.
 class LmdbShardReader {
  public:
   static StatusOr<std::unique_ptr<LmdbShardReader>> Open(const std::string& path,
@@ -97,6 +100,9 @@ class LmdbShardReader {
   uint64_t entries() const { return entries_; }
   // The value of record `index`.
   Status Get(uint64_t index, std::string_view* value) const;
+  // Opens read transactions until the pool has made `readers` of them, so that that many
+  // threads calling Get at once allocate nothing.
+  Status ReserveReaders(int readers) const;
 
   // Visits every key/value in key order; stops at the first error of `fn` or of LMDB.
   template <typename Fn>
@@ -113,6 +119,10 @@ class LmdbShardReader {
   LmdbEnv env_;
   unsigned dbi_;  // MDB_dbi of the main database
   uint64_t entries_;
+  // Reset read transactions (MDB_txn*) ready for mdb_txn_renew; freed by the destructor.
+  mutable std::mutex pool_mu_;
+  mutable std::vector<void*> idle_txns_;
+  mutable int txns_made_ = 0;
 };
 
 }  // namespace shardpack::format

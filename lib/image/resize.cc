@@ -479,6 +479,36 @@ ResizeScratch::Buffers& ResizeScratch::buffers() {
   return *buffers_;
 }
 
+void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_height, int out_width,
+                            int channels, Filter filter) {
+  if (max_src_height <= 0 || max_src_width <= 0 || out_height <= 0 || out_width <= 0 ||
+      channels <= 0) {
+    return;
+  }
+  Buffers& b = buffers();
+  const Kernel kernel = KernelFor(filter);
+  // The widest kernel of an axis comes with the longest box, the whole source side.
+  auto ksize = [&](int in_size, int out_size) {
+    const double filter_scale = std::max(static_cast<double>(in_size) / out_size, 1.0);
+    return static_cast<size_t>(std::ceil(kernel.support * filter_scale)) * 2 + 1;
+  };
+  const size_t kh = ksize(max_src_width, out_width);
+  const size_t kv = ksize(max_src_height, out_height);
+  b.horizontal.first.reserve(out_width);
+  b.horizontal.count.reserve(out_width);
+  b.horizontal.weights.reserve(static_cast<size_t>(out_width) * kh);
+  b.vertical.first.reserve(out_height);
+  b.vertical.count.reserve(out_height);
+  b.vertical.weights.reserve(static_cast<size_t>(out_height) * kv);
+  if (b.kernel_values.size() < std::max(kh, kv)) b.kernel_values.resize(std::max(kh, kv));
+  const size_t c = static_cast<size_t>(channels);
+  // Horizontal first: source rows x output row; vertical first: output rows x source row.
+  b.Temp(std::max(static_cast<size_t>(max_src_height) * out_width * c,
+                  static_cast<size_t>(out_height) * max_src_width * c));
+  b.Columns(std::max(ColumnsBytes(max_src_width, max_src_height, channels),
+                     ColumnsBytes(max_src_width, out_height, channels)));
+}
+
 size_t ResizeScratch::capacity_bytes() const {
   if (buffers_ == nullptr) return 0;
   const Buffers& b = *buffers_;

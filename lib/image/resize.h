@@ -120,6 +120,12 @@ class ResizeScratch {
   // no more than the scratch already has.
   size_t capacity_bytes() const;
 
+  // Grows every buffer to what any ResizeRegionInto call needs whose source is at most
+  // max_src_height x max_src_width (any box in it), with this output size, channel count
+  // and filter: such calls then allocate nothing. Does nothing for a non-positive value.
+  void Reserve(int max_src_height, int max_src_width, int out_height, int out_width,
+               int channels, Filter filter);
+
   struct Buffers;  // defined in resize.cc
 
  private:

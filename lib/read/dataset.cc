@@ -205,6 +205,13 @@ Status Dataset::Get(uint64_t index, SampleView* out) const {
   return impl_->Get(index, out, impl_->options.verify_crc);
 }
 
+Status Dataset::ReserveReaders(int threads) const {
+  for (const Shard& shard : impl_->shards) {
+    if (shard.lmdb) SHARDPACK_RETURN_IF_ERROR(shard.lmdb->ReserveReaders(threads));
+  }
+  return Status::Ok();
+}
+
 Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   return impl_->Get(index, out, verify_crc);
 }

@@ -174,6 +174,13 @@ class Loader::Impl {
   void Work() {
     if (gpu) (void)cuda::SetDevice(options.device);
     read::TransformScratch scratch;
+    // Sized once for the dataset's largest sample, so that no sample allocates.
+    const ImageSpec& spec = dataset->manifest().image;
+    if (spec.fixed()) {
+      transformer.Reserve(spec.height, spec.width, &scratch);
+    } else {
+      transformer.Reserve(spec.max_side, spec.max_side, &scratch);
+    }
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       Batch::Slot* slot = nullptr;
@@ -608,6 +615,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     threads = static_cast<int>(std::min(8u, std::max(1u, std::thread::hardware_concurrency())));
   }
   impl->chunk = std::clamp(o.batch_size / (2 * threads), 1, 64);
+  SHARDPACK_RETURN_IF_ERROR(impl->dataset->ReserveReaders(threads));
 
   // The ring, allocated once.
   const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;

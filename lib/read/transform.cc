@@ -299,6 +299,11 @@ StatusOr<SamplePlan> SampleTransformer::Plan(int height, int width, uint64_t key
   return plan;
 }
 
+void SampleTransformer::Reserve(int max_height, int max_width, TransformScratch* scratch) const {
+  if (scratch == nullptr || pass_through()) return;
+  scratch->resize_.Reserve(max_height, max_width, out_height_, out_width_, channels_, filter_);
+}
+
 Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, int channels,
                                 uint64_t key, uint8_t* out, TransformScratch* scratch) const {
   if (channels_ == 0) {

@@ -131,6 +131,12 @@ class SampleTransformer {
   // batch itself (after checking the sample's shape).
   bool pass_through() const { return transform_ == Transform::kNone && !flip_; }
 
+  // Grows `scratch` to what Apply needs for any sample of at most max_height x
+  // max_width, so that Apply allocates nothing from the first sample on. Non-positive
+  // bounds (a dataset that promises none) reserve nothing: the scratch then grows with
+  // the largest sample seen.
+  void Reserve(int max_height, int max_width, TransformScratch* scratch) const;
+
   // The region and mirror Apply(…, key, …) uses for a height x width sample. Same errors
   // as Apply for the shape; no pixels are read.
   StatusOr<SamplePlan> Plan(int height, int width, uint64_t key) const;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -1002,6 +1003,35 @@ TEST(ResizeRegionIntoTest, ScratchStopsGrowingOnceItHasSeenTheLargestCall) {
   EXPECT_GT(warm, 0u);
   RunMixedCalls(&scratch);
   EXPECT_EQ(scratch.capacity_bytes(), warm);
+}
+
+TEST(ResizeRegionIntoTest, ReservedScratchDoesNotGrowForAnyBoxOfTheBound) {
+  for (Filter filter : {Filter::kArea, Filter::kBilinear, Filter::kBicubic, Filter::kLanczos3}) {
+    for (int channels : {1, 3}) {
+      ResizeScratch scratch;
+      scratch.Reserve(40, 30, 8, 11, channels, filter);
+      const size_t reserved = scratch.capacity_bytes();
+      EXPECT_GT(reserved, 0u);
+      std::vector<uint8_t> out(8 * 11 * channels);
+      // Sources up to the bound, boxes from a few pixels to the whole source, both pass
+      // orders (tall and wide sources).
+      for (auto [h, w] :
+           {std::pair{40, 30}, std::pair{40, 12}, std::pair{9, 30}, std::pair{3, 2}}) {
+        const Image src = NoiseImage(h, w, channels, static_cast<uint64_t>(h * 100 + w));
+        for (auto [x0, y0, x1, y1] :
+             {std::array<float, 4>{0, 0, static_cast<float>(w), static_cast<float>(h)},
+              std::array<float, 4>{0.5f, 0.25f, w * 0.5f, h * 0.75f},
+              std::array<float, 4>{1, 1, 2, 2}}) {
+          const Status s = ResizeRegionInto(
+              src.pixels.data(), h, w, channels, static_cast<size_t>(w) * channels, x0, y0, x1, y1,
+              8, 11, filter, out.data(), static_cast<size_t>(11) * channels, &scratch);
+          ASSERT_TRUE(s.ok()) << s.ToString();
+          EXPECT_EQ(scratch.capacity_bytes(), reserved)
+              << h << "x" << w << " box " << x0 << "," << y0 << "," << x1 << "," << y1;
+        }
+      }
+    }
+  }
 }
 
 TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {

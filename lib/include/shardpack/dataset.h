@@ -81,6 +81,11 @@ class Dataset {
 
   StatusOr<SampleLocation> Locate(uint64_t index) const;
 
+  // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
+  // afterwards: LMDB datasets open that many read transactions per shard up front
+  // (TFRecord datasets need nothing). Optional; the Loader calls it. Thread-safe.
+  Status ReserveReaders(int threads) const;
+
  private:
   class Impl;
   explicit Dataset(std::unique_ptr<Impl> impl);

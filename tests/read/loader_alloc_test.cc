@@ -1,0 +1,135 @@
+// The loader allocates nothing per batch or per sample once warmed up. A program of its
+// own, because it replaces the allocation functions to count every call: operator new
+// (every C++ allocation) and malloc/calloc/realloc (C libraries: LMDB's transactions),
+// forwarded to glibc's.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+
+#include "shardpack/loader.h"
+#include "test_util.h"
+
+extern "C" {
+void* __libc_malloc(size_t size);
+void* __libc_calloc(size_t n, size_t size);
+void* __libc_realloc(void* p, size_t size);
+}
+
+namespace {
+std::atomic<uint64_t> g_allocations{0};
+}  // namespace
+
+extern "C" {
+void* malloc(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_malloc(size);
+}
+void* calloc(size_t n, size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_calloc(n, size);
+}
+void* realloc(void* p, size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  return __libc_realloc(p, size);
+}
+}
+
+// operator new allocates with malloc, so free is the matching release; GCC cannot see
+// that through the replacement.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(size_t size) {
+  void* p = malloc(size == 0 ? 1 : size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void* operator new[](size_t size) { return operator new(size); }
+void operator delete(void* p) noexcept { free(p); }
+void operator delete[](void* p) noexcept { free(p); }
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+void operator delete[](void* p, size_t) noexcept { operator delete(p); }
+
+namespace shardpack {
+namespace {
+
+using testing::TempDir;
+
+// Allocations made while the epoch's batches are delivered: after StartEpoch (which
+// builds the epoch's order) has returned, until the last batch is released (the
+// end-of-epoch OutOfRange status, with its message, comes after).
+uint64_t AllocationsInEpoch(Loader& loader, uint64_t epoch, uint64_t* samples) {
+  EXPECT_TRUE(loader.StartEpoch(epoch).ok());
+  const uint64_t before = g_allocations.load();
+  *samples = 0;
+  for (uint64_t i = 0; i < loader.batches_per_epoch(); ++i) {
+    StatusOr<Batch> b = loader.Next();
+    if (!b.ok()) break;
+    *samples += static_cast<uint64_t>(b->size());
+  }
+  const uint64_t allocations = g_allocations.load() - before;
+  EXPECT_EQ(loader.Next().status().code(), StatusCode::kOutOfRange);
+  return allocations;
+}
+
+void ExpectNoAllocationsAfterWarmUp(const testing::TestDatasetSpec& spec, LoaderOptions o) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), spec);
+  auto opened = Dataset::Open(dir.path());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<const Dataset> ds(std::move(opened).value());
+  auto created = Loader::Create(ds, o);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  Loader& loader = **created;
+  uint64_t samples = 0;
+  for (uint64_t e = 0; e < 3; ++e) AllocationsInEpoch(loader, e, &samples);  // warm-up
+  for (uint64_t e = 3; e < 6; ++e) {
+    EXPECT_EQ(AllocationsInEpoch(loader, e, &samples), 0u) << "epoch " << e;
+    EXPECT_EQ(samples, spec.samples);
+  }
+}
+
+TEST(LoaderAllocationTest, TfrecordPassThroughAllocatesNothingPerBatch) {
+  ExpectNoAllocationsAfterWarmUp(
+      {.backend = Backend::kTfrecord,
+       .samples = 200,
+       .height = 16,
+       .width = 12,
+       .max_shard_records = 30},
+      {.batch_size = 16, .shuffle = ShuffleMode::kGlobal, .num_threads = 2});
+}
+
+TEST(LoaderAllocationTest, LmdbBlockShuffleAllocatesNothingPerBatch) {
+  ExpectNoAllocationsAfterWarmUp(
+      {.backend = Backend::kLmdb,
+       .samples = 200,
+       .height = 16,
+       .width = 12,
+       .max_shard_records = 30},
+      {.batch_size = 16, .shuffle = ShuffleMode::kBlock, .block_size = 8, .num_threads = 2});
+}
+
+TEST(LoaderAllocationTest, TransformsAndNormalisationAllocateNothingPerBatch) {
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.num_threads = 2;
+  o.output_height = 10;
+  o.output_width = 10;
+  o.transform = Transform::kRandomResizedCrop;
+  o.random_flip = true;
+  o.output_type = OutputType::kFloat16;
+  ExpectNoAllocationsAfterWarmUp(
+      {.samples = 96, .height = 20, .width = 17, .variable_size = true, .max_shard_records = 25},
+      o);
+}
+
+TEST(LoaderAllocationTest, TheCounterSeesAllocations) {
+  const uint64_t before = g_allocations.load();
+  auto* v = new std::vector<int>(100);
+  delete v;
+  EXPECT_GE(g_allocations.load() - before, 2u);
+}
+
+}  // namespace
+}  // namespace shardpack
