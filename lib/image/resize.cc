@@ -62,7 +62,12 @@ Kernel KernelFor(Filter filter) {
 // the CPU (target_clones, an ifunc): about 1.5x faster where AVX2 exists. Both compute the
 // same exact integer sums, so the bytes do not depend on the CPU. Clang refuses
 // target_clones on templates, hence plain functions over always-inlined templates. A
-// build may define SHARDPACK_RESIZE_KERNEL empty to get the baseline only.
+// build may define SHARDPACK_RESIZE_KERNEL empty to get the baseline only. Sanitizer
+// builds get the baseline: an ifunc resolver runs while the program is relocated, before
+// the sanitizer's runtime is set up, and its instrumented code crashes there.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+#define SHARDPACK_RESIZE_KERNEL
+#endif
 #ifndef SHARDPACK_RESIZE_KERNEL
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)
