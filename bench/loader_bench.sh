@@ -5,6 +5,7 @@
 # datasets of 12,000 samples of 256x256x3 (2.4 GB each: TFRecord in 64 MiB shards, LMDB)
 # unless they exist. With a GPU, pass --device 0 to add the host-to-device figures.
 # Usage: bash bench/loader_bench.sh [DIR] [SAMPLES] [extra shardpack bench flags]
+# Environment: EPOCHS (default 5).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-out/bench-loader}
@@ -19,5 +20,5 @@ for backend in tfrecord lmdb; do
   fi
   # Into the page cache first: the benchmark measures the loader, not the disk.
   cat "$dir/$backend"/* > /dev/null
-  build/tools/shardpack bench "$dir/$backend" --threads 1,2 --shuffle global,block --epochs 5 "$@"
+  build/tools/shardpack bench "$dir/$backend" --threads 1,2 --shuffle global,block --epochs "${EPOCHS:-5}" "$@"
 done
