@@ -1,0 +1,514 @@
+"""The loader: batches of a dataset in a ring of slots, handed to Python without a copy.
+
+See docs/PYTHON.md for the lifetime rules and docs/LOADER.md for the order promises.
+"""
+
+import dataclasses
+import numbers
+import os
+import time
+
+import numpy as np
+
+from shardpack import _shardpack
+from shardpack._dataset import Dataset
+from shardpack._util import enum_member
+
+__all__ = ["Loader", "Batch", "LoaderStats"]
+
+# DLPack device types (dlpack.h).
+_DL_CPU = 1
+_DL_CUDA = 2
+
+# torchvision's ImageNet statistics, for normalize="imagenet".
+IMAGENET_MEAN = (0.485, 0.456, 0.406)
+IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def _parse_device(device):
+    """-1 for the host, else the CUDA device number. Accepts "cpu", "cuda", "cuda:N",
+    an int (a CUDA device, -1 the host) or a torch.device."""
+    if device is None:
+        return -1
+    if isinstance(device, numbers.Integral):
+        return int(device)
+    text = str(device)  # torch.device prints as "cpu" / "cuda:0"
+    if text == "cpu":
+        return -1
+    if text == "cuda":
+        try:
+            import torch
+
+            return torch.cuda.current_device()
+        except Exception:  # no torch, or no usable device: let the loader say so
+            return 0
+    if text.startswith("cuda:") and text[5:].isdigit():
+        return int(text[5:])
+    raise ValueError(f'device must be "cpu", "cuda" or "cuda:N", not {device!r}')
+
+
+def _pair(value, what):
+    """(a, b) from a pair or a single number (a square)."""
+    if isinstance(value, numbers.Number):
+        return value, value
+    try:
+        a, b = value
+    except (TypeError, ValueError):
+        raise ValueError(f"{what} must be a number or a pair, not {value!r}") from None
+    return a, b
+
+
+def _stream_handle(stream):
+    """DLPack's stream argument for CUDA -> the int the binding takes (None: legacy)."""
+    if stream is None:
+        return 1
+    return int(stream)
+
+
+@dataclasses.dataclass
+class LoaderStats:
+    """Counters of a :class:`Loader` since it was made."""
+
+    batches: int
+    samples: int
+    bytes: int  # pixel bytes copied into the ring
+    skipped_corrupt: int  # samples left out by on_corrupt="skip"
+    seconds: float  # since the loader was made
+    wait_seconds: float  # time the consumer spent waiting for batches
+    mean_ready_batches: float  # batches ready when one was asked for, averaged
+
+    @property
+    def samples_per_second(self):
+        return self.samples / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def wait_fraction(self):
+        """Share of the time spent waiting for data (0..1)."""
+        return self.wait_seconds / self.seconds if self.seconds > 0 else 0.0
+
+    def __str__(self):
+        s = self.seconds if self.seconds > 0 else 1e-9
+        return (
+            f"{self.batches} batches, {self.samples / s:.0f} samples/s, "
+            f"{self.bytes / s / 1e9:.2f} GB/s, waited {100 * self.wait_seconds / s:.1f}% of "
+            f"the time ({self.wait_seconds:.2f} s), {self.mean_ready_batches:.2f} batches "
+            f"ready on average, {self.skipped_corrupt} corrupt samples skipped"
+        )
+
+
+class Batch:
+    """One batch of the ring, exported through DLPack without a copy.
+
+    ``torch.from_dlpack(batch)`` and ``np.from_dlpack(batch)`` (host path) adopt the
+    slot's memory; the slot stays held until this object and every array made from it
+    are gone, then it is refilled. Images are uint8 N x H x W x C, or N x C x H x W
+    float32/float16 when the loader normalises. On the GPU path ``__dlpack__(stream=s)``
+    makes ``s`` wait for the batch's copy (no host synchronisation), and the slot's
+    reuse waits for the work queued on ``s`` until the batch is released.
+    """
+
+    __slots__ = ("_b",)
+
+    def __init__(self, handle):
+        self._b = handle
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        if self._b.device >= 0 and stream != -1:
+            self._b.wait_on(_stream_handle(stream))
+        return self._b.images().__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        if self._b.device >= 0:
+            return (_DL_CUDA, self._b.device)
+        return (_DL_CPU, 0)
+
+    def numpy(self):
+        """The images as a NumPy array sharing the slot (host path only)."""
+        if self._b.device >= 0:
+            raise ValueError("numpy(): the batch is on a CUDA device; use torch.from_dlpack")
+        return np.from_dlpack(self)
+
+    @property
+    def labels(self):
+        """int64 labels, a new array (holding it holds no slot)."""
+        return self._b.labels()
+
+    @property
+    def indices(self):
+        """uint64 global sample indices, a new array."""
+        return self._b.indices()
+
+    @property
+    def epoch(self):
+        return self._b.epoch
+
+    @property
+    def index(self):
+        """The batch's index within its epoch."""
+        return self._b.index
+
+    @property
+    def size(self):
+        """Samples in the batch (N)."""
+        return self._b.size
+
+    @property
+    def valid(self):
+        """Samples that are not tail="pad" fill: the first ``valid`` ones."""
+        return self._b.valid
+
+    @property
+    def device(self):
+        """ "cpu" or "cuda:N"."""
+        return "cpu" if self._b.device < 0 else f"cuda:{self._b.device}"
+
+    @property
+    def data_address(self):
+        """Address of the images in the ring slot (device memory on the GPU path)."""
+        return self._b.data_address
+
+    def __len__(self):
+        return self._b.size
+
+    def __repr__(self):
+        return (
+            f"shardpack.Batch(epoch={self.epoch}, index={self.index}, size={self.size}, "
+            f"device={self.device!r})"
+        )
+
+
+class Loader:
+    """Streams a dataset in batches, shuffled, prefetched by C++ worker threads into a
+    ring of ``prefetch + 2`` slots, and hands each batch over without a copy.
+
+    Iterating yields ``(images, labels)``: torch tensors (``framework="torch"``, the
+    default; on ``device="cuda:N"`` already on the device, PyTorch's current stream made
+    to wait for the copy) or NumPy arrays (``framework="numpy"``, host only). Images
+    are uint8 N x H x W x C, or N x C x H x W float32/float16 when ``normalize`` or a
+    float ``dtype`` is given; labels are int64 (copies). ``batches()`` yields the
+    :class:`Batch` objects themselves (for DLPack consumers and ``valid``/``indices``).
+
+    Lifetime: an images tensor is a view of its ring slot; the slot is refilled only
+    after every view of it is gone. Keep at most ``prefetch + 1`` batches alive; needing
+    a slot still held raises :class:`FailedPreconditionError` rather than waiting
+    forever.
+
+    Epochs: a ``for`` loop goes on where the last one stopped within the current epoch;
+    once an epoch is finished, the next loop starts the next epoch. ``set_epoch(e)``
+    moves to the start of epoch ``e``, except that it keeps a position the loader was
+    created or restored at in that same epoch (so ``load_state_dict`` followed by the
+    usual ``for epoch in range(start, n): loader.set_epoch(epoch)`` resumes mid-epoch).
+
+    Arguments (the C++ ``LoaderOptions``, docs/PYTHON.md has the table):
+        path: dataset directory, or a :class:`Dataset` to share.
+        batch_size: samples per batch (default 256).
+        shuffle: "none", "global" (default) or "block" (``block_size``,
+            ``block_window``).
+        seed: seed of the shuffles and of the random transforms (default 0).
+        num_threads: worker threads (0: all cores, at most 8).
+        prefetch: batches prepared ahead (default 2; the ring has prefetch + 2 slots).
+        device: "cpu" (default), "cuda", "cuda:N", an int or a torch.device.
+        rank, world_size: this process's part of each epoch (defaults 0, 1); see
+            ``shardpack.torch.distributed_info()`` for torchrun.
+        drop_last: drop the last, short batch (and cut the sample count to a multiple
+            of world_size); same as ``tail="drop"``.
+        tail: "partial" (default: the short batch is delivered), "drop" or "pad".
+        output_size: (height, width) or an int; default: the dataset's fixed shape.
+        transform: "none", "center_crop", "random_resized_crop" or "random_crop";
+            default "random_crop" if ``random_crop`` else "center_crop" when
+            ``output_size`` is given, else "none".
+        random_crop: a random output_size window of each sample (fixed-size data).
+        flip: mirror each sample left-right with probability 1/2.
+        resize_shorter: center_crop's shorter side before cropping (0: 8/7 of output).
+        scale, ratio: random_resized_crop's area fraction and aspect-ratio ranges.
+        filter: "area", "bilinear" (default), "bicubic" or "lanczos".
+        normalize: (mean, std) per channel in 0..1 units, or "imagenet"; output is
+            NCHW float (``dtype`` float32 unless float16 is asked for).
+        dtype: "uint8" (default without normalize), "float32" or "float16"; a float
+            dtype without ``normalize`` scales to 0..1.
+        verify_crc: check every record's checksums while copying (default True).
+        on_corrupt: "fail" (default: the batch raises CorruptionError) or "skip"
+            (the sample is left out and counted in ``stats().skipped_corrupt``).
+        framework: "torch" (default) or "numpy".
+        state: a ``state_dict()`` to start from.
+
+    Errors raise the shardpack exception of the C++ status (``CorruptionError`` naming
+    file, record and offset; ``InvalidArgumentError`` for bad options; ...). After a
+    data error the loader can only be given a new epoch (``set_epoch``). One thread
+    iterates a loader; several loaders may run in one process. Ctrl-C while waiting
+    for a batch raises KeyboardInterrupt; the batch is kept for the next call.
+    """
+
+    def __init__(
+        self,
+        path,
+        batch_size=256,
+        *,
+        shuffle="global",
+        block_size=64,
+        block_window=16,
+        seed=0,
+        num_threads=0,
+        prefetch=2,
+        device="cpu",
+        rank=0,
+        world_size=1,
+        drop_last=False,
+        tail=None,
+        output_size=None,
+        transform=None,
+        random_crop=False,
+        flip=False,
+        resize_shorter=0,
+        scale=(0.08, 1.0),
+        ratio=(3.0 / 4.0, 4.0 / 3.0),
+        filter="bilinear",
+        normalize=None,
+        dtype=None,
+        verify_crc=True,
+        on_corrupt="fail",
+        framework="torch",
+        state=None,
+    ):
+        if isinstance(path, Dataset):
+            self._dataset = path
+        else:
+            self._dataset = Dataset(os.fspath(path), verify_crc=verify_crc)
+
+        o = _shardpack.LoaderOptions()
+        o.batch_size = int(batch_size)
+        o.shuffle = enum_member(_shardpack.ShuffleMode, shuffle, "shuffle")
+        o.block_size = int(block_size)
+        o.block_window = int(block_window)
+        o.seed = int(seed)
+        o.num_threads = int(num_threads)
+        o.prefetch = int(prefetch)
+        o.device = _parse_device(device)
+        o.rank = int(rank)
+        o.world_size = int(world_size)
+
+        if tail is None:
+            tail = "drop" if drop_last else "partial"
+        elif drop_last and tail != "drop":
+            raise ValueError(f"drop_last=True contradicts tail={tail!r}")
+        o.tail = enum_member(_shardpack.Tail, tail, "tail")
+
+        if output_size is not None:
+            height, width = _pair(output_size, "output_size")
+            o.output_height, o.output_width = int(height), int(width)
+        if transform is None:
+            if random_crop:
+                transform = "random_crop"
+            elif output_size is not None:
+                transform = "center_crop"
+            else:
+                transform = "none"
+        elif random_crop and transform != "random_crop":
+            raise ValueError(f"random_crop=True contradicts transform={transform!r}")
+        o.transform = enum_member(_shardpack.Transform, transform, "transform")
+        o.random_flip = bool(flip)
+        o.resize_shorter = int(resize_shorter)
+        o.rrc_scale_min, o.rrc_scale_max = (float(v) for v in _pair(scale, "scale"))
+        o.rrc_ratio_min, o.rrc_ratio_max = (float(v) for v in _pair(ratio, "ratio"))
+        o.filter = enum_member(_shardpack.ResizeFilter, filter, "filter")
+
+        if dtype is None:
+            dtype = "uint8" if normalize is None else "float32"
+        o.output_type = enum_member(_shardpack.OutputType, dtype, "dtype")
+        if normalize is not None and dtype == "uint8":
+            raise ValueError('normalize needs dtype="float32" or "float16"')
+        if normalize is None:
+            mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)  # a float dtype alone: 0..1
+        elif isinstance(normalize, str) and normalize == "imagenet":
+            mean, std = IMAGENET_MEAN, IMAGENET_STD
+        else:
+            mean, std = normalize
+        o.mean = [float(v) for v in _per_channel(mean, "mean")]
+        o.std = [float(v) for v in _per_channel(std, "std")]
+
+        o.verify_crc = bool(verify_crc)
+        o.on_corrupt = enum_member(_shardpack.OnCorrupt, on_corrupt, "on_corrupt")
+
+        if framework not in ("torch", "numpy"):
+            raise ValueError(f'framework must be "torch" or "numpy", not {framework!r}')
+        if framework == "numpy" and o.device >= 0:
+            raise ValueError('framework="numpy" delivers host arrays: use device="cpu"')
+        self._torch = None
+        if framework == "torch":
+            try:
+                import torch
+            except ImportError as e:
+                raise ImportError(
+                    'shardpack.Loader(framework="torch") needs PyTorch; install it or '
+                    'pass framework="numpy"'
+                ) from e
+            self._torch = torch
+        self._framework = framework
+        self._options = o
+        self._core = None
+        self._retired = []  # stats of the C++ loaders this one replaced
+        self._created = time.monotonic()
+        self._make(state)
+
+    def _make(self, state):
+        """(Re)creates the C++ loader at ``state`` (a state_dict, its text, or None)."""
+        if isinstance(state, dict):
+            state = state["loader_state"]
+        core = _shardpack.Loader(self._dataset._ds, self._options, state or "")
+        if self._core is not None:
+            self._retired.append(self._core.stats())
+        # The old ring goes once the batches still held from it are dropped.
+        self._core = core
+        self._exhausted = False
+        self._touched = False
+
+    def _start_epoch(self, epoch):
+        """Moves to batch 0 of ``epoch``. The C++ loader numbers the ring slots from the
+        epoch's batch 0, so a batch still held from before (the loop variable of the last
+        epoch, typically) may sit in a slot the new epoch needs: then a new C++ loader
+        with its own ring starts there instead, and the old ring is freed once those
+        batches are dropped. Without live batches the ring is reused."""
+        if self._core.live_batches == 0:
+            self._core.start_epoch(epoch)
+            self._exhausted = False
+            self._touched = False
+        else:
+            self._make(self._core.state_at(epoch, 0))
+
+    # Iteration.
+
+    def __iter__(self):
+        if self._exhausted:
+            self._start_epoch(self.epoch + 1)
+        return self
+
+    def __next__(self):
+        return self._convert(self.next_batch())
+
+    def next_batch(self):
+        """The next :class:`Batch` of the epoch; StopIteration at its end."""
+        try:
+            handle = self._core.next()
+        except StopIteration:
+            self._exhausted = True
+            raise
+        self._touched = True
+        return Batch(handle)
+
+    def batches(self):
+        """Iterates the rest of the epoch as :class:`Batch` objects (same epoch rules
+        as iterating the loader)."""
+        if self._exhausted:
+            self._start_epoch(self.epoch + 1)
+        while True:
+            try:
+                yield self.next_batch()
+            except StopIteration:
+                return
+
+    def _convert(self, batch):
+        if self._torch is None:
+            return batch.numpy(), batch.labels
+        torch = self._torch
+        images = torch.from_dlpack(batch)
+        labels = torch.from_numpy(batch.labels)
+        if batch._b.device >= 0:
+            # From pinned memory, so that the copy is queued without a host sync.
+            labels = labels.pin_memory().to(images.device, non_blocking=True)
+        return images, labels
+
+    def __len__(self):
+        """Batches per epoch for this rank (the whole epoch, also after a resume)."""
+        return self._core.batches_per_epoch
+
+    # Epochs and state.
+
+    def set_epoch(self, epoch):
+        """Moves to the start of ``epoch``, dropping what was prefetched; keeps a
+        position the loader was created or restored at in that epoch (see the class
+        doc)."""
+        epoch = int(epoch)
+        if epoch < 0:
+            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        if not self._touched and not self._exhausted and self.epoch == epoch:
+            return
+        self._start_epoch(epoch)
+
+    @property
+    def epoch(self):
+        """The epoch the loader is in."""
+        return _shardpack.parse_loader_state(self._core.state())["epoch"]
+
+    def state_dict(self):
+        """Where the loader stands, as a small dict to save with a checkpoint:
+        ``{"loader_state": "<LoaderState::ToString()>", "epoch": e, "next_batch": b}``
+        (the last two for reading; ``load_state_dict`` uses the text). The batch it
+        names is the one the next iteration step returns."""
+        text = self._core.state()
+        parsed = _shardpack.parse_loader_state(text)
+        return {"loader_state": text, "epoch": parsed["epoch"], "next_batch": parsed["next_batch"]}
+
+    def load_state_dict(self, state):
+        """Restarts at ``state`` (from ``state_dict()``, this or an earlier run's, or
+        its text): the following batches are byte for byte those an uninterrupted run
+        would have delivered from there. A state made for another seed, sample count,
+        batch size, shuffle mode or rank layout raises InvalidArgumentError. Batches
+        still held from before stay valid until dropped."""
+        self._make(state)
+
+    def stats(self):
+        """A :class:`LoaderStats` of counters since this loader was made (across
+        epochs and ``load_state_dict``); ``str(stats)`` is a one-line summary."""
+        parts = self._retired + [self._core.stats()]
+        batches = sum(p.batches for p in parts)
+        ready = sum(p.mean_ready_batches * p.batches for p in parts)
+        return LoaderStats(
+            batches=batches,
+            samples=sum(p.samples for p in parts),
+            bytes=sum(p.bytes for p in parts),
+            skipped_corrupt=sum(p.skipped_corrupt for p in parts),
+            seconds=time.monotonic() - self._created,
+            wait_seconds=sum(p.wait_seconds for p in parts),
+            mean_ready_batches=ready / batches if batches else 0.0,
+        )
+
+    def epoch_order(self, epoch):
+        """The global sample indices this rank reads in ``epoch``, in order (uint64),
+        without tail="pad" fill: what iterating delivers, as a pure function of the
+        options."""
+        return self._core.epoch_order(int(epoch))
+
+    @property
+    def dataset(self):
+        return self._dataset
+
+    @property
+    def batch_size(self):
+        return self._options.batch_size
+
+    @property
+    def prefetch(self):
+        return self._options.prefetch
+
+    @property
+    def device(self):
+        d = self._options.device
+        return "cpu" if d < 0 else f"cuda:{d}"
+
+    def __repr__(self):
+        return (
+            f"shardpack.Loader({self._dataset.path!r}, batch_size={self.batch_size}, "
+            f"device={self.device!r}, {len(self)} batches per epoch)"
+        )
+
+
+def _per_channel(values, what):
+    """Three per-channel floats from one number or a sequence of 1 or 3."""
+    if isinstance(values, numbers.Number):
+        return (values,) * 3
+    values = tuple(values)
+    if len(values) == 1:
+        return values * 3
+    if len(values) != 3:
+        raise ValueError(f"{what} needs 1 or 3 values, not {len(values)}")
+    return values

@@ -1,0 +1,210 @@
+"""convert, verify and info: the CLI's commands as functions (docs/CLI.md)."""
+
+import dataclasses
+import json
+import os
+from typing import List, Tuple
+
+from shardpack import _shardpack
+from shardpack._util import enum_member
+
+__all__ = ["convert", "verify", "info", "ConvertSummary", "VerifyReport", "VerifyFault"]
+
+
+@dataclasses.dataclass
+class ConvertSummary:
+    """What ``convert`` did (the fields of ``shardpack convert --json``): every input
+    is accounted for, ``inputs == written + rejected``."""
+
+    source: str
+    dataset: str
+    inputs: int
+    written: int
+    rejected: int
+    hidden_ignored: int
+    shards: int
+    bytes: int  # bytes of shard files written
+    bytes_in: int  # bytes of input files read (this run)
+    seconds: float
+    resumed_from: int  # inputs already done by an interrupted run (resume=True)
+    rejects: List[Tuple[str, str]]  # (path relative to the source, reason)
+    manifest: dict
+
+    def __str__(self):
+        rate = (self.inputs - self.resumed_from) / self.seconds if self.seconds > 0 else 0.0
+        return (
+            f"{self.dataset}: {self.inputs} inputs: {self.written} written, "
+            f"{self.rejected} rejected; {len(self.manifest['classes'])} classes, "
+            f"{self.shards} {self.manifest['backend']} shards; {self.bytes / 1e6:.1f} MB, "
+            f"{self.seconds:.1f} s, {rate:.0f} images/s"
+        )
+
+
+@dataclasses.dataclass
+class VerifyFault:
+    """One fault: ``record`` and ``offset`` are -1 where they do not apply."""
+
+    file: str
+    record: int
+    offset: int
+    message: str
+    text: str  # "<file>: record N at offset X: <message>", as the CLI prints it
+
+    def __str__(self):
+        return self.text
+
+
+@dataclasses.dataclass
+class VerifyReport:
+    """What ``verify`` found (the fields of ``shardpack verify --json``)."""
+
+    dataset: str
+    ok: bool
+    files: int
+    records: int
+    bytes: int
+    seconds: float
+    fault_count: int  # every fault found; ``faults`` may be capped per file
+    faults: List[VerifyFault]
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        rate = self.bytes / self.seconds / 1e9 if self.seconds > 0 else 0.0
+        noun = "fault" if self.fault_count == 1 else "faults"
+        return (
+            f"{self.dataset}: {'OK' if self.ok else 'FAULTS'}: {self.files} files, "
+            f"{self.records} records, {self.bytes / 1e9:.3f} GB in {self.seconds:.2f} s "
+            f"({rate:.2f} GB/s), {self.fault_count} {noun}"
+        )
+
+
+def _size(size):
+    """(height, width) from an int, a (height, width) pair or the CLI's "WxH"."""
+    if isinstance(size, str):
+        try:
+            width, height = (int(v) for v in size.lower().split("x"))
+        except ValueError:
+            raise ValueError(f'size "{size}": expected "WIDTHxHEIGHT"') from None
+        return height, width
+    if isinstance(size, int):
+        return size, size
+    height, width = size
+    return int(height), int(width)
+
+
+def _rgb(color):
+    """(r, g, b) from "RRGGBB" or a triple."""
+    if isinstance(color, str):
+        if len(color) != 6:
+            raise ValueError(f'background "{color}": expected RRGGBB')
+        return tuple(int(color[i : i + 2], 16) for i in (0, 2, 4))
+    r, g, b = color
+    return int(r), int(g), int(b)
+
+
+def convert(
+    src,
+    dst,
+    *,
+    size=None,
+    fit="crop",
+    max_side=None,
+    keep=False,
+    format="tfrecord",
+    filter="lanczos",
+    channels=3,
+    shard_size=64 << 20,
+    shard_records=0,
+    shuffle=False,
+    seed=0,
+    threads=0,
+    orient=True,
+    background="ffffff",
+    list_file=None,
+    max_pixels=89478485,
+    max_scans=500,
+    max_png_chunk=8000000,
+    max_file_size=1 << 30,
+    strict=False,
+    max_rejects=None,
+    resume=False,
+    overwrite=False,
+    progress=None,
+):
+    """Decodes and resizes a folder of JPEG/PNG class folders (or the files of
+    ``list_file``) into a dataset at ``dst``, like ``shardpack convert``.
+
+    Exactly one geometry: ``size`` (an int, (height, width), or the CLI's "WxH") with
+    ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
+    keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
+    ``threads=0`` uses all cores. ``progress``, if given, is called with a dict (done,
+    total, rejected, bytes_in, bytes_out, seconds) at most ten times a second and at
+    the end, from a converter thread.
+
+    Returns a :class:`ConvertSummary`; bad inputs are listed in it and in
+    ``dst/rejects.tsv`` and do not fail the call. Raises InvalidArgumentError for bad
+    options, AlreadyExistsError when ``dst`` holds a dataset (``overwrite=True``
+    replaces it), CorruptionError when ``strict`` and an input is rejected (or rejects
+    pass ``max_rejects``), ShardpackIOError for I/O errors; then nothing is published.
+    The call cannot be interrupted (Ctrl-C takes effect when it returns).
+    """
+    geometries = (size is not None) + (max_side is not None) + bool(keep)
+    if geometries != 1:
+        raise ValueError("convert: give exactly one of size=, max_side= or keep=True")
+    o = _shardpack.ConvertOptions()
+    o.backend = enum_member(_shardpack.Backend, format, "format")
+    if size is not None:
+        o.height, o.width = _size(size)
+        o.fit = enum_member(_shardpack.FitMode, fit, "fit")
+    elif max_side is not None:
+        o.max_side = int(max_side)
+    else:
+        o.keep = True
+    o.filter = enum_member(_shardpack.ResizeFilter, filter, "filter")
+    o.channels = int(channels)
+    o.max_shard_bytes = int(shard_size)
+    o.max_shard_records = int(shard_records)
+    o.shuffle = bool(shuffle)
+    o.seed = int(seed)
+    o.num_threads = int(threads)
+    o.apply_orientation = bool(orient)
+    o.background = list(_rgb(background))
+    if list_file is not None:
+        o.list_file = os.fspath(list_file)
+    o.max_pixels = int(max_pixels)
+    o.max_scans = int(max_scans)
+    o.max_png_chunk_bytes = int(max_png_chunk)
+    o.max_file_bytes = int(max_file_size)
+    o.strict = bool(strict)
+    if max_rejects is not None:
+        o.max_rejects = int(max_rejects)
+    o.resume = bool(resume)
+    o.overwrite = bool(overwrite)
+    src, dst = os.fspath(src), os.fspath(dst)
+    d = _shardpack.convert(src, dst, o, progress)
+    manifest = json.loads(d.pop("manifest_json"))
+    return ConvertSummary(source=src, dataset=dst, manifest=manifest, **d)
+
+
+def verify(path, *, threads=0, max_faults_per_file=1000):
+    """Checks a dataset like ``shardpack verify``: manifest, file checksums, every
+    record's checksums, shapes, labels and index. Returns a :class:`VerifyReport`
+    (``report.ok``; each fault names file, record and offset). Raises NotFoundError or
+    CorruptionError only when the dataset cannot be read at all (no or a broken
+    manifest); faults inside a readable dataset are in the report."""
+    path = os.fspath(path)
+    d = _shardpack.verify(path, int(threads), int(max_faults_per_file))
+    faults = [VerifyFault(*f) for f in d.pop("faults")]
+    return VerifyReport(dataset=path, faults=faults, **d)
+
+
+def info(path):
+    """The dataset's manifest as a dict plus ``total_bytes`` (shards and indexes), as
+    ``shardpack info --json`` prints it. Raises NotFoundError without a manifest."""
+    manifest = json.loads(_shardpack.read_manifest_json(os.fspath(path)))
+    manifest["total_bytes"] = sum(
+        s["bytes"] + (s["index"]["bytes"] if "index" in s else 0) for s in manifest["shards"]
+    )
+    return manifest

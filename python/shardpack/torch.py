@@ -1,0 +1,98 @@
+"""PyTorch helpers: a DataLoader adapter and torchrun's rank and world size.
+
+``shardpack.Loader`` already batches, shuffles, prefetches and shards by rank, so it
+needs no ``DataLoader``. For code that insists on one::
+
+    ds = shardpack.torch.IterableDataset("data/caltech256", batch_size=256, seed=0)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    for epoch in range(90):
+        ds.set_epoch(epoch)
+        for images, labels in dl:
+            ...
+
+``batch_size=None`` passes the loader's batches through unchanged (no collation, no
+copy); ``num_workers=0`` because the loader's C++ threads do the work, and a worker
+process would hold a second copy of the ring. Do not set ``pin_memory=True``: on the
+GPU path the batches are already on the device, on the host path it would copy.
+"""
+
+import os
+from typing import NamedTuple
+
+import torch
+import torch.utils.data
+
+from shardpack._loader import Loader
+
+__all__ = ["IterableDataset", "DistributedInfo", "distributed_info"]
+
+
+class DistributedInfo(NamedTuple):
+    rank: int
+    world_size: int
+    local_rank: int
+
+
+def distributed_info():
+    """This process's (rank, world_size, local_rank): torch.distributed's when a
+    process group is initialised, else torchrun's RANK, WORLD_SIZE and LOCAL_RANK
+    environment variables, else (0, 1, 0). Pass ``rank`` and ``world_size`` to
+    :class:`shardpack.Loader` and ``device=f"cuda:{local_rank}"`` on GPUs."""
+    env_local = int(os.environ.get("LOCAL_RANK", "0"))
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        return DistributedInfo(
+            torch.distributed.get_rank(), torch.distributed.get_world_size(), env_local
+        )
+    rank = int(os.environ.get("RANK", "0"))
+    world_size = int(os.environ.get("WORLD_SIZE", "1"))
+    if not 0 <= rank < world_size:
+        raise ValueError(f"RANK={rank} is outside [0, WORLD_SIZE={world_size})")
+    return DistributedInfo(rank, world_size, env_local)
+
+
+class IterableDataset(torch.utils.data.IterableDataset):
+    """A ``torch.utils.data.IterableDataset`` whose items are whole batches
+    ``(images, labels)`` of a :class:`shardpack.Loader` made with the same arguments
+    (``framework`` is always "torch"). Use it with
+    ``DataLoader(ds, batch_size=None, num_workers=0)``; iterating it inside a
+    DataLoader worker process raises RuntimeError.
+
+    The loader is made on first use (``ds.loader``); ``set_epoch``, ``state_dict``
+    and ``load_state_dict`` are the loader's, and ``len(ds)`` is its batches per epoch.
+    """
+
+    def __init__(self, path, **loader_kwargs):
+        super().__init__()
+        if loader_kwargs.get("framework", "torch") != "torch":
+            raise ValueError("shardpack.torch.IterableDataset yields torch tensors")
+        loader_kwargs["framework"] = "torch"
+        self._path = path
+        self._kwargs = loader_kwargs
+        self._loader = None
+
+    @property
+    def loader(self):
+        """The underlying :class:`shardpack.Loader` (made on first use)."""
+        if self._loader is None:
+            self._loader = Loader(self._path, **self._kwargs)
+        return self._loader
+
+    def __iter__(self):
+        if torch.utils.data.get_worker_info() is not None:
+            raise RuntimeError(
+                "shardpack.torch.IterableDataset runs in the main process: use "
+                "DataLoader(dataset, batch_size=None, num_workers=0)"
+            )
+        return iter(self.loader)
+
+    def __len__(self):
+        return len(self.loader)
+
+    def set_epoch(self, epoch):
+        self.loader.set_epoch(epoch)
+
+    def state_dict(self):
+        return self.loader.state_dict()
+
+    def load_state_dict(self, state):
+        self.loader.load_state_dict(state)

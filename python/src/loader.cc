@@ -1,0 +1,445 @@
+// _shardpack.Loader and _shardpack.Batch: the loader's ring handed to Python without copies.
+//
+// Lifetime. A Batch holds its ring slot (shardpack::Batch) until the Python object and every
+// array made from it (DLPack capsules, NumPy arrays, torch tensors: each keeps the Batch
+// object alive as its owner) are gone; then the slot is released and refilled. Every Batch
+// also holds the loader's core (shared_ptr), so a loader dropped by Python while tensors of
+// its batches live on is destroyed only after the last of them.
+//
+// Waiting. Loader::Next() blocks without a timeout, and a thread blocked in C++ cannot run
+// Python's signal handlers. So each loader has one waiter thread that calls Next() on
+// request; the Python thread waits for its answer with the GIL released, waking every
+// kSignalPoll to run the signal handlers (Ctrl-C raises KeyboardInterrupt there). An
+// interrupted request stays in flight: its answer is kept and returned by the next call,
+// so no batch is lost and the order stays exact.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/array.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "arrays.h"
+#include "bindings.h"
+#include "errors.h"
+#include "shardpack/loader.h"
+
+namespace nb = nanobind;
+
+namespace shardpack::python {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+// How often a Python thread waiting for a batch wakes up to run signal handlers.
+constexpr std::chrono::milliseconds kSignalPoll = 50ms;
+
+// The loader and its waiter thread. Thread-safety: Request/Wait/Take and the loader calls
+// are made by the Python thread that owns the loader object (under the GIL); the waiter
+// runs Next() only while a request is in flight, and the Python thread calls the loader's
+// other methods only when none is (WaitIdle), so the loader sees one consumer at a time.
+class LoaderCore {
+ public:
+  explicit LoaderCore(std::unique_ptr<Loader> loader)
+      : loader_(std::move(loader)), waiter_([this] { Run(); }) {}
+
+  // Waits for a request in flight to finish (Next() always returns: a batch, an error,
+  // or FailedPrecondition at once), then drops an answer not taken, releasing its slot,
+  // before the loader and its workers go.
+  ~LoaderCore() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    waiter_.join();
+    answer_.reset();
+    loader_.reset();
+  }
+
+  LoaderCore(const LoaderCore&) = delete;
+  LoaderCore& operator=(const LoaderCore&) = delete;
+
+  Loader& loader() { return *loader_; }
+
+  // Batches handed to Python and not yet released (BatchHandle keeps it).
+  std::atomic<int> live_batches{0};
+
+  // Asks for the next batch unless a request is in flight or an answer waits to be taken.
+  void Request() {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (requested_ || answer_.has_value()) return;
+    requested_ = true;
+    cv_.notify_all();
+  }
+
+  // True once an answer is there; false after `timeout` without one.
+  bool WaitAnswer(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return answer_.has_value(); });
+  }
+
+  // True once no request is in flight; false after `timeout`.
+  bool WaitIdle(std::chrono::milliseconds timeout) {
+    std::unique_lock<std::mutex> lock(mu_);
+    return cv_.wait_for(lock, timeout, [&] { return !requested_; });
+  }
+
+  // The answer; WaitAnswer returned true.
+  StatusOr<Batch> TakeAnswer() {
+    std::lock_guard<std::mutex> lock(mu_);
+    StatusOr<Batch> answer = std::move(*answer_);
+    answer_.reset();
+    return answer;
+  }
+
+  // Releases the batch of an answer not taken (before StartEpoch or a new loader).
+  void DropAnswer() {
+    std::optional<StatusOr<Batch>> dropped;
+    std::lock_guard<std::mutex> lock(mu_);
+    dropped.swap(answer_);
+  }
+
+  bool in_flight() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return requested_;
+  }
+
+  // The index of a batch answered but not taken yet (it was made after a Ctrl-C).
+  std::optional<uint64_t> pending_batch() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!answer_.has_value() || !answer_->ok()) return std::nullopt;
+    return answer_->value().index();
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [&] { return stop_ || requested_; });
+      if (stop_) return;
+      lock.unlock();
+      StatusOr<Batch> answer = loader_->Next();
+      lock.lock();
+      answer_.emplace(std::move(answer));
+      requested_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  std::unique_ptr<Loader> loader_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  bool requested_ = false;
+  bool stop_ = false;
+  std::optional<StatusOr<Batch>> answer_;
+  std::thread waiter_;  // last: started once the members above exist
+};
+
+// Runs `wait(timeout)` without the GIL until it returns true, running the signal handlers
+// between tries; a handler's exception (KeyboardInterrupt) is raised. GIL held on entry.
+template <typename Wait>
+void WaitWithSignals(Wait wait) {
+  while (true) {
+    bool done;
+    {
+      nb::gil_scoped_release release;
+      done = wait(kSignalPoll);
+    }
+    if (done) return;
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
+  }
+}
+
+// A batch handed to Python. Not movable: Python owns it through a unique_ptr, so the
+// count of live batches stays exact.
+class BatchHandle {
+ public:
+  BatchHandle(std::shared_ptr<LoaderCore> core, Batch batch)
+      : core_(std::move(core)),
+        batch_(std::move(batch)),
+        device_(core_->loader().options().device) {
+    core_->live_batches.fetch_add(1);
+  }
+  ~BatchHandle() {
+    batch_.Release();
+    core_->live_batches.fetch_sub(1);
+  }
+  BatchHandle(const BatchHandle&) = delete;
+  BatchHandle& operator=(const BatchHandle&) = delete;
+
+  Batch& batch() { return batch_; }
+  const Batch& batch() const { return batch_; }
+  int device() const { return device_; }  // CUDA device of the images, -1: the host
+
+ private:
+  std::shared_ptr<LoaderCore> core_;  // declared first: outlives `batch_`
+  Batch batch_;
+  int device_;
+};
+
+nb::dlpack::dtype DlpackType(OutputType t) {
+  switch (t) {
+    case OutputType::kUint8:
+      return nb::dtype<uint8_t>();
+    case OutputType::kFloat32:
+      return nb::dtype<float>();
+    case OutputType::kFloat16:
+      return {static_cast<uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+  }
+  return nb::dtype<uint8_t>();
+}
+
+// The images of the batch in `self` (a BatchHandle) as an array that keeps `self` alive:
+// uint8 N x H x W x C, or N x C x H x W floats when normalised; on the device (GPU path)
+// or in the host slot, never copied.
+nb::ndarray<nb::array_api> Images(nb::handle self) {
+  BatchHandle& h = nb::cast<BatchHandle&>(self);
+  const Batch& b = h.batch();
+  const size_t n = static_cast<size_t>(b.size());
+  const size_t height = static_cast<size_t>(b.height());
+  const size_t width = static_cast<size_t>(b.width());
+  const size_t channels = static_cast<size_t>(b.channels());
+  const bool nchw = b.type() != OutputType::kUint8;
+  const size_t shape[4] = {n, nchw ? channels : height, nchw ? height : width,
+                           nchw ? width : channels};
+  const bool gpu = h.device() >= 0;
+  void* data = gpu ? b.device_data() : const_cast<void*>(b.host_data());
+  return nb::ndarray<nb::array_api>(data, 4, shape, self, nullptr, DlpackType(b.type()),
+                                    gpu ? nb::device::cuda::value : nb::device::cpu::value,
+                                    gpu ? h.device() : 0);
+}
+
+class LoaderHandle {
+ public:
+  LoaderHandle(const DatasetHandle& dataset, const LoaderOptions& options,
+               const std::string& state_text) {
+    std::optional<LoaderState> state;
+    if (!state_text.empty()) state = ValueOrRaise(LoaderState::Parse(state_text));
+    StatusOr<std::unique_ptr<Loader>> loader = [&] {
+      nb::gil_scoped_release release;
+      return Loader::Create(dataset.dataset, options, state ? &*state : nullptr);
+    }();
+    core_ = std::make_shared<LoaderCore>(ValueOrRaise(std::move(loader)));
+  }
+
+  // The next batch of the epoch; StopIteration at its end.
+  std::unique_ptr<BatchHandle> Next() {
+    core_->Request();
+    WaitWithSignals([&](auto timeout) { return core_->WaitAnswer(timeout); });
+    StatusOr<Batch> answer = core_->TakeAnswer();
+    if (!answer.ok()) {
+      if (answer.status().code() == StatusCode::kOutOfRange) throw nb::stop_iteration();
+      RaiseStatus(answer.status());
+    }
+    return std::make_unique<BatchHandle>(core_, std::move(answer).value());
+  }
+
+  void StartEpoch(uint64_t epoch) {
+    Idle();
+    core_->DropAnswer();
+    RaiseIfError(core_->loader().StartEpoch(epoch));
+  }
+
+  // The loader's state as the consumer sees it: a batch made after a Ctrl-C but not yet
+  // returned by Next() is still to come.
+  std::string State() {
+    Idle();
+    LoaderState state = core_->loader().state();
+    if (std::optional<uint64_t> pending = core_->pending_batch()) state.next_batch = *pending;
+    return state.ToString();
+  }
+
+  // The state naming batch `next_batch` of `epoch` for this loader's configuration.
+  std::string StateAt(uint64_t epoch, uint64_t next_batch) {
+    Idle();
+    LoaderState state = core_->loader().state();
+    state.epoch = epoch;
+    state.next_batch = next_batch;
+    return state.ToString();
+  }
+
+  int live_batches() const { return core_->live_batches.load(); }
+
+  LoaderStats Stats() {
+    Idle();
+    return core_->loader().stats();
+  }
+
+  uint64_t BatchesPerEpoch() const { return core_->loader().batches_per_epoch(); }
+
+  nb::ndarray<nb::numpy, uint64_t, nb::ndim<1>> EpochOrder(uint64_t epoch) const {
+    std::vector<uint64_t> order = core_->loader().EpochOrder(epoch);
+    return CopyToNumpy(std::span<const uint64_t>(order));
+  }
+
+  bool in_flight() const { return core_->in_flight(); }
+
+ private:
+  // Waits for a request left in flight by a Ctrl-C, so the loader has one consumer.
+  void Idle() {
+    WaitWithSignals([&](auto timeout) { return core_->WaitIdle(timeout); });
+  }
+
+  std::shared_ptr<LoaderCore> core_;
+};
+
+// Python's DLPack stream argument -> cudaStream_t: 1 (or None) is the legacy default
+// stream, 2 the per-thread default stream, any other value the stream itself.
+void* StreamFromDlpack(intptr_t stream) {
+  if (stream == 1 || stream == 0) return nullptr;
+  return reinterpret_cast<void*>(stream);
+}
+
+}  // namespace
+
+void BindLoader(nb::module_& m) {
+  nb::enum_<ShuffleMode>(m, "ShuffleMode")
+      .value("none", ShuffleMode::kNone)
+      .value("global", ShuffleMode::kGlobal)
+      .value("block", ShuffleMode::kBlock);
+  nb::enum_<Tail>(m, "Tail")
+      .value("partial", Tail::kPartial)
+      .value("drop", Tail::kDrop)
+      .value("pad", Tail::kPad);
+  nb::enum_<Transform>(m, "Transform")
+      .value("none", Transform::kNone)
+      .value("center_crop", Transform::kCenterCrop)
+      .value("random_resized_crop", Transform::kRandomResizedCrop)
+      .value("random_crop", Transform::kRandomCrop);
+  nb::enum_<OnCorrupt>(m, "OnCorrupt")
+      .value("fail", OnCorrupt::kFail)
+      .value("skip", OnCorrupt::kSkip);
+  nb::enum_<OutputType>(m, "OutputType")
+      .value("uint8", OutputType::kUint8)
+      .value("float32", OutputType::kFloat32)
+      .value("float16", OutputType::kFloat16);
+  nb::enum_<ResizeFilter>(m, "ResizeFilter")
+      .value("area", ResizeFilter::kArea)
+      .value("bilinear", ResizeFilter::kBilinear)
+      .value("bicubic", ResizeFilter::kBicubic)
+      .value("lanczos", ResizeFilter::kLanczos3);
+
+  nb::class_<LoaderOptions>(m, "LoaderOptions", "shardpack::LoaderOptions (loader.h).")
+      .def(nb::init<>())
+      .def_rw("batch_size", &LoaderOptions::batch_size)
+      .def_rw("shuffle", &LoaderOptions::shuffle)
+      .def_rw("block_size", &LoaderOptions::block_size)
+      .def_rw("block_window", &LoaderOptions::block_window)
+      .def_rw("seed", &LoaderOptions::seed)
+      .def_rw("num_threads", &LoaderOptions::num_threads)
+      .def_rw("prefetch", &LoaderOptions::prefetch)
+      .def_rw("tail", &LoaderOptions::tail)
+      .def_rw("rank", &LoaderOptions::rank)
+      .def_rw("world_size", &LoaderOptions::world_size)
+      .def_rw("device", &LoaderOptions::device)
+      .def_rw("verify_crc", &LoaderOptions::verify_crc)
+      .def_rw("on_corrupt", &LoaderOptions::on_corrupt)
+      .def_rw("output_height", &LoaderOptions::output_height)
+      .def_rw("output_width", &LoaderOptions::output_width)
+      .def_rw("transform", &LoaderOptions::transform)
+      .def_rw("random_flip", &LoaderOptions::random_flip)
+      .def_rw("resize_shorter", &LoaderOptions::resize_shorter)
+      .def_rw("rrc_scale_min", &LoaderOptions::rrc_scale_min)
+      .def_rw("rrc_scale_max", &LoaderOptions::rrc_scale_max)
+      .def_rw("rrc_ratio_min", &LoaderOptions::rrc_ratio_min)
+      .def_rw("rrc_ratio_max", &LoaderOptions::rrc_ratio_max)
+      .def_rw("filter", &LoaderOptions::filter)
+      .def_rw("output_type", &LoaderOptions::output_type)
+      .def_rw("mean", &LoaderOptions::mean)
+      .def_rw("std", &LoaderOptions::std);
+
+  nb::class_<LoaderStats>(m, "LoaderStats",
+                          "shardpack::LoaderStats: counters since the loader was made.")
+      .def_ro("batches", &LoaderStats::batches)
+      .def_ro("samples", &LoaderStats::samples)
+      .def_ro("bytes", &LoaderStats::bytes, "Pixel bytes copied into the ring.")
+      .def_ro("skipped_corrupt", &LoaderStats::skipped_corrupt)
+      .def_ro("seconds", &LoaderStats::seconds, "Seconds since the loader was made.")
+      .def_ro("wait_seconds", &LoaderStats::wait_seconds,
+              "Seconds the consumer waited for batches.")
+      .def_ro("mean_ready_batches", &LoaderStats::mean_ready_batches)
+      .def("__str__", &LoaderStats::ToString);
+
+  nb::class_<BatchHandle>(m, "Batch",
+                          "One batch, holding its ring slot until this object and every array "
+                          "made from it are gone.")
+      .def("images", &Images,
+           "The images as an array (DLPack and buffer protocol) that keeps this batch alive: "
+           "uint8 NHWC, or NCHW floats when normalised; never a copy.")
+      .def(
+          "labels", [](const BatchHandle& h) { return CopyToNumpy(h.batch().labels()); },
+          "The labels, int64, as a new array (a copy: holding it holds no slot).")
+      .def(
+          "indices", [](const BatchHandle& h) { return CopyToNumpy(h.batch().indices()); },
+          "The global sample indices, uint64, as a new array.")
+      .def(
+          "wait_on",
+          [](BatchHandle& h, intptr_t stream) {
+            RaiseIfError(h.batch().WaitOn(StreamFromDlpack(stream)));
+          },
+          nb::arg("stream"),
+          "GPU path: makes `stream` (a cudaStream_t as an int; DLPack's 1: the legacy default "
+          "stream) wait for the batch, without blocking the host; the slot's reuse will wait "
+          "for the work queued on it. No-op on the host path.")
+      .def_prop_ro("epoch", [](const BatchHandle& h) { return h.batch().epoch(); })
+      .def_prop_ro("index", [](const BatchHandle& h) { return h.batch().index(); })
+      .def_prop_ro("size", [](const BatchHandle& h) { return h.batch().size(); })
+      .def_prop_ro("valid", [](const BatchHandle& h) { return h.batch().valid(); })
+      .def_prop_ro("device", &BatchHandle::device)
+      .def_prop_ro(
+          "data_address",
+          [](const BatchHandle& h) {
+            const void* p = h.device() >= 0 ? h.batch().device_data() : h.batch().host_data();
+            return reinterpret_cast<uintptr_t>(p);
+          },
+          "Address of the images in the ring slot (device memory on the GPU path).")
+      .def_prop_ro("host_bytes", [](const BatchHandle& h) { return h.batch().host_bytes(); });
+
+  nb::class_<LoaderHandle>(m, "Loader", "shardpack::Loader with a waiter thread (see loader.cc).")
+      .def(nb::init<const DatasetHandle&, const LoaderOptions&, const std::string&>(),
+           nb::arg("dataset"), nb::arg("options"), nb::arg("state") = "")
+      .def("next", &LoaderHandle::Next,
+           "The next batch of the epoch; StopIteration at its end. Waits with the GIL released; "
+           "Ctrl-C raises KeyboardInterrupt and the batch comes with the next call.")
+      .def("start_epoch", &LoaderHandle::StartEpoch, nb::arg("epoch"))
+      .def("state", &LoaderHandle::State, "LoaderState::ToString() of the next batch to come.")
+      .def("state_at", &LoaderHandle::StateAt, nb::arg("epoch"), nb::arg("next_batch"))
+      .def("stats", &LoaderHandle::Stats)
+      .def_prop_ro("live_batches", &LoaderHandle::live_batches,
+                   "Batches handed out and not yet released (alive in Python).")
+      .def_prop_ro("batches_per_epoch", &LoaderHandle::BatchesPerEpoch)
+      .def("epoch_order", &LoaderHandle::EpochOrder, nb::arg("epoch"),
+           "Loader::EpochOrder: the global sample indices of `epoch` for this rank, in order.")
+      .def_prop_ro("in_flight", &LoaderHandle::in_flight,
+                   "True while a Next() interrupted by a signal is still being answered.");
+
+  m.def(
+      "parse_loader_state",
+      [](const std::string& text) {
+        LoaderState s = ValueOrRaise(LoaderState::Parse(text));
+        nb::dict d;
+        d["epoch"] = s.epoch;
+        d["next_batch"] = s.next_batch;
+        d["seed"] = s.seed;
+        d["num_samples"] = s.num_samples;
+        d["rank"] = s.rank;
+        d["world_size"] = s.world_size;
+        d["batch_size"] = s.batch_size;
+        d["shuffle"] = s.shuffle;
+        return d;
+      },
+      nb::arg("text"), "LoaderState::Parse, as a dict.");
+}
+
+}  // namespace shardpack::python

@@ -1,0 +1,23 @@
+// The _shardpack extension module: the C++ library bound for the Python package in
+// python/shardpack/, which is its only intended user (the package adds the Pythonic API,
+// argument checking and the framework conversions).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include <string>
+
+#include "bindings.h"
+#include "shardpack/manifest.h"
+
+namespace nb = nanobind;
+
+NB_MODULE(_shardpack, m) {
+  m.doc() = "shardpack C++ library bindings (use the shardpack package, not this module)";
+  m.def(
+      "version", [] { return std::string(shardpack::Version()); },
+      "The version of the linked shardpack library, e.g. \"0.1.0\".");
+  shardpack::python::BindDataset(m);
+  shardpack::python::BindLoader(m);
+  shardpack::python::BindConvert(m);
+  shardpack::python::BindVerify(m);
+}

@@ -1,0 +1,85 @@
+"""C++ errors arrive as Python exceptions carrying file, record and offset."""
+
+import gc
+import os
+
+import pytest
+from conftest import collect
+
+import shardpack
+
+
+def flip_pixel_byte(path, index):
+    """Flips a byte in the pixels of sample `index`; returns (file, record, offset)."""
+    ds = shardpack.Dataset(path)
+    shard, record, offset = ds.locate(index)
+    entry = next(e for e in shardpack.info(path)["shards"] if e["file"] == shard)
+    with open(os.path.join(path, entry["index"]["file"])) as f:
+        size = int(f.read().splitlines()[record].split()[1])
+    where = offset + size - 4 - 10  # 10 bytes before the record's data CRC: pixels
+    with open(os.path.join(path, shard), "r+b") as f:
+        f.seek(where)
+        byte = f.read(1)[0]
+        f.seek(where)
+        f.write(bytes([byte ^ 0x01]))
+    return shard, record, offset
+
+
+def test_corrupt_record_fails_the_batch_naming_file_record_offset(dataset_copy):
+    shard, record, offset = flip_pixel_byte(dataset_copy, 17)
+    ld = shardpack.Loader(dataset_copy, batch_size=6, shuffle="none", framework="numpy")
+    it = ld.batches()
+    for _ in range(2):  # samples 0..11
+        next(it)
+    with pytest.raises(shardpack.CorruptionError) as e:
+        for _ in it:  # batch 2 holds sample 17
+            pass
+    message = str(e.value)
+    assert f"{shard}: record {record} at offset {offset}: " in message
+    assert "checksum" in message
+    assert e.value.code == "Corruption" and isinstance(e.value, shardpack.Error)
+    ld.set_epoch(1)  # a new epoch after the failure
+    assert next(ld.batches()).index == 0
+
+
+def test_corrupt_record_skipped_when_asked(dataset_copy):
+    flip_pixel_byte(dataset_copy, 17)
+    ld = shardpack.Loader(
+        dataset_copy, batch_size=6, shuffle="none", on_corrupt="skip", framework="numpy"
+    )
+    sizes = [b.size for b in ld.batches()]
+    assert sizes == [6, 6, 5] + [6] * 7
+    assert ld.stats().skipped_corrupt == 1
+    indices, _, _ = collect(ld)  # the next epoch, also without 17
+    assert 17 not in indices.tolist() and len(indices) == 59
+
+
+def test_dataset_get_raises_for_the_damaged_sample_only(dataset_copy):
+    shard, record, offset = flip_pixel_byte(dataset_copy, 3)
+    ds = shardpack.Dataset(dataset_copy)
+    ds[2], ds[4]
+    with pytest.raises(shardpack.CorruptionError, match=f"record {record} at offset {offset}"):
+        ds[3]
+    assert shardpack.Dataset(dataset_copy, verify_crc=False)[3].pixels.shape == (32, 32, 3)
+
+
+def test_loader_without_crc_checks_does_not_notice(dataset_copy):
+    flip_pixel_byte(dataset_copy, 17)
+    ld = shardpack.Loader(dataset_copy, batch_size=6, verify_crc=False, framework="numpy")
+    assert sum(b.size for b in ld.batches()) == 60
+
+
+def test_missing_shard_is_reported_at_open(dataset_copy):
+    shard = shardpack.info(dataset_copy)["shards"][0]["file"]
+    os.remove(os.path.join(dataset_copy, shard))
+    with pytest.raises(shardpack.Error, match=shard):
+        shardpack.Loader(dataset_copy, framework="numpy")
+
+
+def test_cuda_device_without_a_gpu_is_unavailable(dataset_path):
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is present")
+    with pytest.raises(shardpack.UnavailableError):
+        shardpack.Loader(dataset_path, device="cuda:0")
+    gc.collect()

@@ -1,0 +1,134 @@
+"""convert, verify, info and the package's metadata."""
+
+import importlib.metadata
+import os
+
+import numpy as np
+import pytest
+from conftest import CLASS_COLOURS, PER_CLASS, make_image_folder
+
+import shardpack
+
+
+def test_version_is_the_library_and_package_version():
+    assert shardpack.__version__ == importlib.metadata.version("shardpack")
+    assert shardpack.__version__.count(".") == 2
+
+
+def test_convert_accounts_for_every_input(image_folder, tmp_path):
+    progress = []
+    s = shardpack.convert(
+        image_folder, tmp_path / "ds", size=(24, 32), shard_records=16, progress=progress.append
+    )
+    assert s.inputs == s.written + s.rejected
+    assert s.written == len(CLASS_COLOURS) * PER_CLASS
+    assert s.rejected == 1
+    assert s.rejects[0][0] == os.path.join("apple", "broken.jpg")
+    assert "JPEG" in s.rejects[0][1] or "image" in s.rejects[0][1]
+    assert s.shards == 4 and s.manifest["num_samples"] == s.written
+    assert s.manifest["image"]["height"] == 24 and s.manifest["image"]["width"] == 32
+    assert progress[-1]["done"] == progress[-1]["total"] == s.inputs
+    assert os.path.exists(tmp_path / "ds" / "rejects.tsv")
+    assert "60 written, 1 rejected" in str(s)
+
+
+def test_convert_size_string_is_width_by_height(image_folder, tmp_path):
+    s = shardpack.convert(image_folder, tmp_path / "ds", size="32x24", format="lmdb")
+    assert (s.manifest["image"]["height"], s.manifest["image"]["width"]) == (24, 32)
+    assert s.manifest["backend"] == "lmdb"
+
+
+def test_convert_refuses_an_existing_dataset_unless_overwrite(dataset_path, image_folder):
+    with pytest.raises(shardpack.AlreadyExistsError) as e:
+        shardpack.convert(image_folder, dataset_path, size=32)
+    assert isinstance(e.value, FileExistsError)
+    assert dataset_path in str(e.value)
+
+
+def test_convert_overwrite_replaces(image_folder, tmp_path):
+    shardpack.convert(image_folder, tmp_path / "ds", size=16)
+    s = shardpack.convert(image_folder, tmp_path / "ds", size=20, overwrite=True)
+    assert shardpack.info(tmp_path / "ds")["image"]["height"] == 20 == s.manifest["image"]["height"]
+
+
+def test_convert_strict_raises_corruption_naming_the_file(image_folder, tmp_path):
+    with pytest.raises(shardpack.CorruptionError, match="broken.jpg"):
+        shardpack.convert(image_folder, tmp_path / "ds", size=16, strict=True)
+    assert not os.path.exists(tmp_path / "ds" / "manifest.json")
+
+
+def test_convert_needs_exactly_one_geometry(image_folder, tmp_path):
+    with pytest.raises(ValueError, match="exactly one"):
+        shardpack.convert(image_folder, tmp_path / "ds")
+    with pytest.raises(ValueError, match="exactly one"):
+        shardpack.convert(image_folder, tmp_path / "ds", size=16, keep=True)
+
+
+def test_convert_bad_option_is_invalid_argument(image_folder, tmp_path):
+    with pytest.raises(ValueError, match="format"):
+        shardpack.convert(image_folder, tmp_path / "ds", size=16, format="zip")
+    with pytest.raises(shardpack.InvalidArgumentError):
+        shardpack.convert(image_folder, tmp_path / "ds", size=16, channels=2)
+
+
+def test_convert_output_does_not_depend_on_threads(tmp_path):
+    make_image_folder(str(tmp_path / "src"), per_class=4)
+    a = shardpack.convert(tmp_path / "src", tmp_path / "a", size=16, threads=1)
+    b = shardpack.convert(tmp_path / "src", tmp_path / "b", size=16, threads=2)
+    assert [s["xxh3_128"] for s in a.manifest["shards"]] == [
+        s["xxh3_128"] for s in b.manifest["shards"]
+    ]
+
+
+def test_verify_intact_dataset(dataset_path):
+    r = shardpack.verify(dataset_path)
+    assert r.ok and bool(r)
+    assert r.records == 60 and r.fault_count == 0 and r.faults == []
+    assert ": OK: " in str(r)
+
+
+def test_verify_names_file_record_and_offset_of_a_flipped_byte(dataset_copy):
+    ds = shardpack.Dataset(dataset_copy)
+    shard, record, offset = ds.locate(13)
+    with open(os.path.join(dataset_copy, shard), "r+b") as f:
+        f.seek(offset + 100)
+        byte = f.read(1)
+        f.seek(offset + 100)
+        f.write(bytes([byte[0] ^ 0x40]))
+    r = shardpack.verify(dataset_copy)
+    assert not r.ok
+    fault = next(f for f in r.faults if f.record >= 0)
+    assert (fault.file, fault.record, fault.offset) == (shard, record, offset)
+    assert f"{shard}: record {record} at offset {offset}: " in str(fault)
+    assert "FAULTS" in str(r)
+
+
+def test_verify_without_manifest_is_not_found(tmp_path):
+    with pytest.raises(shardpack.NotFoundError) as e:
+        shardpack.verify(tmp_path)
+    assert isinstance(e.value, FileNotFoundError)
+
+
+def test_info_is_the_manifest_with_total_bytes(dataset_path):
+    i = shardpack.info(dataset_path)
+    assert i["num_samples"] == 60 and i["backend"] == "tfrecord"
+    assert [c["name"] for c in i["classes"]] == sorted(CLASS_COLOURS)
+    files = [s["file"] for s in i["shards"]] + [s["index"]["file"] for s in i["shards"]]
+    assert i["total_bytes"] == sum(os.path.getsize(os.path.join(dataset_path, f)) for f in files)
+
+
+def test_info_of_a_folder_without_manifest_raises(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        shardpack.info(tmp_path)
+
+
+def test_dataset_sample_is_a_read_only_view(dataset_path):
+    ds = shardpack.Dataset(dataset_path)
+    s = ds[5]
+    assert s.pixels.shape == (32, 32, 3) and s.pixels.dtype == np.uint8
+    assert not s.pixels.flags.writeable
+    assert ds.classes[s.label] == s.class_text
+    assert s.filename.startswith(s.class_text + "/")
+    with pytest.raises(IndexError):
+        ds[60]
+    assert ds[-1].filename == ds[59].filename

@@ -1,0 +1,94 @@
+"""PyTorch: training on loader batches, the DataLoader adapter, torchrun, the GPU path."""
+
+import numpy as np
+import pytest
+
+import shardpack
+
+torch = pytest.importorskip("torch")
+import shardpack.torch as sptorch  # noqa: E402
+
+
+def test_training_loop_on_loader_batches_reduces_the_loss(dataset_path):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.AdaptiveAvgPool2d(1),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8, 4),
+    )
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.2, momentum=0.9)
+    loader = shardpack.Loader(
+        dataset_path,
+        batch_size=12,
+        seed=0,
+        output_size=28,
+        random_crop=True,
+        flip=True,
+        normalize="imagenet",
+    )
+    epoch_losses = []
+    for epoch in range(8):
+        loader.set_epoch(epoch)
+        losses = []
+        for images, labels in loader:
+            assert images.shape == (12, 3, 28, 28) and images.dtype == torch.float32
+            loss = torch.nn.functional.cross_entropy(model(images), labels)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        epoch_losses.append(float(np.mean(losses)))
+    assert epoch_losses[-1] < 0.5 * epoch_losses[0], epoch_losses
+    s = loader.stats()
+    assert s.batches == 40 and s.samples == 480 and 0 <= s.wait_seconds <= s.seconds
+    assert "samples/s" in str(s)
+
+
+def test_dataloader_adapter_passes_batches_through(dataset_path):
+    ds = sptorch.IterableDataset(dataset_path, batch_size=8, seed=4)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=0)
+    assert len(dl) == len(ds) == 8
+    got = []
+    for images, labels in dl:  # each batch dropped before the next: the ring is reused
+        assert images.shape[1:] == (32, 32, 3) and images.dtype == torch.uint8
+        got.append(labels)
+    del images
+    assert len(got) == 8
+    order = ds.loader.epoch_order(0)
+    reference = shardpack.Dataset(dataset_path)
+    assert torch.cat(got).tolist() == [reference[int(i)].label for i in order]
+    ds.set_epoch(1)
+    assert ds.state_dict()["loader_state"].startswith("shardpack-loader-state 1 epoch=1 ")
+
+
+def test_dataloader_adapter_refuses_worker_processes(dataset_path):
+    ds = sptorch.IterableDataset(dataset_path, batch_size=8)
+    dl = torch.utils.data.DataLoader(ds, batch_size=None, num_workers=1)
+    with pytest.raises(RuntimeError, match="num_workers=0"):
+        next(iter(dl))
+
+
+def test_distributed_info_reads_torchrun_environment(monkeypatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+        monkeypatch.delenv(name, raising=False)
+    assert sptorch.distributed_info() == (0, 1, 0)
+    monkeypatch.setenv("RANK", "3")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    info = sptorch.distributed_info()
+    assert (info.rank, info.world_size, info.local_rank) == (3, 4, 1)
+    monkeypatch.setenv("RANK", "4")
+    with pytest.raises(ValueError, match="RANK"):
+        sptorch.distributed_info()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_gpu_batches_equal_host_batches(dataset_path):
+    options = dict(batch_size=8, seed=3, normalize="imagenet", dtype="float16")
+    host = shardpack.Loader(dataset_path, **options)
+    gpu = shardpack.Loader(dataset_path, device="cuda:0", **options)
+    for (hx, hy), (gx, gy) in zip(host, gpu):
+        assert gx.device.type == "cuda" and gy.device.type == "cuda"
+        assert torch.equal(gx.cpu(), hx) and torch.equal(gy.cpu(), hy)
