@@ -1,5 +1,8 @@
-// The loader's ring. Batches are numbered within an epoch; batch b lives in slot b % S
-// (S = prefetch + 2). Workers take chunks of consecutive samples of the lowest batch not
+// The loader's ring. Batches are numbered within an epoch; batch b lives in slot
+// (slot_base + b) % S (S = prefetch + 2), where each (re)start picks slot_base so that its
+// first batch goes into the slot after the last one handed out: batches the consumer
+// still holds from before (an epoch's last, typically) never sit where the new epoch's
+// first ones go. Workers take chunks of consecutive samples of the lowest batch not
 // yet handed out; the first chunk of a batch claims its slot, which must have been
 // released by the consumer (and, on the GPU, its last host-to-device copy finished).
 // The worker that finishes a batch's last chunk publishes it: on the GPU it queues the
@@ -166,7 +169,9 @@ class Loader::Impl {
     }
   }
 
-  Batch::Slot& SlotOf(uint64_t batch) { return *slots[batch % slots.size()]; }
+  uint64_t slot_base = 0;  // batch b of the current plan lives in slot (slot_base + b) % S
+  uint64_t next_slot = 0;  // the slot after the last batch handed out
+  Batch::Slot& SlotOf(uint64_t batch) { return *slots[(slot_base + batch) % slots.size()]; }
 
   int ChunksOf(int size) const { return std::max(1, (size + chunk - 1) / chunk); }
 
@@ -370,6 +375,8 @@ class Loader::Impl {
     idle_cv.wait(lock, [&] { return active_chunks == 0; });
     restarting = false;
     plan = read::EpochPlan::Make(spec, shard_records, epoch);
+    const uint64_t n = slots.size();
+    slot_base = (next_slot + n - batch % n) % n;
     for (auto& slot : slots) {
       if (slot->state == Batch::Slot::State::kFilling ||
           slot->state == Batch::Slot::State::kReady) {
@@ -703,10 +710,26 @@ StatusOr<Batch> Loader::Next() {
   }
   slot.state = Batch::Slot::State::kHeld;
   ++m.deliver_batch;
+  m.next_slot = (m.slot_base + m.deliver_batch) % m.slots.size();
   ++m.stat_batches;
   m.stat_samples += static_cast<uint64_t>(slot.size);
   m.stat_bytes += static_cast<uint64_t>(slot.size) * m.sample_bytes;
   return Batch(this, &slot);
+}
+
+bool Loader::WaitReady(std::chrono::milliseconds timeout) {
+  Impl& m = *impl_;
+  std::unique_lock<std::mutex> lock(m.mu);
+  if (m.deliver_batch >= m.plan.num_batches()) return true;
+  Batch::Slot& slot = m.SlotOf(m.deliver_batch);
+  if (slot.state == Batch::Slot::State::kHeld) return true;
+  const auto t0 = Clock::now();
+  const bool ready = m.ready_cv.wait_for(lock, timeout, [&] {
+    return slot.state == Batch::Slot::State::kReady && slot.generation == m.generation &&
+           slot.index == m.deliver_batch;
+  });
+  m.stat_wait += std::chrono::duration<double>(Clock::now() - t0).count();
+  return ready;
 }
 
 Status Loader::StartEpoch(uint64_t epoch) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <map>
 #include <set>
 
@@ -310,6 +311,59 @@ TEST(LoaderRingTest, HoldingTheSlotThatIsNeededIsAnErrorNotADeadlock) {
   auto again = loader->Next();
   ASSERT_OK(again.status());
   EXPECT_EQ(again->index(), 3u);
+}
+
+TEST(LoaderRingTest, BatchesHeldAcrossStartEpochDoNotBlockTheNewEpoch) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 8});
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.prefetch = 1;  // 3 slots, 4 batches per epoch: epochs end in different slots
+  o.shuffle = ShuffleMode::kNone;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  // The consumer always holds the two batches before the one it asks for (the most a
+  // 3-slot ring allows), across epoch boundaries too, as a for-loop over batches that
+  // keeps the previous step's batch alive does.
+  std::deque<Batch> held;  // destroyed before the loader
+  for (uint64_t epoch = 0; epoch < 5; ++epoch) {
+    if (epoch > 0) ASSERT_OK(loader->StartEpoch(epoch));
+    for (uint64_t b = 0; b < loader->batches_per_epoch(); ++b) {
+      auto batch = loader->Next();
+      ASSERT_TRUE(batch.ok()) << "epoch " << epoch << " batch " << b << ": "
+                              << batch.status().ToString();
+      EXPECT_EQ(batch->index(), b);
+      EXPECT_EQ(batch->epoch(), epoch);
+      EXPECT_EQ(batch->indices()[0], 2 * b);
+      held.push_back(std::move(batch).value());
+      if (held.size() > 2) held.pop_front();
+    }
+    EXPECT_EQ(loader->Next().status().code(), StatusCode::kOutOfRange);
+  }
+}
+
+TEST(LoaderRingTest, WaitReadyReturnsOnceNextWouldNotBlock) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 8});
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.prefetch = 1;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  EXPECT_TRUE(loader->WaitReady(std::chrono::seconds(30)));  // batch 0 gets made
+  std::vector<Batch> held;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(loader->WaitReady(std::chrono::seconds(30)));
+    auto b = loader->Next();
+    ASSERT_OK(b.status());
+    held.push_back(std::move(b).value());
+  }
+  // Batch 3 needs the slot of held batch 0: Next() would fail at once, so no wait.
+  EXPECT_TRUE(loader->WaitReady(std::chrono::milliseconds(0)));
+  EXPECT_EQ(loader->Next().status().code(), StatusCode::kFailedPrecondition);
+  held.clear();
+  ASSERT_TRUE(loader->WaitReady(std::chrono::seconds(30)));
+  ASSERT_OK(loader->Next().status());                            // batch 3, the epoch's last
+  EXPECT_TRUE(loader->WaitReady(std::chrono::milliseconds(0)));  // the epoch is over
+  EXPECT_EQ(loader->Next().status().code(), StatusCode::kOutOfRange);
 }
 
 TEST(LoaderRingTest, StartEpochDropsWhatWasPrefetched) {

@@ -49,6 +49,7 @@
 #define SHARDPACK_LOADER_H_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -247,8 +248,14 @@ class Loader {
   Loader& operator=(const Loader&) = delete;
 
   // The next batch of the current epoch; OutOfRange when the epoch is done.
-  // FailedPrecondition if the consumer still holds the batch whose slot it needs.
+  // FailedPrecondition if the consumer still holds the batch whose slot it needs (it
+  // holds prefetch + 2 batches; batches held across StartEpoch count too).
   StatusOr<Batch> Next();
+  // Waits at most `timeout` until Next() would return without blocking (a batch ready,
+  // the epoch over, a failed batch, or its slot still held): true then, false on timeout.
+  // For callers that must stay responsive while waiting (e.g. to signals). The time
+  // waited counts in LoaderStats::wait_seconds.
+  bool WaitReady(std::chrono::milliseconds timeout);
   // Moves to `epoch` (batch 0), dropping what was prefetched.
   Status StartEpoch(uint64_t epoch);
 
