@@ -363,17 +363,12 @@ class Loader:
         self._touched = False
 
     def _start_epoch(self, epoch):
-        """Moves to batch 0 of ``epoch``. The C++ loader numbers the ring slots from the
-        epoch's batch 0, so a batch still held from before (the loop variable of the last
-        epoch, typically) may sit in a slot the new epoch needs: then a new C++ loader
-        with its own ring starts there instead, and the old ring is freed once those
-        batches are dropped. Without live batches the ring is reused."""
-        if self._core.live_batches == 0:
-            self._core.start_epoch(epoch)
-            self._exhausted = False
-            self._touched = False
-        else:
-            self._make(self._core.state_at(epoch, 0))
+        """Moves to batch 0 of ``epoch``, dropping what was prefetched. Batches still held
+        from before stay valid: the ring starts the new epoch in the slot after the last
+        batch handed out."""
+        self._core.start_epoch(epoch)
+        self._exhausted = False
+        self._touched = False
 
     # Iteration.
 

@@ -6,12 +6,11 @@
 // also holds the loader's core (shared_ptr), so a loader dropped by Python while tensors of
 // its batches live on is destroyed only after the last of them.
 //
-// Waiting. Loader::Next() blocks without a timeout, and a thread blocked in C++ cannot run
-// Python's signal handlers. So each loader has one waiter thread that calls Next() on
-// request; the Python thread waits for its answer with the GIL released, waking every
-// kSignalPoll to run the signal handlers (Ctrl-C raises KeyboardInterrupt there). An
-// interrupted request stays in flight: its answer is kept and returned by the next call,
-// so no batch is lost and the order stays exact.
+// Waiting. A thread blocked in C++ cannot run Python's signal handlers, so Next() waits
+// with Loader::WaitReady in kSignalPoll slices, the GIL released, and runs the handlers
+// between them (Ctrl-C raises KeyboardInterrupt there). A batch is taken from the loader
+// only once it is ready, so an interrupted wait loses nothing: the batch comes with the
+// next call.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
 #include <nanobind/stl/string.h>
@@ -19,13 +18,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <utility>
 
 #include "arrays.h"
@@ -44,29 +40,11 @@ using namespace std::chrono_literals;
 // How often a Python thread waiting for a batch wakes up to run signal handlers.
 constexpr std::chrono::milliseconds kSignalPoll = 50ms;
 
-// The loader and its waiter thread. Thread-safety: Request/Wait/Take and the loader calls
-// are made by the Python thread that owns the loader object (under the GIL); the waiter
-// runs Next() only while a request is in flight, and the Python thread calls the loader's
-// other methods only when none is (WaitIdle), so the loader sees one consumer at a time.
+// The loader, shared by its Python handle and by every batch handed out, so that it
+// outlives the last of them.
 class LoaderCore {
  public:
-  explicit LoaderCore(std::unique_ptr<Loader> loader)
-      : loader_(std::move(loader)), waiter_([this] { Run(); }) {}
-
-  // Waits for a request in flight to finish (Next() always returns: a batch, an error,
-  // or FailedPrecondition at once), then drops an answer not taken, releasing its slot,
-  // before the loader and its workers go.
-  ~LoaderCore() {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    waiter_.join();
-    answer_.reset();
-    loader_.reset();
-  }
-
+  explicit LoaderCore(std::unique_ptr<Loader> loader) : loader_(std::move(loader)) {}
   LoaderCore(const LoaderCore&) = delete;
   LoaderCore& operator=(const LoaderCore&) = delete;
 
@@ -74,76 +52,11 @@ class LoaderCore {
 
   // Batches handed to Python and not yet released (BatchHandle keeps it).
   std::atomic<int> live_batches{0};
-
-  // Asks for the next batch unless a request is in flight or an answer waits to be taken.
-  void Request() {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (requested_ || answer_.has_value()) return;
-    requested_ = true;
-    cv_.notify_all();
-  }
-
-  // True once an answer is there; false after `timeout` without one.
-  bool WaitAnswer(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return answer_.has_value(); });
-  }
-
-  // True once no request is in flight; false after `timeout`.
-  bool WaitIdle(std::chrono::milliseconds timeout) {
-    std::unique_lock<std::mutex> lock(mu_);
-    return cv_.wait_for(lock, timeout, [&] { return !requested_; });
-  }
-
-  // The answer; WaitAnswer returned true.
-  StatusOr<Batch> TakeAnswer() {
-    std::lock_guard<std::mutex> lock(mu_);
-    StatusOr<Batch> answer = std::move(*answer_);
-    answer_.reset();
-    return answer;
-  }
-
-  // Releases the batch of an answer not taken (before StartEpoch or a new loader).
-  void DropAnswer() {
-    std::optional<StatusOr<Batch>> dropped;
-    std::lock_guard<std::mutex> lock(mu_);
-    dropped.swap(answer_);
-  }
-
-  bool in_flight() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return requested_;
-  }
-
-  // The index of a batch answered but not taken yet (it was made after a Ctrl-C).
-  std::optional<uint64_t> pending_batch() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (!answer_.has_value() || !answer_->ok()) return std::nullopt;
-    return answer_->value().index();
-  }
+  // True while Next() waits for a batch (for tests that interrupt that wait).
+  std::atomic<bool> waiting{false};
 
  private:
-  void Run() {
-    std::unique_lock<std::mutex> lock(mu_);
-    while (true) {
-      cv_.wait(lock, [&] { return stop_ || requested_; });
-      if (stop_) return;
-      lock.unlock();
-      StatusOr<Batch> answer = loader_->Next();
-      lock.lock();
-      answer_.emplace(std::move(answer));
-      requested_ = false;
-      cv_.notify_all();
-    }
-  }
-
   std::unique_ptr<Loader> loader_;
-  mutable std::mutex mu_;
-  std::condition_variable cv_;
-  bool requested_ = false;
-  bool stop_ = false;
-  std::optional<StatusOr<Batch>> answer_;
-  std::thread waiter_;  // last: started once the members above exist
 };
 
 // Runs `wait(timeout)` without the GIL until it returns true, running the signal handlers
@@ -235,34 +148,30 @@ class LoaderHandle {
 
   // The next batch of the epoch; StopIteration at its end.
   std::unique_ptr<BatchHandle> Next() {
-    core_->Request();
-    WaitWithSignals([&](auto timeout) { return core_->WaitAnswer(timeout); });
-    StatusOr<Batch> answer = core_->TakeAnswer();
-    if (!answer.ok()) {
-      if (answer.status().code() == StatusCode::kOutOfRange) throw nb::stop_iteration();
-      RaiseStatus(answer.status());
+    Loader& loader = core_->loader();
+    core_->waiting = true;
+    try {
+      WaitWithSignals([&](auto timeout) { return loader.WaitReady(timeout); });
+    } catch (...) {
+      core_->waiting = false;
+      throw;
     }
-    return std::make_unique<BatchHandle>(core_, std::move(answer).value());
+    core_->waiting = false;
+    // Ready: Next() returns at once (a batch, the epoch's end, or an error).
+    StatusOr<Batch> batch = loader.Next();
+    if (!batch.ok()) {
+      if (batch.status().code() == StatusCode::kOutOfRange) throw nb::stop_iteration();
+      RaiseStatus(batch.status());
+    }
+    return std::make_unique<BatchHandle>(core_, std::move(batch).value());
   }
 
-  void StartEpoch(uint64_t epoch) {
-    Idle();
-    core_->DropAnswer();
-    RaiseIfError(core_->loader().StartEpoch(epoch));
-  }
+  void StartEpoch(uint64_t epoch) { RaiseIfError(core_->loader().StartEpoch(epoch)); }
 
-  // The loader's state as the consumer sees it: a batch made after a Ctrl-C but not yet
-  // returned by Next() is still to come.
-  std::string State() {
-    Idle();
-    LoaderState state = core_->loader().state();
-    if (std::optional<uint64_t> pending = core_->pending_batch()) state.next_batch = *pending;
-    return state.ToString();
-  }
+  std::string State() { return core_->loader().state().ToString(); }
 
   // The state naming batch `next_batch` of `epoch` for this loader's configuration.
   std::string StateAt(uint64_t epoch, uint64_t next_batch) {
-    Idle();
     LoaderState state = core_->loader().state();
     state.epoch = epoch;
     state.next_batch = next_batch;
@@ -271,10 +180,7 @@ class LoaderHandle {
 
   int live_batches() const { return core_->live_batches.load(); }
 
-  LoaderStats Stats() {
-    Idle();
-    return core_->loader().stats();
-  }
+  LoaderStats Stats() { return core_->loader().stats(); }
 
   uint64_t BatchesPerEpoch() const { return core_->loader().batches_per_epoch(); }
 
@@ -283,14 +189,9 @@ class LoaderHandle {
     return CopyToNumpy(std::span<const uint64_t>(order));
   }
 
-  bool in_flight() const { return core_->in_flight(); }
+  bool waiting() const { return core_->waiting.load(); }
 
  private:
-  // Waits for a request left in flight by a Ctrl-C, so the loader has one consumer.
-  void Idle() {
-    WaitWithSignals([&](auto timeout) { return core_->WaitIdle(timeout); });
-  }
-
   std::shared_ptr<LoaderCore> core_;
 };
 
@@ -406,7 +307,7 @@ void BindLoader(nb::module_& m) {
           "Address of the images in the ring slot (device memory on the GPU path).")
       .def_prop_ro("host_bytes", [](const BatchHandle& h) { return h.batch().host_bytes(); });
 
-  nb::class_<LoaderHandle>(m, "Loader", "shardpack::Loader with a waiter thread (see loader.cc).")
+  nb::class_<LoaderHandle>(m, "Loader", "shardpack::Loader (see loader.cc for how it waits).")
       .def(nb::init<const DatasetHandle&, const LoaderOptions&, const std::string&>(),
            nb::arg("dataset"), nb::arg("options"), nb::arg("state") = "")
       .def("next", &LoaderHandle::Next,
@@ -421,8 +322,8 @@ void BindLoader(nb::module_& m) {
       .def_prop_ro("batches_per_epoch", &LoaderHandle::BatchesPerEpoch)
       .def("epoch_order", &LoaderHandle::EpochOrder, nb::arg("epoch"),
            "Loader::EpochOrder: the global sample indices of `epoch` for this rank, in order.")
-      .def_prop_ro("in_flight", &LoaderHandle::in_flight,
-                   "True while a Next() interrupted by a signal is still being answered.");
+      .def_prop_ro("waiting", &LoaderHandle::waiting,
+                   "True while next() waits for a batch to be made.");
 
   m.def(
       "parse_loader_state",

@@ -14,7 +14,7 @@ SCRIPT = textwrap.dedent(
     def interrupt_when_waiting(loader):
         # SIGINT once the main thread waits for a batch that is being made.
         deadline = time.monotonic() + 10
-        while not loader._core.in_flight and time.monotonic() < deadline:
+        while not loader._core.waiting and time.monotonic() < deadline:
             time.sleep(0.001)
         os.kill(os.getpid(), signal.SIGINT)
 
