@@ -60,6 +60,12 @@ std::string StagedIndexFileName(uint64_t shard);
 inline constexpr size_t kLmdbKeySize = 10;
 std::string LmdbKey(uint64_t index);
 
+// Where a large LMDB value lands: in an overflow page, after LMDB's 16-byte page header
+// (PAGEHDRSZ on 64-bit builds), and pages are page-aligned in the memory map. The writer
+// pads values as if the payload started at this offset, so that the pixels of every value
+// larger than half a page start pixel_alignment-aligned in the map (docs/FORMAT.md §3).
+inline constexpr uint64_t kLmdbValueOffset = 16;
+
 }  // namespace shardpack::format
 
 #endif  // SHARDPACK_FORMAT_FORMAT_H_

@@ -159,16 +159,20 @@ void LmdbShardWriter::Abandon() {
   ::unlink((path_ + ".tmp").c_str());
 }
 
-uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes) {
-  // Payload plus LMDB's per-value cost: a node, and a page header per overflow chain.
-  return EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + pixel_bytes + 64 + 4096;
+uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
+                                          uint32_t pixel_alignment) {
+  // Payload (image/pad adds less than 2 * alignment + 8) plus LMDB's per-value cost: a
+  // node, and a page header per overflow chain.
+  return EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + 2ull * pixel_alignment + 8 +
+         pixel_bytes + 64 + 4096;
 }
 
 Status LmdbShardWriter::Append(std::string_view entries, std::string_view pixels,
                                uint32_t /*pixel_crc: the Example carries it; LMDB has no
                                           record checksum of its own*/) {
   if (done_) return FailedPreconditionError(path_ + ": append after finish");
-  std::string value = EncodePayloadPrefix(entries, pixels.size(), 0, 1);
+  std::string value =
+      EncodePayloadPrefix(entries, pixels.size(), kLmdbValueOffset, options_.pixel_alignment);
   value.append(pixels);
   bytes_ += value.size();
   batch_bytes_ += value.size();

@@ -46,6 +46,9 @@ struct LmdbWriterOptions {
   uint64_t initial_map_bytes = 1ull << 30;
   // Values buffered per write transaction (also the replay unit after a map growth).
   uint64_t batch_bytes = 64ull << 20;
+  // Pixels of large values start at map addresses that are multiples of this (an
+  // image/pad entry as in TFRecord shards; 1: no padding). See kLmdbValueOffset.
+  uint32_t pixel_alignment = 64;
 };
 
 // Bulk-loads one shard with MDB_APPEND into "<path>.tmp" (no lock file: MDB_NOLOCK, one
@@ -59,7 +62,8 @@ class LmdbShardWriter {
 
   // Appends one sample (`entries` from EncodeFeatureEntries).
   Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
-  static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes);
+  static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
+                                  uint32_t pixel_alignment);
 
   uint64_t records() const { return records_; }
   // Payload bytes appended (the file is larger by LMDB's page overhead).

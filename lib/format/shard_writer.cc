@@ -119,7 +119,7 @@ class ShardWriter::Impl {
     m.backend = options_.backend;
     m.num_samples = samples_;
     m.image = options_.image;
-    m.pixel_alignment = options_.backend == Backend::kTfrecord ? options_.pixel_alignment : 1;
+    m.pixel_alignment = options_.pixel_alignment;
     for (size_t i = 0; i < options_.class_names.size(); ++i) {
       m.classes.push_back({options_.class_names[i], class_counts_[i]});
     }
@@ -154,7 +154,8 @@ class ShardWriter::Impl {
         IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0) : (lmdb_ ? lmdb_->bytes() : 0);
     uint64_t next = IsTfrecord() ? format::TfrecordShardWriter::RecordSizeBound(
                                        entries, px.size(), options_.pixel_alignment)
-                                 : format::LmdbShardWriter::RecordSizeBound(entries, px.size());
+                                 : format::LmdbShardWriter::RecordSizeBound(
+                                       entries, px.size(), options_.pixel_alignment);
     bool full =
         records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
                         bytes + next > options_.max_shard_bytes);
@@ -174,6 +175,7 @@ class ShardWriter::Impl {
     } else {
       format::LmdbWriterOptions lo;
       lo.initial_map_bytes = options_.lmdb_initial_map_bytes;
+      lo.pixel_alignment = options_.pixel_alignment;
       auto w = format::LmdbShardWriter::Create(path, lo);
       if (!w.ok()) return w.status();
       lmdb_ = std::move(w).value();

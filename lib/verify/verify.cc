@@ -279,8 +279,16 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
           "key \"" + std::string(key) + "\", expected \"" + expected + "\"");
     } else {
       format::DecodedSample d;
-      std::string fault =
-          CheckPayload(reinterpret_cast<const uint8_t*>(value.data()), value.size(), nullptr, m, d);
+      const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
+      std::string fault = CheckPayload(bytes, value.size(), nullptr, m, d);
+      // The writer pads as if the value started kLmdbValueOffset bytes into a page.
+      const uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - bytes);
+      if (fault.empty() && m.pixel_alignment > 1 &&
+          (format::kLmdbValueOffset + pixel_offset) % m.pixel_alignment != 0) {
+        fault = "pixels start at value offset " + std::to_string(pixel_offset) + ", not " +
+                std::to_string(m.pixel_alignment) + "-aligned after LMDB's " +
+                std::to_string(format::kLmdbValueOffset) + "-byte page header";
+      }
       if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
     }
     ++n;

@@ -23,6 +23,25 @@ TEST(DatasetTest, LocateNamesShardRecordAndOffset) {
   EXPECT_GT(loc->offset, 0u);
 }
 
+TEST(DatasetTest, PixelsAreCacheLineAlignedInTheMapForBothBackends) {
+  // Samples larger than half a page, so LMDB stores them in overflow pages.
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    TempDir dir;
+    Manifest m = testing::WriteTestDataset(
+        dir.path(),
+        {.backend = backend, .samples = 9, .height = 32, .width = 21, .max_shard_records = 4});
+    EXPECT_EQ(m.pixel_alignment, 64u);
+    auto ds = Dataset::Open(dir.path());
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    for (uint64_t i = 0; i < 9; ++i) {
+      SampleView s;
+      ASSERT_TRUE((*ds)->Get(i, &s).ok());
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(s.pixels.data()) % 64, 0u)
+          << (backend == Backend::kLmdb ? "lmdb" : "tfrecord") << " sample " << i;
+    }
+  }
+}
+
 TEST(DatasetTest, FlippedPixelIsACorruptionNamingFileRecordAndOffset) {
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 6, .max_shard_records = 3});

@@ -63,7 +63,7 @@ struct Manifest {
   Backend backend = Backend::kTfrecord;
   uint64_t num_samples = 0;
   ImageSpec image;
-  uint32_t pixel_alignment = 64;    // TFRecord: file offset alignment of every image/raw
+  uint32_t pixel_alignment = 64;    // alignment of every image/raw (see ShardWriterOptions)
   std::vector<ClassEntry> classes;  // label i is classes[i]; labels are 0-based
   std::vector<ShardEntry> shards;
   uint64_t seed = 0;

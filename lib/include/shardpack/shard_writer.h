@@ -54,8 +54,9 @@ struct ShardWriterOptions {
   std::vector<std::string> class_names;
   // Shape contract every sample must meet (channels; fixed size or max side).
   ImageSpec image;
-  // TFRecord: pixel bytes start at file offsets that are multiples of this (1: no
-  // padding). Default 64, a cache line.
+  // Pixel bytes start at multiples of this (1: no padding; default 64, a cache line):
+  // TFRecord, at file offsets; LMDB, at addresses in the reader's memory map, for values
+  // larger than half a page (docs/FORMAT.md §3). Copies from aligned pixels run faster.
   uint32_t pixel_alignment = 64;
   // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
   uint64_t lmdb_initial_map_bytes = 1ull << 30;
