@@ -132,6 +132,9 @@ class Loader::Impl {
   int chunk = 1;
 
   std::vector<std::unique_ptr<Batch::Slot>> slots;
+  // One per worker, sized in Create for the dataset's largest sample, so that neither a
+  // sample nor a worker starting late allocates.
+  std::vector<read::TransformScratch> scratches;
   std::vector<std::thread> workers;
 
   mutable std::mutex mu;
@@ -176,16 +179,8 @@ class Loader::Impl {
   int ChunksOf(int size) const { return std::max(1, (size + chunk - 1) / chunk); }
 
   // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
-  void Work() {
+  void Work(read::TransformScratch& scratch) {
     if (gpu) (void)cuda::SetDevice(options.device);
-    read::TransformScratch scratch;
-    // Sized once for the dataset's largest sample, so that no sample allocates.
-    const ImageSpec& spec = dataset->manifest().image;
-    if (spec.fixed()) {
-      transformer.Reserve(spec.height, spec.width, &scratch);
-    } else {
-      transformer.Reserve(spec.max_side, spec.max_side, &scratch);
-    }
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       Batch::Slot* slot = nullptr;
@@ -673,8 +668,19 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     impl->Restart(state != nullptr ? state->epoch : 0, state != nullptr ? state->next_batch : 0,
                   lock);
   }
+  const ImageSpec& spec = impl->dataset->manifest().image;
+  impl->scratches.resize(static_cast<size_t>(threads));
+  for (read::TransformScratch& scratch : impl->scratches) {
+    if (spec.fixed()) {
+      impl->transformer.Reserve(spec.height, spec.width, &scratch);
+    } else {
+      impl->transformer.Reserve(spec.max_side, spec.max_side, &scratch);
+    }
+  }
   Impl* raw = impl.get();
-  for (int i = 0; i < threads; ++i) raw->workers.emplace_back([raw] { raw->Work(); });
+  for (int i = 0; i < threads; ++i) {
+    raw->workers.emplace_back([raw, i] { raw->Work(raw->scratches[static_cast<size_t>(i)]); });
+  }
   return std::unique_ptr<Loader>(new Loader(std::move(impl)));
 }
 
