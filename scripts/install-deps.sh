@@ -13,6 +13,8 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev libxxhash-dev
   clang-format clang-tidy
+  # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer
+  clang libclang-rt-14-dev llvm
 )
 
 missing=()

@@ -47,7 +47,8 @@ StatusOr<std::vector<IndexEntry>> ParseIndex(std::string_view text) {
     if (p != end) return bad("unexpected text after \"offset size\"");
     if (!entries.empty()) {
       const IndexEntry& prev = entries.back();
-      if (e.offset < prev.offset + prev.size) {
+      // Not `e.offset < prev.offset + prev.size`: near 2^64 the sum wraps.
+      if (e.offset < prev.offset || e.offset - prev.offset < prev.size) {
         return bad("offset " + std::to_string(e.offset) + " overlaps the previous record (" +
                    std::to_string(prev.offset) + " + " + std::to_string(prev.size) + ")");
       }

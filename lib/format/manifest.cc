@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "format/format.h"
@@ -16,6 +17,10 @@ namespace shardpack {
 std::string_view Version() { return SHARDPACK_VERSION; }
 
 std::string_view BackendName(Backend b) { return b == Backend::kTfrecord ? "tfrecord" : "lmdb"; }
+
+std::string_view LmdbSchemaName(LmdbSchema s) {
+  return s == LmdbSchema::kExample ? "example" : "caffe";
+}
 
 namespace {
 
@@ -98,8 +103,10 @@ std::string SerializeManifest(const Manifest& m) {
   j["format_version"] = std::to_string(m.format_major) + "." + std::to_string(m.format_minor);
   j["tool_version"] = m.tool_version;
   j["backend"] = std::string(BackendName(m.backend));
+  const bool caffe = m.backend == Backend::kLmdb && m.lmdb_schema == LmdbSchema::kCaffe;
+  if (caffe) j["lmdb_schema"] = std::string(LmdbSchemaName(m.lmdb_schema));
   j["num_samples"] = m.num_samples;
-  Json image{{"layout", "HWC"}, {"dtype", "uint8"}, {"channels", m.image.channels}};
+  Json image{{"layout", caffe ? "CHW" : "HWC"}, {"dtype", "uint8"}, {"channels", m.image.channels}};
   if (m.image.fixed()) {
     image["height"] = m.image.height;
     image["width"] = m.image.width;
@@ -127,8 +134,22 @@ std::string SerializeManifest(const Manifest& m) {
 }
 
 StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source) {
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // The parser keeps its own stack, but dump() recurses: `options` nested 100,000 levels
+  // deep overflowed the stack (tests/fuzz/crashes/manifest). Real manifests nest 4 levels.
+  constexpr int kMaxDepth = 100;
+  int depth = 0;
+  Json j = Json::parse(
+      text,
+      [&depth](int d, Json::parse_event_t, Json&) {
+        depth = std::max(depth, d);
+        return true;
+      },
+      /*allow_exceptions=*/false);
   if (j.is_discarded()) return CorruptionError(std::string(source) + ": not valid JSON");
+  if (depth > kMaxDepth) {
+    return CorruptionError(std::string(source) + ": nested deeper than " +
+                           std::to_string(kMaxDepth) + " levels");
+  }
   Reader r(source);
   Manifest m;
   SHARDPACK_RETURN_IF_ERROR(r.Object(j, "manifest"));
@@ -156,6 +177,20 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   } else {
     return r.Error("backend", "\"" + backend + "\", expected \"tfrecord\" or \"lmdb\"");
   }
+  if (j.contains("lmdb_schema")) {
+    std::string schema;
+    SHARDPACK_RETURN_IF_ERROR(r.String(j, "lmdb_schema", "manifest", &schema));
+    if (m.backend != Backend::kLmdb) {
+      return r.Error("lmdb_schema", "present, but the backend is \"" + backend + "\"");
+    }
+    if (schema == "caffe") {
+      m.lmdb_schema = LmdbSchema::kCaffe;
+    } else if (schema != "example") {
+      return r.Error("lmdb_schema", "\"" + schema + "\", expected \"example\" or \"caffe\"");
+    }
+  }
+  // Caffe Datum values are CHW; every other dataset is HWC.
+  const char* layout = m.lmdb_schema == LmdbSchema::kCaffe ? "CHW" : "HWC";
   SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "num_samples", "manifest", &m.num_samples));
 
   auto image = j.find("image");
@@ -165,7 +200,7 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   if (m.image.channels != 1 && m.image.channels != 3) {
     return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1 or 3");
   }
-  for (auto [key, want] : {std::pair{"layout", "HWC"}, std::pair{"dtype", "uint8"}}) {
+  for (auto [key, want] : {std::pair{"layout", layout}, std::pair{"dtype", "uint8"}}) {
     std::string v;
     SHARDPACK_RETURN_IF_ERROR(r.String(*image, key, "image", &v));
     if (v != want) {

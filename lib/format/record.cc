@@ -47,7 +47,8 @@ Status ReadRecordAt(const uint8_t* data, uint64_t size, uint64_t offset, uint64_
                            std::to_string(max_length) + " bytes");
   }
   uint64_t remaining = size - offset - kRecordHeaderSize;
-  if (length + kRecordFooterSize > remaining) {
+  // Not `length + 4 > remaining`: with no limit (max_length = UINT64_MAX) that wraps.
+  if (length > remaining || remaining - length < kRecordFooterSize) {
     return CorruptionError("truncated record: length " + std::to_string(length) + " needs " +
                            std::to_string(length + kRecordFooterSize) +
                            " more bytes, the file has " + std::to_string(remaining));

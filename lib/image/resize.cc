@@ -68,6 +68,11 @@ Kernel KernelFor(Filter filter) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
 #define SHARDPACK_RESIZE_KERNEL
 #endif
+#if defined(__has_feature)  // clang 14 defines no __SANITIZE_*__ macros
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+#define SHARDPACK_RESIZE_KERNEL
+#endif
+#endif
 #ifndef SHARDPACK_RESIZE_KERNEL
 #if defined(__x86_64__) && defined(__has_attribute)
 #if __has_attribute(target_clones)

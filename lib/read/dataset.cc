@@ -175,7 +175,8 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
       }
       if (!shard.index.empty()) {
         const format::IndexEntry& last = shard.index.back();
-        if (last.offset + last.size > shard.file->size()) {
+        // Not `last.offset + last.size > size`: the sum can wrap.
+        if (last.offset > shard.file->size() || last.size > shard.file->size() - last.offset) {
           return CorruptionError(index_path + ": line " + std::to_string(shard.index.size()) +
                                  ": record ends at " + std::to_string(last.offset + last.size) +
                                  ", past the end of " + e.data.file + " (" +

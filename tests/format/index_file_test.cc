@@ -34,5 +34,15 @@ TEST(IndexFileTest, BadLinesAreNamedByNumber) {
   EXPECT_NE(r.status().message().find("line 1"), std::string::npos);
 }
 
+// Found by tests/fuzz/index_fuzzer: the overlap check added offset and size, which wraps
+// past 2^64, so a record at 2^64 - 1 let the next line go back to offset 0.
+TEST(IndexFileTest, OffsetsGoingBackAfterAnEntryThatEndsPastTwoToThe64AreRefused) {
+  auto r = ParseIndex("18446744073709551615 1\n0 4\n");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("line 2: offset 0 overlaps"), std::string::npos)
+      << r.status().message();
+}
+
 }  // namespace
 }  // namespace shardpack::format

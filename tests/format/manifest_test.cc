@@ -43,6 +43,21 @@ TEST(ManifestTest, UnknownMajorVersionSaysWhatThisBuildReads) {
   EXPECT_EQ(r.status().message(), "d/manifest.json: format version 2.3, this build reads <= 1.x");
 }
 
+// Found with tests/fuzz/manifest_fuzzer: `options` nested 200,000 levels deep overflowed the
+// stack when the parsed options were written back to text (nlohmann's dump recurses).
+TEST(ManifestTest, DeeplyNestedJsonIsCorruptionNotAStackOverflow) {
+  std::string text = SerializeManifest(Sample());
+  const std::string option = R"("resize": "8x6")";
+  ASSERT_NE(text.find(option), std::string::npos) << text;
+  const size_t depth = 200000;
+  text.replace(text.find(option), option.size(),
+               "\"resize\": " + std::string(depth, '[') + std::string(depth, ']'));
+  auto r = ParseManifest(text, "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(r.status().message(), "m: nested deeper than 100 levels");
+}
+
 TEST(ManifestTest, NewerMinorVersionIsAccepted) {
   std::string text = SerializeManifest(Sample());
   std::string v = "\"format_version\": \"1.0\"";

@@ -155,6 +155,24 @@ TEST(RecordTest, LengthWithValidChecksumBeyondTheFileIsAnErrorNotAnAllocation) {
   EXPECT_EQ(faults[0].record, 1u);
 }
 
+// Found by tests/fuzz/record_fuzzer: with no limit, `length + 4` wrapped past 2^64 and the
+// record "fitted", its checksum read from far outside the buffer.
+TEST(RecordTest, LengthNearTwoToThe64WithNoLimitIsTruncationNotAWrap) {
+  for (uint64_t length : {UINT64_MAX, UINT64_MAX - 1, UINT64_MAX - 3}) {
+    uint8_t header[kRecordHeaderSize];
+    EncodeRecordHeader(length, header);
+    const std::string file = std::string(reinterpret_cast<char*>(header), sizeof header) + "tail";
+    RecordView v;
+    Status s = ReadRecordAt(reinterpret_cast<const uint8_t*>(file.data()), file.size(), 0,
+                            UINT64_MAX, /*check_payload_crc=*/false, &v);
+    ASSERT_FALSE(s.ok()) << length;
+    EXPECT_EQ(s.code(), StatusCode::kCorruption);
+    EXPECT_NE(s.message().find("truncated record: length " + std::to_string(length)),
+              std::string::npos)
+        << s.message();
+  }
+}
+
 TEST(RecordTest, GarbageFileReportsOnceAndNeverLoops) {
   std::string file(5000, '\x5a');
   auto faults = ScanFaults(file);

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Sanitizer runs of the C++ tests, for CI (issue 7). Two builds, CUDA off, only the targets
+# the tests need:
+#   build-asan  ASan + UBSan (-fno-sanitize-recover=all, LeakSanitizer on): the whole
+#               GoogleTest suite (shardpack_tests) and the fuzz regression inputs
+#               (fuzz_replay over tests/fuzz/corpus and tests/fuzz/crashes), through ctest.
+#               loader_alloc_test is not built: it replaces malloc and operator new to count
+#               allocations, and so do the sanitizers (tests/CMakeLists.txt).
+#   build-tsan  TSan: the loader and dataset tests with no suppression at all, then the
+#               converter, resume and verify tests (oneTBB) with tests/tsan.supp, which
+#               says why.
+# Any sanitizer report fails the run.
+# Usage: bash scripts/test-sanitizers.sh [asan|tsan]   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+which=${1:-all}
+jobs=$(nproc)
+start=$SECONDS
+
+configure() {  # DIR SANITIZERS
+  mkdir -p "$1"
+  cmake -S . -B "$1" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" \
+    -DSHARDPACK_SANITIZE="$2" -DSHARDPACK_WITH_CUDA=OFF \
+    -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
+    -DCMAKE_GTEST_DISCOVER_TESTS_DISCOVERY_MODE=PRE_TEST > "$1/configure.log" 2>&1 ||
+    { cat "$1/configure.log"; exit 1; }
+}
+
+asan() {
+  echo "== ASan + UBSan: build"
+  configure build-asan address,undefined
+  cmake --build build-asan -j "$jobs" --target shardpack_tests fuzz_replay
+  echo "== ASan + UBSan: every test ($((SECONDS - start)) s so far)"
+  ASAN_OPTIONS=detect_leaks=1:detect_stack_use_after_return=1:check_initialization_order=1:strict_init_order=1 \
+  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-asan --output-on-failure -j "$jobs"
+}
+
+tsan() {
+  echo "== TSan: build ($((SECONDS - start)) s so far)"
+  configure build-tsan thread
+  cmake --build build-tsan -j "$jobs" --target concurrency_tests
+  echo "== TSan: loader and dataset, no suppressions"
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:DatasetTest.*' --gtest_brief=1
+  echo "== TSan: converter, resume and verify, with tests/tsan.supp"
+  TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp" \
+    build-tsan/tests/concurrency_tests \
+    --gtest_filter='ConvertTest.*:InputScanTest.*:ResumeTest.*:VerifyTest.*' --gtest_brief=1
+}
+
+case "$which" in
+  asan) asan ;;
+  tsan) tsan ;;
+  all) asan; tsan ;;
+  *) echo "usage: $0 [asan|tsan]" >&2; exit 2 ;;
+esac
+echo "test-sanitizers: $which clean in $((SECONDS - start)) s"

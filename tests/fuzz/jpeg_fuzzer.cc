@@ -1,0 +1,56 @@
+// Arbitrary bytes as a JPEG file (DecodeJpeg, lib/image/jpeg_decoder.h), with the
+// limits libjpeg-turbo's own fuzzers use: at most 1,048,576 pixels and 100 progressive
+// scans (../shared/reference/reliability.md §3). Each input is decoded twice: to RGB at
+// full size, and to gray with the largest DCT scaling, so that both output paths and the
+// scaled IDCTs run; EXIF orientation is applied both times. An image that comes back has
+// the promised layout, and all its bytes are read (ASan/MSan see any that were never
+// written).
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include "fuzz_check.h"
+#include "image/image.h"
+#include "image/jpeg_decoder.h"
+
+namespace {
+
+shardpack::image::DecodeOptions FuzzOptions() {
+  shardpack::image::DecodeOptions o;
+  o.limits.max_pixels = 1u << 20;
+  o.limits.max_scans = 100;
+  o.limits.max_memory_bytes = 256u << 20;
+  return o;
+}
+
+void Touch(const shardpack::image::Image& img, int channels) {
+  FUZZ_CHECK(img.height >= 1 && img.width >= 1 && img.channels == channels);
+  FUZZ_CHECK(img.pixels.size() == static_cast<size_t>(img.height) * img.width * channels);
+  unsigned sum = 0;
+  for (uint8_t v : img.pixels) sum += v;
+  volatile unsigned sink = sum;
+  (void)sink;
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  shardpack::image::DecodeOptions rgb = FuzzOptions();
+  auto full = shardpack::image::DecodeJpeg(data, size, rgb);
+  if (!full.ok()) return 0;
+  Touch(*full, 3);
+  FUZZ_CHECK(static_cast<uint64_t>(full->height) * full->width <= rgb.limits.max_pixels);
+
+  shardpack::image::DecodeOptions gray = FuzzOptions();
+  gray.channels = 1;
+  gray.min_height = 8;
+  gray.min_width = 8;
+  auto scaled = shardpack::image::DecodeJpeg(data, size, gray);
+  if (!scaled.ok()) return 0;
+  Touch(*scaled, 1);
+  // DCT scaling only ever shrinks, and never below the minimum the image allows.
+  FUZZ_CHECK(scaled->height <= full->height && scaled->width <= full->width);
+  FUZZ_CHECK(scaled->height >= std::min(8, full->height) &&
+             scaled->width >= std::min(8, full->width));
+  return 0;
+}
