@@ -50,7 +50,9 @@ std::vector<std::pair<std::string, uint64_t>> RejectsByReason(
   for (const ConvertReject& r : rejects) {
     size_t first = r.reason.find(": ");
     size_t second = first == std::string::npos ? first : r.reason.find(": ", first + 2);
-    size_t cut = std::min({second, r.reason.find(" ("), r.reason.find(" near "), r.reason.size()});
+    // Values (checksums, offsets) end the group: "Corruption: data checksum".
+    size_t cut = std::min({second, r.reason.find(" ("), r.reason.find(" near "),
+                           r.reason.find(" 0x"), r.reason.size()});
     ++counts[r.reason.substr(0, cut)];
   }
   std::vector<std::pair<std::string, uint64_t>> out(counts.begin(), counts.end());
@@ -64,7 +66,7 @@ std::vector<std::pair<std::string, uint64_t>> RejectsByReason(
 std::function<int()> AddConvert(CLI::App& app) {
   struct Args {
     std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos",
-                          background = "ffffff", list;
+                          background = "ffffff", list, input = "auto", lmdb_schema = "example";
     int max_side = 0, channels = 3, threads = 0, max_scans = 500;
     bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
          resume = false, overwrite = false, quiet = false;
@@ -73,14 +75,25 @@ std::function<int()> AddConvert(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
-      "convert", "Decode and resize a folder of JPEG/PNG images into shards of pixels");
+      "convert",
+      "Decode and resize a folder of JPEG/PNG images, or TFRecord files, into shards of pixels");
   cmd->add_option("SRC", a->src,
-                  "Folder of class folders (SRC/<class>/<image>), or the root "
-                  "of --list paths")
+                  "Folder of class folders (SRC/<class>/<image>), the root of --list paths, "
+                  "or TFRecord files: a file, a directory, a dataset, a quoted glob pattern")
       ->required();
   cmd->add_option("DST", a->dst, "Output dataset directory (must not hold a dataset)")->required();
   cmd->add_option("--format", a->format, "Shard format")
       ->check(CLI::IsMember({"tfrecord", "lmdb"}))
+      ->capture_default_str();
+  cmd->add_option("--lmdb-schema", a->lmdb_schema,
+                  "LMDB values: example (tf.train.Example, read by shardpack) or caffe "
+                  "(Caffe Datum, CHW BGR, \"%08d_path\" keys)")
+      ->check(CLI::IsMember({"example", "caffe"}))
+      ->capture_default_str();
+  cmd->add_option("--input", a->input,
+                  "What SRC holds: auto, folders (class folders) or tfrecord (the records of "
+                  "TFRecord files, image/encoded or image/raw Examples)")
+      ->check(CLI::IsMember({"auto", "folders", "tfrecord"}))
       ->capture_default_str();
   auto* size = cmd->add_option("--size", a->size, "Output size WIDTHxHEIGHT, e.g. 256x256");
   cmd->add_option("--fit", a->fit,
@@ -134,6 +147,16 @@ std::function<int()> AddConvert(CLI::App& app) {
   return [a] {
     ConvertOptions o;
     o.backend = a->format == "lmdb" ? Backend::kLmdb : Backend::kTfrecord;
+    if (a->lmdb_schema == "caffe") {
+      if (o.backend != Backend::kLmdb) {
+        std::fprintf(stderr, "shardpack convert: --lmdb-schema caffe needs --format lmdb\n");
+        return kExitUsage;
+      }
+      o.lmdb_schema = LmdbSchema::kCaffe;
+    }
+    o.input_format = a->input == "tfrecord"  ? InputFormat::kTfrecord
+                     : a->input == "folders" ? InputFormat::kFolders
+                                             : InputFormat::kAuto;
     if (!a->size.empty()) {
       if (std::sscanf(a->size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 1 ||
           o.height < 1) {

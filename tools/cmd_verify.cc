@@ -13,21 +13,40 @@ std::function<int()> AddVerify(CLI::App& app) {
   struct Args {
     std::string dir;
     int threads = 0;
-    bool json = false;
+    bool json = false, tfrecord = false, no_decode = false;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "verify", "Prove a dataset intact, or name each fault by file, record and byte offset");
-  cmd->add_option("DST", args->dir, "Dataset directory (holding manifest.json)")->required();
+  cmd->add_option("DST", args->dir,
+                  "Dataset directory (holding manifest.json); with --tfrecord, TFRecord files: "
+                  "a file, a directory or a quoted glob pattern")
+      ->required();
+  cmd->add_flag("--tfrecord", args->tfrecord,
+                "Check TFRecord files without a manifest (TensorFlow's image/encoded or "
+                "shardpack's image/raw Examples): framing, checksums, Example schema, and "
+                "that every encoded image decodes");
+  cmd->add_flag("--no-decode", args->no_decode,
+                "With --tfrecord: do not decode image/encoded images");
   cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
   return [args] {
     VerifyOptions options;
     options.num_threads = args->threads;
-    auto report = VerifyDataset(args->dir, options);
+    options.decode_images = !args->no_decode;
+    if (args->no_decode && !args->tfrecord) {
+      std::fprintf(stderr, "shardpack verify: --no-decode applies to --tfrecord only\n");
+      return kExitUsage;
+    }
+    auto report = args->tfrecord ? VerifyTfrecordFiles(args->dir, options)
+                                 : VerifyDataset(args->dir, options);
     if (!report.ok()) {
-      std::fprintf(stderr, "shardpack verify: %s\n", report.status().message().c_str());
+      const bool no_manifest = !args->tfrecord && report.status().code() == StatusCode::kNotFound;
+      std::fprintf(stderr, "shardpack verify: %s%s\n", report.status().message().c_str(),
+                   no_manifest ? " (TFRecord files without a manifest: shardpack verify "
+                                 "--tfrecord PATH)"
+                               : "");
       return kExitUsage;
     }
     const VerifyReport& r = *report;

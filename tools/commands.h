@@ -21,6 +21,7 @@ std::function<int()> AddVerify(CLI::App& app);
 std::function<int()> AddInfo(CLI::App& app);
 std::function<int()> AddPreview(CLI::App& app);
 std::function<int()> AddBench(CLI::App& app);
+std::function<int()> AddAdopt(CLI::App& app);
 
 }  // namespace shardpack::cli
 

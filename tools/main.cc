@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   add(AddInfo(app));
   add(AddPreview(app));
   add(AddBench(app));
+  add(AddAdopt(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

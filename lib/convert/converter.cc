@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "convert/input_scan.h"
+#include "convert/record_input.h"
 #include "format/format.h"
+#include "format/tfrecord_files.h"
 #include "image/image.h"
 #include "image/resize.h"
 #include "io/env.h"
@@ -140,14 +142,44 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(format::kMaxPixels));
   }
   if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
+  if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
+    return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
+  }
+  if (!o.list_file.empty() && o.input_format == InputFormat::kTfrecord) {
+    return InvalidArgumentError("a list file names image files; it cannot be a TFRecord input");
+  }
   return Status::Ok();
 }
 
-std::string OptionsJson(const std::string& src, const ConvertOptions& o, uint64_t inputs,
-                        uint64_t written, uint64_t rejected) {
+// InputFormat::kAuto resolved for `src` (convert.h says how).
+bool IsTfrecordSource(const std::string& src, const ConvertOptions& o) {
+  if (!o.list_file.empty()) return false;
+  if (o.input_format != InputFormat::kAuto) return o.input_format == InputFormat::kTfrecord;
+  struct stat st {};
+  if (::stat(src.c_str(), &st) != 0) return src.find_first_of("*?[") != std::string::npos;
+  if (S_ISREG(st.st_mode)) return true;
+  if (!S_ISDIR(st.st_mode)) return false;
+  io::Env* env = io::Env::Posix();
+  if (env->FileExists(io::JoinPath(src, format::kManifestName))) return true;
+  auto names = env->ListDir(src);
+  if (!names.ok()) return false;  // the folder scan reports it
+  bool tfrecord_name = false;
+  for (const std::string& n : *names) {
+    if (n[0] == '.') continue;
+    struct stat e {};
+    if (::stat(io::JoinPath(src, n).c_str(), &e) == 0 && S_ISDIR(e.st_mode)) return false;
+    tfrecord_name = tfrecord_name || format::LooksLikeTfrecordName(n);
+  }
+  return tfrecord_name;
+}
+
+std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tfrecord_source,
+                        uint64_t inputs, uint64_t written, uint64_t rejected) {
   nlohmann::ordered_json j;
   j["source"] = EscapeBytes(src);
-  j["inputs_from"] = o.list_file.empty() ? "class folders" : "list file";
+  j["inputs_from"] = tfrecord_source       ? "tfrecord"
+                     : o.list_file.empty() ? "class folders"
+                                           : "list file";
   if (!o.list_file.empty()) j["list_file"] = EscapeBytes(o.list_file);
   if (o.height > 0) {
     j["size"] = {{"height", o.height}, {"width", o.width}};
@@ -163,6 +195,9 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, uint64_
   char bg[8];
   std::snprintf(bg, sizeof bg, "%02x%02x%02x", o.background[0], o.background[1], o.background[2]);
   j["background"] = bg;
+  if (o.backend == Backend::kLmdb && o.lmdb_schema == LmdbSchema::kCaffe) {
+    j["lmdb_schema"] = "caffe";
+  }
   j["shuffle"] = o.shuffle;
   j["max_pixels"] = o.max_pixels;
   j["max_scans"] = o.max_scans;
@@ -178,10 +213,10 @@ constexpr const char* kProgressName = ".shardpack-convert.json";
 
 // What identifies a conversion: everything that shapes the output bytes. A progress
 // record made for another fingerprint is not resumed.
-std::string Fingerprint(const std::string& src, const ConvertOptions& o,
+std::string Fingerprint(const std::string& src, const ConvertOptions& o, bool tfrecord_source,
                         const convert::InputSet& inputs) {
   Xxh3Hasher h;
-  h.Update(OptionsJson(src, o, 0, 0, 0));
+  h.Update(OptionsJson(src, o, tfrecord_source, 0, 0, 0));
   h.Update(std::string(BackendName(o.backend)) + "|" + std::to_string(o.max_shard_bytes) + "|" +
            std::to_string(o.max_shard_records) + "|" + std::to_string(o.seed) + "|");
   for (const auto& c : inputs.classes) h.Update(c + "\n");
@@ -285,6 +320,7 @@ struct Item {
   uint64_t bytes_in = 0;
   Status status;
   image::Image image;
+  std::string filename;  // stored as image/filename: a TFRecord input's own
 };
 
 }  // namespace
@@ -293,9 +329,11 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                  const ConvertOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
-  StatusOr<convert::InputSet> scanned = o.list_file.empty()
-                                            ? convert::ScanClassFolders(src)
-                                            : convert::ReadListFile(o.list_file, src);
+  const bool tfrecord_source = IsTfrecordSource(src, o);
+  StatusOr<convert::InputSet> scanned =
+      tfrecord_source       ? convert::ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
+      : o.list_file.empty() ? convert::ScanClassFolders(src)
+                            : convert::ReadListFile(o.list_file, src);
   if (!scanned.ok()) return scanned.status();
   const convert::InputSet& inputs = *scanned;
 
@@ -321,6 +359,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
 
   ShardWriterOptions wo;
   wo.backend = o.backend;
+  wo.lmdb_schema = o.lmdb_schema;
   wo.max_shard_bytes = o.max_shard_bytes;
   wo.max_shard_records = o.max_shard_records;
   wo.class_names = inputs.classes;
@@ -335,7 +374,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
 
   // Progress: each shard, once durable under its staged name, is recorded with the
   // position of the first input it does not hold and the rejects before that input.
-  const std::string fingerprint = Fingerprint(src, o, inputs);
+  const std::string fingerprint = Fingerprint(src, o, tfrecord_source, inputs);
   uint64_t position = 0;
   wo.on_shard_staged = [&](const ShardWriterState& state) {
     return io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, kProgressName),
@@ -409,8 +448,44 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   }
 
   const image::Filter filter = ToFilter(o.filter);
+  // The output geometry, applied to a decoded image.
+  auto resize = [&](image::Image decoded, Item* item) {
+    StatusOr<image::Image> out = std::move(decoded);
+    if (o.height > 0) {
+      image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
+                       : o.fit == FitMode::kCrop  ? image::Fit::kCrop
+                                                  : image::Fit::kPad;
+      out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background);
+    } else if (o.max_side > 0) {
+      out = image::ResizeMaxSide(*out, o.max_side, filter);
+    }
+    if (!out.ok()) {
+      item->status = out.status();
+      return;
+    }
+    item->image = std::move(out).value();
+  };
   auto process = [&](Item* item) {
     try {
+      if (item->input->record >= 0) {
+        auto record = convert::DecodeRecordInput(*item->input, o.max_file_bytes, decode);
+        if (!record.ok()) {
+          item->status = record.status();
+          return;
+        }
+        item->bytes_in = record->bytes_in;
+        item->filename = std::move(record->filename);
+        if (item->filename.size() > format::kMaxTextBytes) {
+          item->status =
+              CorruptionError("feature image/filename: " + std::to_string(item->filename.size()) +
+                              " bytes, more than " + std::to_string(format::kMaxTextBytes));
+          return;
+        }
+        if (item->filename.empty()) item->filename = item->input->relative;
+        resize(std::move(record->image), item);
+        return;
+      }
+      item->filename = item->input->relative;
       std::vector<uint8_t> bytes;
       item->status = ReadWholeFile(item->input->path, o.max_file_bytes, &bytes);
       item->bytes_in = bytes.size();
@@ -420,20 +495,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
         item->status = decoded.status();
         return;
       }
-      StatusOr<image::Image> out = std::move(decoded);
-      if (o.height > 0) {
-        image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
-                         : o.fit == FitMode::kCrop  ? image::Fit::kCrop
-                                                    : image::Fit::kPad;
-        out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background);
-      } else if (o.max_side > 0) {
-        out = image::ResizeMaxSide(*out, o.max_side, filter);
-      }
-      if (!out.ok()) {
-        item->status = out.status();
-        return;
-      }
-      item->image = std::move(out).value();
+      resize(std::move(decoded).value(), item);
     } catch (const std::bad_alloc&) {
       item->status = ResourceExhaustedError("out of memory decoding the image");
     } catch (const std::exception& e) {
@@ -462,7 +524,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                  .width = im.width,
                                  .channels = im.channels,
                                  .label = item->input->label,
-                                 .filename = item->input->relative});
+                                 .filename = item->filename});
       if (!s.ok()) {
         failure = s;
         stop = true;
@@ -526,7 +588,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   SHARDPACK_RETURN_IF_ERROR(
       io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
   SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(
-      OptionsJson(src, o, summary.inputs, summary.written, summary.rejected)));
+      OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected)));
   position = order.size();
   auto manifest = (*writer)->Finish();
   if (!manifest.ok()) return manifest.status();

@@ -6,10 +6,16 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <map>
 #include <set>
 #include <utility>
 
+#include "format/example.h"
+#include "format/record.h"
+#include "format/tfrecord_files.h"
+#include "image/image.h"
 #include "io/env.h"
+#include "shardpack/manifest.h"
 #include "util/text.h"
 
 namespace shardpack::convert {
@@ -162,6 +168,128 @@ StatusOr<InputSet> ReadListFile(const std::string& list_path, const std::string&
   }
   if (set.files.empty()) return InvalidArgumentError(list_path + ": no entries");
   for (int64_t l = 0; l <= max_label; ++l) set.classes.push_back(std::to_string(l));
+  return set;
+}
+
+namespace {
+
+constexpr int64_t kMaxLabel = 10000000;
+
+std::string RecordName(const std::string& file, uint64_t record, uint64_t offset) {
+  return file + ": record " + std::to_string(record) + " at offset " + std::to_string(offset);
+}
+
+// The class text each label was first seen with, and where.
+struct ClassSeen {
+  bool has_text = false;
+  std::string text;
+  std::string where;
+};
+
+// Scans one file's records into `set`.
+void ScanTfrecordFile(const format::TfrecordFile& file, uint64_t max_record_bytes,
+                      std::map<int64_t, ClassSeen>* classes, InputSet* set) {
+  auto mapped = io::Env::Posix()->MapFile(file.path, io::AccessPattern::kSequential);
+  if (!mapped.ok()) {
+    set->rejects.push_back({file.name, mapped.status().ToString()});
+    return;
+  }
+  const uint8_t* data = (*mapped)->data();
+  const uint64_t size = (*mapped)->size();
+  if (size == 0) {
+    set->rejects.push_back({file.name, "empty file (0 bytes): no records"});
+    return;
+  }
+  format::RecordScanner scanner(
+      data, size, {.max_length = max_record_bytes, .check_payload_crc = true},
+      [&](uint64_t record, uint64_t offset, const std::string& message) {
+        std::string reason = "Corruption: " + message;
+        // A picture where a TFRecord file was expected: say so rather than quote framing.
+        if (offset == 0 && image::Sniff(data, size) != image::Format::kUnknown) {
+          reason += " (the file is a JPEG or PNG image, not a TFRecord file)";
+        }
+        set->rejects.push_back({RecordName(file.name, record, offset), std::move(reason)});
+      });
+  format::RecordView r;
+  while (scanner.Next(&r)) {
+    const std::string where = RecordName(file.name, r.index, r.offset);
+    format::ExampleView view;
+    Status s = format::ParseExampleView(r.payload, r.length, &view);
+    if (s.ok()) s = format::ClassifyExample(view).status();
+    if (s.ok() && (view.label.kind != format::FeatureRef::Kind::kInt64 || view.label.count != 1)) {
+      s = CorruptionError("feature image/class/label: expected one int64 value");
+    }
+    if (s.ok() && (view.label.int64 < 0 || view.label.int64 > kMaxLabel)) {
+      s = CorruptionError("feature image/class/label: " + std::to_string(view.label.int64) +
+                          " is outside 0.." + std::to_string(kMaxLabel));
+    }
+    const format::FeatureRef& text = view.class_text;
+    if (s.ok() && text.kind != format::FeatureRef::Kind::kAbsent &&
+        (text.kind != format::FeatureRef::Kind::kBytes || text.count != 1)) {
+      s = CorruptionError("feature image/class/text: expected one bytes value");
+    }
+    if (s.ok()) {
+      const auto label = static_cast<size_t>(view.label.int64);
+      ClassSeen& seen = (*classes)[view.label.int64];
+      if (text.kind == format::FeatureRef::Kind::kBytes) {
+        if (!seen.has_text) {
+          seen = {true, std::string(text.bytes), where};
+        } else if (seen.text != text.bytes) {
+          s = CorruptionError("feature image/class/text: \"" + EscapeBytes(text.bytes) +
+                              "\", but label " + std::to_string(label) + " is \"" +
+                              EscapeBytes(seen.text) + "\" (" + EscapeBytes(seen.where) + ")");
+        }
+      }
+    }
+    if (!s.ok()) {
+      set->rejects.push_back({where, s.ToString()});
+      continue;
+    }
+    InputFile in;
+    in.path = file.path;
+    in.relative = where;
+    in.label = view.label.int64;
+    in.record = static_cast<int64_t>(r.index);
+    in.offset = r.offset;
+    in.framed_size = r.framed_size();
+    set->files.push_back(std::move(in));
+  }
+}
+
+}  // namespace
+
+StatusOr<InputSet> ScanTfrecordFiles(const std::string& src, uint64_t max_record_bytes) {
+  auto found = format::FindTfrecordFiles(src);
+  if (!found.ok()) return found.status();
+  InputSet set;
+  set.hidden_ignored = found->hidden_ignored;
+  for (auto& [name, reason] : found->rejects) set.rejects.push_back({name, reason});
+  std::map<int64_t, ClassSeen> classes;  // only labels seen: a label may be large
+  if (found->from_manifest) {
+    // A shardpack dataset names its classes, empty ones included.
+    auto m = ReadManifest(src);
+    if (!m.ok()) return m.status();
+    for (size_t i = 0; i < m->classes.size(); ++i) {
+      classes[static_cast<int64_t>(i)] = {true, m->classes[i].name, "manifest.json"};
+    }
+  }
+  for (const format::TfrecordFile& f : found->files) {
+    ScanTfrecordFile(f, max_record_bytes, &classes, &set);
+  }
+  if (set.files.empty()) {
+    std::string first = set.rejects.empty()
+                            ? ""
+                            : "; first: " + EscapeBytes(set.rejects.front().relative) + ": " +
+                                  set.rejects.front().reason;
+    return InvalidArgumentError(src + ": no usable TFRecord record (" +
+                                std::to_string(set.rejects.size()) + " rejected" + first + ")");
+  }
+  const int64_t max_label = classes.rbegin()->first;
+  for (int64_t label = 0; label <= max_label; ++label) {
+    auto it = classes.find(label);
+    set.classes.push_back(it != classes.end() && it->second.has_text ? EscapeBytes(it->second.text)
+                                                                     : std::to_string(label));
+  }
   return set;
 }
 

@@ -287,6 +287,8 @@ FeatureRef* Slot(ExampleView* v, std::string_view key) {
   if (key == kKeyClassText) return &v->class_text;
   if (key == kKeyFilename) return &v->filename;
   if (key == kKeyFormat) return &v->format;
+  if (key == kKeyEncoded) return &v->encoded;
+  if (key == kKeyColorspace) return &v->colorspace;
   return nullptr;
 }
 
@@ -450,6 +452,54 @@ Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {
   ExampleView view;
   SHARDPACK_RETURN_IF_ERROR(ParseExampleView(payload, size, &view));
   return DecodeSample(view, out);
+}
+
+StatusOr<PayloadKind> ClassifyExample(const ExampleView& v) {
+  const bool raw = v.raw.kind != FeatureRef::Kind::kAbsent;
+  const bool encoded = v.encoded.kind != FeatureRef::Kind::kAbsent;
+  if (raw && encoded) {
+    return CorruptionError("the Example has both image/raw and image/encoded; expected one");
+  }
+  if (!raw && !encoded) {
+    return CorruptionError(
+        "the Example has neither image/raw (pixels) nor image/encoded (a JPEG or PNG "
+        "file); " +
+        std::to_string(v.num_features) + " features");
+  }
+  return raw ? PayloadKind::kRaw : PayloadKind::kEncoded;
+}
+
+Status DecodeEncodedSample(const ExampleView& v, EncodedSample* out) {
+  using K = FeatureRef::Kind;
+  *out = EncodedSample{};
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded, kKeyEncoded, K::kBytes));
+  if (v.encoded.bytes.empty()) {
+    return CorruptionError("feature image/encoded: empty (0 bytes)");
+  }
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.label, kKeyLabel, K::kInt64));
+  for (auto [f, key, dst, max] :
+       {std::tuple{&v.height, kKeyHeight, &out->height, kMaxDimension},
+        std::tuple{&v.width, kKeyWidth, &out->width, kMaxDimension},
+        std::tuple{&v.channels, kKeyChannels, &out->channels, int64_t{4}}}) {
+    if (f->kind == K::kAbsent) continue;
+    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kInt64));
+    if (f->int64 < 1 || f->int64 > max) {
+      return CorruptionError("feature " + std::string(key) + ": " + std::to_string(f->int64) +
+                             " is outside 1.." + std::to_string(max));
+    }
+    *dst = f->int64;
+  }
+  for (auto [f, key, dst] : {std::tuple{&v.format, kKeyFormat, &out->format},
+                             std::tuple{&v.colorspace, kKeyColorspace, &out->colorspace},
+                             std::tuple{&v.class_text, kKeyClassText, &out->class_text},
+                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
+    if (f->kind == K::kAbsent) continue;
+    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
+    *dst = f->bytes;
+  }
+  out->encoded = v.encoded.bytes;
+  out->label = v.label.int64;
+  return Status::Ok();
 }
 
 }  // namespace shardpack::format

@@ -50,9 +50,11 @@ struct FeatureRef {
   int64_t int64 = 0;       // first int64 value
 };
 
-// The features shardpack reads, located in a payload.
+// The features shardpack reads, located in a payload. `encoded` and `colorspace` are
+// those of TensorFlow's encoded-image Examples (image/encoded, image/colorspace).
 struct ExampleView {
   FeatureRef raw, raw_crc, height, width, channels, label, class_text, filename, format;
+  FeatureRef encoded, colorspace;
   uint64_t num_features = 0;  // map entries seen, all keys
 };
 
@@ -78,6 +80,34 @@ Status DecodeSample(const ExampleView& view, DecodedSample* out);
 
 // Parse + decode in one call.
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
+
+// What an Example carries: pixels (image/raw, shardpack's schema, §2) or an encoded image
+// (image/encoded, TensorFlow's build_image_data.py schema, docs/FORMAT.md §9).
+enum class PayloadKind { kRaw, kEncoded };
+
+// Corruption when the Example has both image/raw and image/encoded, or neither.
+StatusOr<PayloadKind> ClassifyExample(const ExampleView& view);
+
+// A sample that carries an encoded image, as TensorFlow's build_image_data.py writes it
+// (image/encoded, image/format "JPEG", 1-based labels). Pointers into the payload.
+struct EncodedSample {
+  std::string_view encoded;     // the image file's bytes, never empty
+  std::string_view format;      // image/format as stored ("JPEG", "PNG"); empty if absent
+  std::string_view colorspace;  // image/colorspace as stored ("RGB"); empty if absent
+  int64_t label = 0;
+  // image/height, image/width, image/channels; 0 where the feature is absent.
+  int64_t height = 0, width = 0, channels = 0;
+  std::string_view class_text;
+  std::string_view filename;
+};
+
+// Checks an encoded-image Example: image/encoded is one non-empty bytes value and
+// image/class/label one int64 (required); image/height and image/width, if present, one
+// int64 each in 1..65500; image/channels, if present, one int64 in 1..4; image/format,
+// image/colorspace, image/class/text and image/filename, if present, one bytes value each.
+// Says nothing of the encoded bytes themselves: the caller decodes them. Corruption with
+// "feature K: expected ..., found ..." otherwise.
+Status DecodeEncodedSample(const ExampleView& view, EncodedSample* out);
 
 }  // namespace shardpack::format
 

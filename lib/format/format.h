@@ -42,6 +42,10 @@ inline constexpr std::string_view kKeyFilename = "image/filename";
 inline constexpr std::string_view kKeyFormat = "image/format";
 inline constexpr std::string_view kKeyPad = "image/pad";
 inline constexpr std::string_view kFormatRaw = "raw";
+// TensorFlow's encoded-image Examples (build_image_data.py): the JPEG or PNG file's bytes
+// instead of pixels (docs/FORMAT.md §9).
+inline constexpr std::string_view kKeyEncoded = "image/encoded";
+inline constexpr std::string_view kKeyColorspace = "image/colorspace";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;

@@ -12,6 +12,7 @@
 #include "format/format.h"
 #include "io/env.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 namespace shardpack::format {
 namespace {
@@ -174,9 +175,14 @@ Status LmdbShardWriter::Append(std::string_view entries, std::string_view pixels
   std::string value =
       EncodePayloadPrefix(entries, pixels.size(), kLmdbValueOffset, options_.pixel_alignment);
   value.append(pixels);
+  return AppendValue(LmdbKey(records_), std::move(value));
+}
+
+Status LmdbShardWriter::AppendValue(std::string key, std::string value) {
+  if (done_) return FailedPreconditionError(path_ + ": append after finish");
   bytes_ += value.size();
   batch_bytes_ += value.size();
-  batch_.push_back(std::move(value));
+  batch_.emplace_back(std::move(key), std::move(value));
   ++records_;
   if (batch_bytes_ >= options_.batch_bytes) return CommitBatch();
   return Status::Ok();
@@ -193,9 +199,8 @@ Status LmdbShardWriter::CommitBatch() {
     rc = mdb_dbi_open(txn.get(), nullptr, 0, &dbi);
     if (rc != 0) return LmdbError(tmp + ": mdb_dbi_open", rc);
     for (size_t i = 0; i < batch_.size() && rc == 0; ++i) {
-      std::string key = LmdbKey(committed_ + i);
-      MDB_val k = Val(key);
-      MDB_val v = Val(batch_[i]);
+      MDB_val k = Val(batch_[i].first);
+      MDB_val v = Val(batch_[i].second);
       rc = mdb_put(txn.get(), dbi, &k, &v, MDB_APPEND);
     }
     if (rc == 0) rc = txn.Commit();
@@ -252,8 +257,21 @@ Status LmdbShardWriter::Finish(FileEntry* data) {
 
 // ---------------------------------------------------------------------------------------
 
+namespace {
+
+bool IsRecordNumberKey(std::string_view key) {
+  return key.size() == kLmdbKeySize && key.find_first_not_of("0123456789") == std::string::npos;
+}
+
+bool IsCaffeKey(std::string_view key) {
+  return key.size() > 8 && key[8] == '_' &&
+         key.substr(0, 8).find_first_not_of("0123456789") == std::string::npos;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path,
-                                                                 bool random_access) {
+                                                                 bool random_access, Keys keys) {
   if (::access(path.c_str(), R_OK) != 0) return ErrnoError(path + ": open", errno);
   MDB_env* raw = nullptr;
   int rc = mdb_env_create(&raw);
@@ -272,6 +290,28 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   MDB_stat st;
   rc = mdb_stat(txn.get(), dbi, &st);
   if (rc != 0) return LmdbError(path + ": mdb_stat", rc);
+  if (keys == Keys::kRecordNumbers && st.ms_entries > 0) {
+    MDB_cursor* cursor = nullptr;
+    rc = mdb_cursor_open(txn.get(), dbi, &cursor);
+    if (rc != 0) return LmdbError(path + ": mdb_cursor_open", rc);
+    MDB_val k, v;
+    rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST);
+    mdb_cursor_close(cursor);
+    if (rc != 0) return LmdbError(path + ": reading the first record", rc);
+    const std::string_view key = View(k);
+    if (!IsRecordNumberKey(key)) {
+      const std::string shown = EscapeBytes(key.substr(0, 40));
+      if (IsCaffeKey(key)) {
+        return NotSupportedError(
+            path + ": first key \"" + shown +
+            "\" is a Caffe key: this shard holds Caffe Datum values (lmdb_schema \"caffe\"), "
+            "which shardpack's Dataset and Loader do not read; convert without "
+            "--lmdb-schema caffe to read it here");
+      }
+      return NotSupportedError(path + ": first key \"" + shown +
+                               "\" is not a shardpack record key (10 decimal digits)");
+    }
+  }
   // Committing the transaction that opened the handle keeps the handle for later ones.
   rc = txn.Commit();
   if (rc != 0) return LmdbError(path + ": mdb_txn_commit", rc);

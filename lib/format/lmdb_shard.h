@@ -60,8 +60,12 @@ class LmdbShardWriter {
                                                            LmdbWriterOptions options);
   ~LmdbShardWriter();
 
-  // Appends one sample (`entries` from EncodeFeatureEntries).
+  // Appends one sample (`entries` from EncodeFeatureEntries) under the next record key.
   Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
+  // Appends a value under `key` (a Caffe-schema shard: CaffeKey, EncodeCaffeDatum). Keys
+  // must increase bytewise (MDB_APPEND) and fit kLmdbMaxKeySize; a key out of order fails
+  // the batch's commit with MDB_KEYEXIST.
+  Status AppendValue(std::string key, std::string value);
   static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
                                   uint32_t pixel_alignment);
 
@@ -81,7 +85,7 @@ class LmdbShardWriter {
   LmdbWriterOptions options_;
   LmdbEnv env_;
   uint64_t map_bytes_;
-  std::vector<std::string> batch_;
+  std::vector<std::pair<std::string, std::string>> batch_;  // key, value
   uint64_t batch_bytes_ = 0;
   uint64_t committed_ = 0;
   uint64_t records_ = 0;
@@ -97,8 +101,16 @@ class LmdbShardWriter {
 // the pool holds one transaction per concurrent reader.
 class LmdbShardReader {
  public:
+  // Which keys Open accepts in the first record.
+  enum class Keys {
+    kRecordNumbers,  // "0000000000"...: the Example schema, the only one Get reads
+    kAny,            // any (verify, which checks every key itself)
+  };
+  // NotSupported with kRecordNumbers when the first key is not a record number; for a
+  // Caffe-schema shard ("00000000_path" keys) the message says so.
   static StatusOr<std::unique_ptr<LmdbShardReader>> Open(const std::string& path,
-                                                         bool random_access);
+                                                         bool random_access,
+                                                         Keys keys = Keys::kRecordNumbers);
   ~LmdbShardReader();
 
   uint64_t entries() const { return entries_; }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "format/caffe_datum.h"
 #include "format/example.h"
 #include "format/format.h"
 #include "format/lmdb_shard.h"
@@ -105,6 +106,44 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
+  // A Caffe-schema sample: the Datum under its key (both from format/caffe_datum.h).
+  Status AddCaffe(std::string key, std::string value, int64_t label) {
+    if (!failed_.ok()) return failed_;
+    if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
+    SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
+    if (samples_ >= format::kCaffeMaxRecords) {
+      return ResourceExhaustedError("sample " + std::to_string(samples_) +
+                                    ": Caffe keys number records with 8 digits; at most " +
+                                    std::to_string(format::kCaffeMaxRecords) + " samples fit");
+    }
+    if (label > INT32_MAX) {
+      return InvalidArgumentError("sample " + std::to_string(samples_) + ": label " +
+                                  std::to_string(label) + " does not fit Caffe's int32");
+    }
+    const uint64_t records = lmdb_ ? lmdb_->records() : 0;
+    const uint64_t bytes = lmdb_ ? lmdb_->bytes() : 0;
+    // The value plus LMDB's per-value cost: a node, and a page header per overflow chain.
+    const uint64_t next = key.size() + value.size() + 64 + 4096;
+    Status s;
+    if (records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
+                        bytes + next > options_.max_shard_bytes)) {
+      s = CloseShard();
+    }
+    if (s.ok() && !lmdb_) s = OpenShard();
+    if (s.ok()) s = lmdb_->AppendValue(std::move(key), std::move(value));
+    if (!s.ok()) {
+      failed_ = s;
+      return s;
+    }
+    ++class_counts_[static_cast<size_t>(label)];
+    ++samples_;
+    return Status::Ok();
+  }
+
+  bool IsCaffe() const {
+    return options_.backend == Backend::kLmdb && options_.lmdb_schema == LmdbSchema::kCaffe;
+  }
+
   StatusOr<Manifest> Finish() {
     if (!failed_.ok()) return failed_;
     if (finished_) return FailedPreconditionError(dir_ + ": finished twice");
@@ -119,7 +158,12 @@ class ShardWriter::Impl {
     m.backend = options_.backend;
     m.num_samples = samples_;
     m.image = options_.image;
-    m.pixel_alignment = options_.pixel_alignment;
+    m.pixel_alignment = IsCaffe() ? 1 : options_.pixel_alignment;
+    if (IsCaffe()) {
+      // Caffe values are a 1.1 addition; Example datasets stay 1.0, readable by 1.0 readers.
+      m.format_minor = 1;
+      m.lmdb_schema = LmdbSchema::kCaffe;
+    }
     for (size_t i = 0; i < options_.class_names.size(); ++i) {
       m.classes.push_back({options_.class_names[i], class_counts_[i]});
     }
@@ -255,6 +299,10 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
         "ShardWriterOptions.class_names is empty: a dataset needs "
         "at least one class");
   }
+  if (options.lmdb_schema == LmdbSchema::kCaffe && options.backend != Backend::kLmdb) {
+    return InvalidArgumentError("the Caffe schema is for LMDB shards; the backend is " +
+                                std::string(BackendName(options.backend)));
+  }
   const ImageSpec& im = options.image;
   if (im.channels != 1 && im.channels != 3) {
     return InvalidArgumentError("ImageSpec.channels is " + std::to_string(im.channels) +
@@ -366,6 +414,11 @@ ShardWriter::~ShardWriter() = default;
 
 Status ShardWriter::Add(const SampleInput& s) {
   SHARDPACK_RETURN_IF_ERROR(impl_->Validate(s));
+  if (impl_->IsCaffe()) {
+    return impl_->AddCaffe(
+        format::CaffeKey(impl_->samples(), s.filename),
+        format::EncodeCaffeDatum(s.pixels.data(), s.height, s.width, s.channels, s.label), s.label);
+  }
   format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};
   uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <set>
 
+#include "format/caffe_datum.h"
 #include "format/example.h"
 #include "format/format.h"
 #include "format/index_file.h"
@@ -24,6 +25,7 @@
 #include "shardpack/manifest.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 namespace shardpack {
 
@@ -130,9 +132,38 @@ std::string CheckPayload(const uint8_t* payload, uint64_t length,
            std::to_string(m.classes.size()) + " classes of the manifest";
   }
   const std::string& name = m.classes[static_cast<size_t>(d.label)].name;
-  if (d.class_text != name) {
+  // image/class/text is optional (FORMAT.md §2.4); shardpack's writer always stores it.
+  if (!d.class_text.empty() && d.class_text != name) {
     return "class text \"" + std::string(d.class_text) + "\" does not match label " +
            std::to_string(d.label) + " (\"" + name + "\")";
+  }
+  if (d.channels != m.image.channels) {
+    return std::to_string(d.channels) + " channels, the manifest says " +
+           std::to_string(m.image.channels);
+  }
+  if (m.image.fixed() && (d.height != m.image.height || d.width != m.image.width)) {
+    return "shape " + Shape(d.height, d.width, d.channels) + ", the manifest says " +
+           Shape(m.image.height, m.image.width, m.image.channels);
+  }
+  if (!m.image.fixed() && m.image.max_side > 0 &&
+      (d.height > m.image.max_side || d.width > m.image.max_side)) {
+    return "shape " + Shape(d.height, d.width, d.channels) + " exceeds the max side " +
+           std::to_string(m.image.max_side) + " of the manifest";
+  }
+  return "";
+}
+
+// Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest. Returns
+// the first fault, or "".
+std::string CheckCaffeValue(std::string_view value, const Manifest& m) {
+  format::CaffeDatumView d;
+  Status s =
+      format::ParseCaffeDatum(reinterpret_cast<const uint8_t*>(value.data()), value.size(), &d);
+  if (s.ok()) s = format::CheckCaffeDatum(d);
+  if (!s.ok()) return s.message();
+  if (d.label < 0 || static_cast<uint64_t>(d.label) >= m.classes.size()) {
+    return "label " + std::to_string(d.label) + " is outside the " +
+           std::to_string(m.classes.size()) + " classes of the manifest";
   }
   if (d.channels != m.image.channels) {
     return std::to_string(d.channels) + " channels, the manifest says " +
@@ -269,10 +300,25 @@ void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Mani
 // Reads every record of an LMDB shard and reports faults through `add`.
 Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m,
                      const std::function<void(int64_t, std::string)>& add, uint64_t* records) {
-  auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false);
+  auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false,
+                                              format::LmdbShardReader::Keys::kAny);
   if (!reader.ok()) return reader.status();
   uint64_t n = 0;
+  const bool caffe = m.lmdb_schema == LmdbSchema::kCaffe;
   Status s = (*reader)->ForEach([&](std::string_view key, std::string_view value) {
+    if (caffe) {
+      // Caffe keys number samples across shards: "%08d_<path>".
+      const std::string prefix = format::CaffeKey(e.first_sample + n, "");
+      std::string fault;
+      if (key.substr(0, prefix.size()) != prefix) {
+        fault = "key \"" + EscapeBytes(key.substr(0, 40)) + "\", expected \"" + prefix + "<path>\"";
+      } else {
+        fault = CheckCaffeValue(value, m);
+      }
+      if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
+      ++n;
+      return Status::Ok();
+    }
     std::string expected = format::LmdbKey(n);
     if (key != expected) {
       add(static_cast<int64_t>(n),

@@ -1,6 +1,8 @@
 // Convert: decode and resize a folder of JPEG/PNG images (class sub-folders, or a list
-// file) in parallel, once, into a dataset of pre-decoded pixels (TFRecord or LMDB shards
-// and a manifest).
+// file) or the records of TFRecord files (TensorFlow's image/encoded Examples, or
+// image/raw ones) in parallel, once, into a dataset of pre-decoded pixels (TFRecord or
+// LMDB shards and a manifest). Adopt makes TFRecord files that another tool wrote in
+// shardpack's own Example schema into a dataset without rewriting them.
 //
 //   ConvertOptions o;
 //   o.height = 256; o.width = 256; o.fit = FitMode::kCrop;
@@ -24,6 +26,7 @@
 #include "shardpack/manifest.h"
 #include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
+#include "shardpack/verify.h"
 
 namespace shardpack {
 
@@ -31,6 +34,17 @@ enum class FitMode {
   kStretch,  // resize to height x width, aspect not kept
   kCrop,     // resize the shorter side to fit, then centre-crop (the default)
   kPad,      // resize the longer side to fit, centre, pad with the background colour
+};
+
+// Where the inputs come from.
+enum class InputFormat {
+  // A TFRecord source when SRC is a regular file, a glob pattern, a shardpack TFRecord
+  // dataset (a directory holding manifest.json), or a directory without sub-directories
+  // holding a file named like a TFRecord file (format::LooksLikeTfrecordName); class
+  // folders otherwise. list_file, when set, always wins.
+  kAuto,
+  kFolders,   // SRC/<class>/<image>
+  kTfrecord,  // the records of TFRecord files (convert/input_scan.h ScanTfrecordFiles)
 };
 
 struct ConvertProgress {
@@ -44,6 +58,9 @@ struct ConvertProgress {
 
 struct ConvertOptions {
   Backend backend = Backend::kTfrecord;
+  // LMDB only: Example values (the default, what shardpack reads) or Caffe Datum values.
+  LmdbSchema lmdb_schema = LmdbSchema::kExample;
+  InputFormat input_format = InputFormat::kAuto;
 
   // Output geometry, one of:
   //   height and width > 0: every sample is height x width, by `fit`;
@@ -74,7 +91,7 @@ struct ConvertOptions {
   // Limits on hostile input (../shared/reference/reliability.md section 3).
   uint64_t max_pixels = 89478485;
   int max_scans = 500;
-  uint64_t max_file_bytes = 1ull << 30;
+  uint64_t max_file_bytes = 1ull << 30;    // an input file, or a TFRecord input's payload
   uint64_t max_png_chunk_bytes = 8000000;  // largest PNG ancillary chunk kept (libpng's)
 
   bool strict = false;                // the first reject fails the conversion
@@ -101,7 +118,9 @@ struct ConvertOptions {
 };
 
 struct ConvertReject {
-  std::string path;  // relative to SRC, escaped (util EscapeBytes) where not UTF-8
+  // Relative to SRC, escaped (util EscapeBytes) where not UTF-8; for a TFRecord input,
+  // "<file>: record N at offset X".
+  std::string path;
   std::string reason;
 };
 
@@ -123,6 +142,41 @@ struct ConvertSummary {
 // On error nothing is published: DST holds no manifest.
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                  const ConvertOptions& options);
+
+// Adopt: TFRecord files that another tool wrote (tf.io.TFRecordWriter) in shardpack's
+// Example schema (docs/FORMAT.md §2.4: image/raw, image/height, image/width,
+// image/channels, image/class/label and image/raw/crc32c) become a dataset where they
+// are, unchanged: Adopt checks every record, then writes a DALI index per file
+// (format::IndexNameFor: "train-00000-of-00004.idx") and manifest.json, last. Classes run
+// from 0 to the largest label, named by their image/class/text (the number where there is
+// none); the image spec is the fixed size every sample shares, or else the largest side
+// seen; pixel_alignment is the largest power of two (up to 4096) that every pixel offset
+// is a multiple of. Records without image/raw/crc32c, or with image/encoded, cannot be
+// adopted: Convert re-packs those.
+struct AdoptOptions {
+  // Called once per fault as it is found; faults are also in the summary.
+  std::function<void(const VerifyFault&)> on_fault;
+};
+
+struct AdoptSummary {
+  std::string dir;  // the dataset directory: the one holding the files
+  uint64_t files = 0, records = 0, bytes = 0;
+  // Entries of SRC that were not adopted (sub-directories, special files): path, reason.
+  std::vector<ConvertReject> skipped;
+  // Faults found: a damaged record, a record outside the schema, a label whose class text
+  // differs between records, mixed channel counts, a file without records, two files
+  // whose index names collide. With any fault nothing is written.
+  std::vector<VerifyFault> faults;
+  Manifest manifest;  // as written, when there was no fault
+  double seconds = 0;
+  bool ok() const { return faults.empty(); }
+};
+
+// SRC as format::FindTfrecordFiles takes it (a file, a directory, a glob pattern); all its
+// files must be in one directory. Errors (nothing written): NotFound for a SRC that does
+// not exist, AlreadyExists when the directory holds manifest.json, InvalidArgument when
+// the files are in several directories, I/O errors.
+StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options = {});
 
 }  // namespace shardpack
 

@@ -17,15 +17,25 @@ namespace shardpack {
 std::string_view Version();
 
 // Manifest format versions. A reader accepts any minor version of a major it knows
-// (minor versions only add fields) and refuses a newer major.
+// (minor versions only add fields) and refuses a newer major. kFormatMinor is the newest
+// minor this build reads; a writer records the lowest version that describes its dataset
+// (1.0, or 1.1 for a Caffe-schema LMDB dataset).
 inline constexpr int kFormatMajor = 1;
-inline constexpr int kFormatMinor = 0;
+inline constexpr int kFormatMinor = 1;
 
 enum class Backend {
   kTfrecord,  // shard-NNNNN-of-MMMMM.tfrecord + .idx (DALI tfrecord2idx format)
   kLmdb,      // shard-NNNNN-of-MMMMM.lmdb, one LMDB environment per file (MDB_NOSUBDIR)
 };
 std::string_view BackendName(Backend b);  // "tfrecord" / "lmdb"
+
+// What the values of LMDB shards hold (docs/FORMAT.md §4).
+enum class LmdbSchema {
+  kExample,  // tf.train.Example payloads, keys "0000000000"...: what shardpack reads
+  kCaffe,    // Caffe Datum messages (CHW, BGR), keys "%08d_<path>": for Caffe and DALI's
+             // Caffe reader; verify checks them, the Dataset and Loader do not read them
+};
+std::string_view LmdbSchemaName(LmdbSchema s);  // "example" / "caffe"
 
 // The shape contract of every sample. Pixels are HWC uint8, RGB (3 channels) or gray (1).
 struct ImageSpec {
@@ -58,7 +68,7 @@ struct ClassEntry {
 
 struct Manifest {
   int format_major = kFormatMajor;
-  int format_minor = kFormatMinor;
+  int format_minor = 0;      // ShardWriter sets 1 for a Caffe-schema dataset (§7)
   std::string tool_version;  // "shardpack 0.1.0"
   Backend backend = Backend::kTfrecord;
   uint64_t num_samples = 0;
@@ -69,6 +79,8 @@ struct Manifest {
   uint64_t seed = 0;
   // The options the dataset was made with, as a JSON object text ("{}" when none).
   std::string options_json = "{}";
+  // LMDB only; kCaffe is written as "lmdb_schema": "caffe" with image.layout "CHW".
+  LmdbSchema lmdb_schema = LmdbSchema::kExample;
 };
 
 // Serialized form: pretty-printed JSON with a stable key order, ending in a newline.

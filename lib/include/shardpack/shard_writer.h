@@ -60,6 +60,10 @@ struct ShardWriterOptions {
   uint32_t pixel_alignment = 64;
   // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
   uint64_t lmdb_initial_map_bytes = 1ull << 30;
+  // LMDB: what the values hold (docs/FORMAT.md §4). kCaffe writes Caffe Datum values (CHW,
+  // BGR) under "%08d_<filename>" keys, numbered by sample across shards; pixel_alignment
+  // does not apply (the manifest records 1), and at most 100,000,000 samples fit.
+  LmdbSchema lmdb_schema = LmdbSchema::kExample;
   // Recorded in the manifest: the seed and options the dataset was made with (a JSON
   // object text).
   uint64_t seed = 0;

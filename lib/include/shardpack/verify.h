@@ -40,6 +40,9 @@ struct VerifyOptions {
   // Faults kept per file before the rest are summarised in one line (the counts stay
   // exact). Default 1000.
   uint64_t max_faults_per_file = 1000;
+  // VerifyTfrecordFiles: decode every image/encoded image (see there). Off: framing,
+  // checksums and the Example schema only.
+  bool decode_images = true;
 };
 
 struct VerifyReport {
@@ -56,6 +59,27 @@ struct VerifyReport {
 // all (no manifest, unreadable or unsupported manifest); faults inside a readable dataset
 // are in the report.
 StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options = {});
+
+// Verifies TFRecord files without a manifest: a data set written by TensorFlow
+// (build_image_data.py, tf.io.TFRecordWriter) or any TFRecord files, named as
+// FindTfrecordFiles takes them (a file, a directory, a glob pattern; a shardpack dataset's
+// shards). Per record: the framing and both checksums (resynchronising after a damaged
+// header, as VerifyDataset does), then the payload is a tf.train.Example with either
+//   - image/raw: shardpack's schema, as far as it goes without a manifest (FORMAT.md
+//     §2.4: features, len(image/raw) == H*W*C, image/raw/crc32c where present); or
+//   - image/encoded: TensorFlow's schema (FORMAT.md §9): one non-empty encoded value, one
+//     image/class/label, and image/height, image/width, image/channels, image/format,
+//     image/colorspace, image/class/text, image/filename well-formed where present;
+//     image/format, if present, names what the bytes are (JPEG or PNG, by their magic
+//     bytes). With options.decode_images every image is decoded as stored (no EXIF
+//     orientation): a JPEG at 1/8 scale (libjpeg's DCT scaling still reads all its
+//     entropy-coded data, so truncation and corrupt data are found without the full-size
+//     inverse DCT and colour conversion), and its size compared with image/height and
+//     image/width as they scale (ceil(side / 8)); a PNG at full size, compared exactly.
+// Files are checked in parallel (options.num_threads). Entries that are not files (a
+// sub-directory) are faults of "(directory)". Errors as FindTfrecordFiles.
+StatusOr<VerifyReport> VerifyTfrecordFiles(const std::string& src,
+                                           const VerifyOptions& options = {});
 
 }  // namespace shardpack
 

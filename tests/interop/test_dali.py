@@ -1,0 +1,121 @@
+"""NVIDIA DALI (nvidia-dali-cuda130), CPU pipelines only: fn.readers.tfrecord with the .idx
+files shardpack writes reads its shards, whole and split by DALI's own sharding
+(shard_id, num_shards), with the same pixels and labels; fn.readers.caffe reads a
+Caffe-schema LMDB shard (convert --format lmdb --lmdb-schema caffe)."""
+
+import shutil
+
+import numpy as np
+import pytest
+
+from conftest import manifest
+
+try:
+    from nvidia.dali import fn, pipeline_def
+    import nvidia.dali.tfrecord as tfrec
+except Exception as e:  # ImportError, or a missing shared library
+    pytest.skip(f"NVIDIA DALI cannot be imported here ({type(e).__name__}: {e}); "
+                "bash scripts/install-interop.sh installs nvidia-dali-cuda130",
+                allow_module_level=True)
+
+
+def dali_records(dataset, shard_id, num_shards):
+    """Every (filename, label, pixels) DALI's TFRecord reader gives for one DALI shard, in
+    its order. batch_size 1 and no padding: one iteration per record of the shard."""
+    m = manifest(dataset)
+    paths = [str(dataset / s["file"]) for s in m["shards"]]
+    indexes = [str(dataset / s["index"]["file"]) for s in m["shards"]]
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        f = fn.readers.tfrecord(
+            path=paths, index_path=indexes, shard_id=shard_id, num_shards=num_shards,
+            random_shuffle=False, name="reader",
+            features={
+                "image/raw": tfrec.FixedLenFeature((), tfrec.string, ""),
+                "image/height": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                "image/width": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                "image/channels": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                "image/class/label": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                "image/filename": tfrec.FixedLenFeature((), tfrec.string, ""),
+            })
+        return (f["image/raw"], f["image/height"], f["image/width"], f["image/channels"],
+                f["image/class/label"], f["image/filename"])
+
+    p = pipe()
+    p.build()
+    meta = p.reader_meta("reader")
+    assert meta["number_of_shards"] == num_shards and meta["shard_id"] == shard_id
+    # DALI splits the records into contiguous ranges: [N*i/n, N*(i+1)/n).
+    n = m["num_samples"]
+    size = n * (shard_id + 1) // num_shards - n * shard_id // num_shards
+    out = []
+    for _ in range(size):
+        raw, h, w, c, label, name = (np.array(t[0]) for t in p.run())
+        out.append((name.tobytes().decode(), int(label[0]),
+                    raw.reshape(int(h[0]), int(w[0]), int(c[0]))))
+    return out
+
+
+@pytest.fixture(scope="module")
+def dataset(cli, image_tree, tmp_path_factory):
+    dst = tmp_path_factory.mktemp("dali") / "ds"
+    cli("convert", image_tree.root, dst, "--keep", "--shard-records", "5", "--quiet")
+    return dst
+
+
+def test_dali_reads_every_record_with_our_index_files(dataset, image_tree):
+    records = dali_records(dataset, 0, 1)
+    assert sorted(name for name, _, _ in records) == sorted(image_tree.images)
+    for name, label, pixels in records:
+        source, source_label, _ = image_tree.images[name]
+        assert label == source_label
+        np.testing.assert_array_equal(pixels, source)
+
+
+@pytest.mark.parametrize("num_shards", [2, 3, 5])
+def test_dali_sharding_splits_the_records_disjointly(dataset, image_tree, num_shards):
+    whole = [name for name, _, _ in dali_records(dataset, 0, 1)]
+    parts = []
+    for shard_id in range(num_shards):
+        part = dali_records(dataset, shard_id, num_shards)
+        for name, label, pixels in part:
+            np.testing.assert_array_equal(pixels, image_tree.images[name][0])
+            assert label == image_tree.images[name][1]
+        parts.extend(name for name, _, _ in part)
+    assert parts == whole  # contiguous, disjoint, together everything, in file order
+
+
+def test_dali_caffe_reader_reads_a_caffe_schema_shard(cli, image_tree, tmp_path):
+    dst = tmp_path / "caffe"
+    cli("convert", image_tree.root, dst, "--size", "8x6", "--format", "lmdb",
+        "--lmdb-schema", "caffe", "--quiet")
+    reference = tmp_path / "reference"
+    cli("convert", image_tree.root, reference, "--size", "8x6", "--quiet")
+    m = manifest(dst)
+    assert len(m["shards"]) == 1
+    # Caffe (and DALI's Caffe reader) open an LMDB directory holding data.mdb.
+    lmdb_dir = tmp_path / "caffe-lmdb"
+    lmdb_dir.mkdir()
+    shutil.copy(dst / m["shards"][0]["file"], lmdb_dir / "data.mdb")
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        images, labels = fn.readers.caffe(path=str(lmdb_dir), random_shuffle=False,
+                                          name="reader")
+        return images, labels
+
+    p = pipe()
+    p.build()
+    assert p.reader_meta("reader")["epoch_size"] == 12
+    expected = dali_records(reference, 0, 1)  # the same conversion as Example records
+    for name, label, pixels in expected:
+        images, labels = p.run()
+        got = np.array(images[0])
+        assert int(np.array(labels[0]).reshape(-1)[0]) == label, name
+        # DALI hands out Datum.data as it is stored, shaped (H, W, C) without reordering
+        # the bytes; they are Caffe's CHW planes, blue first.
+        h, w, c = pixels.shape
+        assert got.shape == (h, w, c)
+        chw = got.reshape(c, h, w)
+        np.testing.assert_array_equal(chw.transpose(1, 2, 0)[:, :, ::-1], pixels, err_msg=name)
