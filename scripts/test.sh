@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs, builds and runs every test: the C++ suite (ctest), then the Python package's
-# (pytest, after scripts/install-python.sh installs it into pyenv's python3).
+# Installs, builds and runs every test: the C++ suite (ctest, with the fuzz corpus
+# replayed), the Python package's (pytest, after scripts/install-python.sh installs it into
+# pyenv's python3), and the interoperability tests against TensorFlow, DALI and
+# python-lmdb (scripts/test-interop.sh, in the venv out/venv-interop).
 # Run as root on a fresh Debian 12 machine: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
+start=$SECONDS
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j "$(nproc)"
+echo "test: C++ suite passed ($((SECONDS - start)) s)"
 bash scripts/install-python.sh
 python3 -m pytest python/tests -q
+echo "test: Python package passed ($((SECONDS - start)) s)"
+bash scripts/test-interop.sh
+echo "test: everything passed in $((SECONDS - start)) s"
