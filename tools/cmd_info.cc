@@ -25,12 +25,12 @@ std::string HumanBytes(uint64_t b) {
   return buf;
 }
 
-std::string ImageText(const ImageSpec& im) {
+std::string ImageText(const ImageSpec& im, LmdbSchema schema) {
   std::string s = im.fixed()        ? std::to_string(im.height) + "x" + std::to_string(im.width)
                   : im.max_side > 0 ? "variable, max side " + std::to_string(im.max_side)
                                     : "variable";
   return s + ", " + std::to_string(im.channels) + " channel" + (im.channels == 1 ? "" : "s") +
-         " (HWC uint8)";
+         (schema == LmdbSchema::kCaffe ? " (Caffe Datum: CHW uint8, BGR)" : " (HWC uint8)");
 }
 
 }  // namespace
@@ -66,7 +66,7 @@ std::function<int()> AddInfo(CLI::App& app) {
     std::printf("format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
                 m.tool_version.c_str());
     std::printf("samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
-    std::printf("image        %s\n", ImageText(m.image).c_str());
+    std::printf("image        %s\n", ImageText(m.image, m.lmdb_schema).c_str());
     std::printf("shards       %zu %s shards, %s\n", m.shards.size(),
                 std::string(BackendName(m.backend)).c_str(), HumanBytes(bytes).c_str());
     std::printf("seed         %llu\n", static_cast<unsigned long long>(m.seed));
