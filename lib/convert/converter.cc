@@ -399,7 +399,13 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     summary.resumed_from = summary.inputs;
     summary.rejects.clear();
     summary.manifest = std::move(manifest).value();
-    return summary;  // already complete: nothing to do
+    // Already complete: the manifest is the commit point. A run killed between publishing
+    // it and removing the progress record left that record behind; it has no use now.
+    const std::string progress = io::JoinPath(dst, kProgressName);
+    if (io::Env::Posix()->FileExists(progress)) {
+      SHARDPACK_RETURN_IF_ERROR(io::Env::Posix()->RemoveFile(progress));
+    }
+    return summary;
   }
   if (o.resume) {
     auto progress = ReadProgress(dst, fingerprint);
