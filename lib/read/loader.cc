@@ -25,6 +25,7 @@
 #include <thread>
 
 #include "cuda/cuda.h"
+#include "read/mapped_read_guard.h"
 #include "read/normalize.h"
 #include "read/sampler.h"
 #include "read/transform.h"
@@ -232,7 +233,11 @@ class Loader::Impl {
       Status error = claim_status;
       if (error.ok()) {
         for (int i = begin; i < end; ++i) {
-          Status s = FillSample(*slot, i, &scratch);
+          // A shard that shrank while mapped raises SIGBUS: an error naming it, not a crash.
+          Status s = read::GuardedRead([&] { return FillSample(*slot, i, &scratch); });
+          if (read::IsMappedReadFault(s)) {
+            s = Status(s.code(), Where(slot->indices[i]) + ": " + s.message());
+          }
           if (s.ok()) continue;
           if (s.code() == StatusCode::kCorruption && options.on_corrupt == OnCorrupt::kSkip) {
             slot->bad[i] = 1;
@@ -295,17 +300,21 @@ class Loader::Impl {
     return Status::Ok();
   }
 
+  // "<shard file>: record N[ at offset X]" of a global sample index.
+  std::string Where(uint64_t index) const {
+    auto loc = dataset->Locate(index);
+    if (!loc.ok()) return dataset->dir();
+    std::string where = dataset->manifest().shards[loc->shard].data.file + ": record " +
+                        std::to_string(loc->record);
+    if (dataset->manifest().backend == Backend::kTfrecord) {
+      where += " at offset " + std::to_string(loc->offset);
+    }
+    return where;
+  }
+
   // A sample whose shape the transform cannot take: the record is damaged or foreign.
   Status ShapeFault(uint64_t index, const SampleView& view, const std::string& why = "") {
-    std::string where = dataset->dir();
-    auto loc = dataset->Locate(index);
-    if (loc.ok()) {
-      where = dataset->manifest().shards[loc->shard].data.file + ": record " +
-              std::to_string(loc->record);
-      if (dataset->manifest().backend == Backend::kTfrecord) {
-        where += " at offset " + std::to_string(loc->offset);
-      }
-    }
+    const std::string where = Where(index);
     std::string what = why.empty()
                            ? "sample is " + std::to_string(view.height) + "x" +
                                  std::to_string(view.width) + "x" + std::to_string(view.channels) +

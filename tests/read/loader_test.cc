@@ -1,6 +1,7 @@
 #include "shardpack/loader.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <deque>
@@ -258,6 +259,36 @@ TEST_P(LoaderTest, VerifyCrcOffDeliversAFlippedPixelThatTheDefaultRejects) {
   const auto* got = static_cast<const uint8_t*>(b->host_data()) + 3 * px.size();
   EXPECT_EQ(got[10], px[10] ^ 1);
   EXPECT_EQ(std::memcmp(got, px.data(), 10), 0);
+}
+
+TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), Spec(28));  // 4 shards of 7
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.prefetch = 1;  // workers stay within 3 batches (6 samples) of the consumer
+  o.shuffle = ShuffleMode::kNone;
+  o.num_threads = 2;
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  // The last shard loses every page while the loader holds it mapped.
+  const std::string last = dir.Join(m.shards.back().data.file);
+  ASSERT_EQ(::truncate(last.c_str(), 0), 0);
+  Status failure;
+  for (uint64_t b = 0; b < loader->batches_per_epoch(); ++b) {
+    auto batch = loader->Next();
+    if (!batch.ok()) {
+      failure = batch.status();
+      EXPECT_EQ(b, 21u / 2) << "the first batch reading the last shard";
+      break;
+    }
+  }
+  ASSERT_FALSE(failure.ok()) << "reading a truncated shard succeeded";
+  EXPECT_EQ(failure.code(), StatusCode::kIOError) << failure.ToString();
+  EXPECT_NE(failure.message().find(m.shards.back().data.file + ": record 0"), std::string::npos)
+      << failure.ToString();
+  EXPECT_NE(failure.message().find("SIGBUS"), std::string::npos) << failure.ToString();
+  // The error stays; the loader does not hang.
+  EXPECT_EQ(loader->Next().status().code(), StatusCode::kIOError);
 }
 
 TEST_P(LoaderTest, SkipModeLeavesCorruptSamplesOutAndCountsThem) {
