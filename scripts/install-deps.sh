@@ -15,6 +15,9 @@ packages=(
   clang-format clang-tidy
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer
   clang libclang-rt-14-dev llvm
+  # scale-out (docs/SCALE.md): convert --mpi and the mpirun tests; shards over HTTP
+  # (libcurl) and the tests that serve a dataset with a real nginx on loopback
+  libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light
 )
 
 missing=()

@@ -320,7 +320,7 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
 }
 
 LmdbShardReader::~LmdbShardReader() {
-  for (void* txn : idle_txns_) mdb_txn_abort(static_cast<MDB_txn*>(txn));
+  for (void* txn : all_txns_) mdb_txn_abort(static_cast<MDB_txn*>(txn));
 }
 
 Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
@@ -336,15 +336,16 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   if (txn != nullptr) {
     rc = mdb_txn_renew(txn);
     if (rc != 0) {
-      mdb_txn_abort(txn);
+      // A reset transaction that cannot be renewed stays out of the idle list; the
+      // destructor frees it with the others.
       return LmdbError(path_ + ": mdb_txn_renew", rc);
     }
   } else {
     rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
     std::lock_guard<std::mutex> lock(pool_mu_);
-    ++txns_made_;
-    idle_txns_.reserve(static_cast<size_t>(txns_made_));
+    all_txns_.push_back(txn);
+    idle_txns_.reserve(all_txns_.size());
   }
   // Back to the pool on every path: reset releases the snapshot, keeps the memory.
   struct Return {
@@ -372,14 +373,16 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
 
 Status LmdbShardReader::ReserveReaders(int readers) const {
   std::lock_guard<std::mutex> lock(pool_mu_);
-  idle_txns_.reserve(static_cast<size_t>(std::max(readers, txns_made_)));
-  while (txns_made_ < readers) {
+  const size_t wanted = static_cast<size_t>(std::max(readers, 0));
+  all_txns_.reserve(std::max(wanted, all_txns_.size()));
+  idle_txns_.reserve(std::max(wanted, all_txns_.size()));
+  while (all_txns_.size() < wanted) {
     MDB_txn* txn = nullptr;
     const int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
     mdb_txn_reset(txn);
+    all_txns_.push_back(txn);
     idle_txns_.push_back(txn);
-    ++txns_made_;
   }
   return Status::Ok();
 }

@@ -135,10 +135,13 @@ class LmdbShardReader {
   LmdbEnv env_;
   unsigned dbi_;  // MDB_dbi of the main database
   uint64_t entries_;
-  // Reset read transactions (MDB_txn*) ready for mdb_txn_renew; freed by the destructor.
+  // Every read transaction this reader made (MDB_txn*), aborted by the destructor, and
+  // those of them that are reset and ready for mdb_txn_renew. A transaction whose Get was
+  // cut short by a fault (a SIGBUS unwound by read::GuardedRead) never returns to the
+  // idle list but is still freed here.
   mutable std::mutex pool_mu_;
+  mutable std::vector<void*> all_txns_;
   mutable std::vector<void*> idle_txns_;
-  mutable int txns_made_ = 0;
 };
 
 }  // namespace shardpack::format

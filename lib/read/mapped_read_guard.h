@@ -12,10 +12,11 @@
 //
 // What may run inside: code that reads mapped memory and whose frames hold nothing that
 // must be destroyed or released when a fault skips them (no heap allocations, locks or
-// resources acquired inside; an LMDB read transaction taken inside is leaked, which is
-// bounded by the faults). The handler is installed once per process, with SA_NODEFER so
-// that the jump leaves SIGBUS unblocked; a SIGBUS outside a guarded read goes to the
-// handler that was there before (by default: the process dies as it would have).
+// resources acquired inside). An LMDB read transaction taken inside stays out of its
+// reader's pool after a fault and is freed when the reader closes. The handler is
+// installed once per process, with SA_NODEFER so that the jump leaves SIGBUS unblocked; a
+// SIGBUS outside a guarded read goes to the handler that was there before (by default:
+// the process dies as it would have).
 //
 // Thread-safety: GuardedRead may run on any number of threads at once; nesting is allowed
 // (the innermost guard catches).
