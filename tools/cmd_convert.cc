@@ -11,8 +11,20 @@
 
 #include "shardpack/convert.h"
 #include "tools/commands.h"
+#include "tools/mpi_session.h"
 
 namespace shardpack::cli {
+
+// The command line of convert, as parsed.
+struct ConvertArgs {
+  std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos",
+                        background = "ffffff", list, input = "auto", lmdb_schema = "example", part;
+  int max_side = 0, channels = 3, threads = 0, max_scans = 500;
+  bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
+       resume = false, overwrite = false, quiet = false, mpi = false;
+  uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
+  uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
+};
 
 namespace {
 
@@ -61,19 +73,13 @@ std::vector<std::pair<std::string, uint64_t>> RejectsByReason(
   return out;
 }
 
+int RunConvert(const ConvertArgs& a, const ConvertOptions& o);
+int RunMpi(const ConvertArgs& a, ConvertOptions o);
+
 }  // namespace
 
 std::function<int()> AddConvert(CLI::App& app) {
-  struct Args {
-    std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos",
-                          background = "ffffff", list, input = "auto", lmdb_schema = "example";
-    int max_side = 0, channels = 3, threads = 0, max_scans = 500;
-    bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
-         resume = false, overwrite = false, quiet = false;
-    uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
-    uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
-  };
-  auto a = std::make_shared<Args>();
+  auto a = std::make_shared<ConvertArgs>();
   CLI::App* cmd = app.add_subcommand(
       "convert",
       "Decode and resize a folder of JPEG/PNG images, or TFRecord files, into shards of pixels");
@@ -143,6 +149,13 @@ std::function<int()> AddConvert(CLI::App& app) {
                 "No progress and no per-reject lines (errors and the "
                 "summary still print)");
   cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
+  auto* part = cmd->add_option("--part", a->part,
+                               "Convert part I of N (0-based, e.g. 3/16) into DST/parts/, as one "
+                               "task of a job array; join the parts with shardpack merge DST");
+  cmd->add_flag("--mpi", a->mpi,
+                "Run as the ranks of an MPI job (mpirun/srun): rank I converts part I of N, "
+                "verifies it, and rank 0 merges once all parts are done")
+      ->excludes(part);
 
   return [a] {
     ConvertOptions o;
@@ -208,63 +221,163 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.resume = a->resume;
     o.overwrite = a->overwrite;
     if (!a->quiet) o.progress = ProgressPrinter(::isatty(STDERR_FILENO) != 0);
-    auto summary = Convert(a->src, a->dst, o);
-    if (!summary.ok()) {
-      std::fprintf(stderr, "shardpack convert: %s\n", summary.status().message().c_str());
-      StatusCode c = summary.status().code();
-      return c == StatusCode::kCorruption ? kExitFaults : kExitUsage;
-    }
-    const ConvertSummary& s = *summary;
-    if (a->resume && s.resumed_from > 0) {
-      std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
-                   (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
-    }
-    if (!a->quiet) {
-      for (const ConvertReject& r : s.rejects) {
-        std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
-                     r.reason.c_str());
+    if (a->mpi) return RunMpi(*a, o);
+    if (!a->part.empty()) {
+      int used = 0;
+      if (std::sscanf(a->part.c_str(), "%d/%d%n", &o.part_index, &o.part_count, &used) != 2 ||
+          used != static_cast<int>(a->part.size()) || o.part_count < 1 || o.part_index < 0 ||
+          o.part_index >= o.part_count || o.part_count > kMaxParts) {
+        std::fprintf(stderr, "shardpack convert: --part %s: expected I/N with 0 <= I < N <= %d\n",
+                     a->part.c_str(), kMaxParts);
+        return kExitUsage;
       }
     }
-    uint64_t bytes = 0;
-    for (const auto& sh : s.manifest.shards) bytes += sh.data.bytes;
-    if (a->json) {
-      nlohmann::ordered_json j;
-      j["source"] = a->src;
-      j["dataset"] = a->dst;
-      j["inputs"] = s.inputs;
-      j["written"] = s.written;
-      j["rejected"] = s.rejected;
-      j["hidden_ignored"] = s.hidden_ignored;
-      j["shards"] = s.manifest.shards.size();
-      j["bytes"] = bytes;
-      j["seconds"] = s.seconds;
-      nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
-      for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
-      j["rejects"] = rejects;
-      std::cout << j.dump(2) << "\n";
-    } else {
-      const uint64_t done_now = s.inputs - s.resumed_from;
-      std::printf(
-          "%s: %llu inputs: %llu written, %llu rejected%s; %zu classes, %zu %s shards\n",
-          a->dst.c_str(), (unsigned long long)s.inputs, (unsigned long long)s.written,
-          (unsigned long long)s.rejected,
-          s.hidden_ignored
-              ? (", " + std::to_string(s.hidden_ignored) + " hidden entries ignored").c_str()
-              : "",
-          s.manifest.classes.size(), s.manifest.shards.size(),
-          std::string(BackendName(s.manifest.backend)).c_str());
-      std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
-                  bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
-                  s.resumed_from > 0 ? " (this run, after resuming)" : "");
-      if (!s.rejects.empty()) {
-        std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", a->dst.c_str());
-        for (const auto& [reason, n] : RejectsByReason(s.rejects)) {
-          std::printf("  %8llu  %s\n", (unsigned long long)n, reason.c_str());
-        }
-      }
-    }
-    return kExitOk;
+    return RunConvert(*a, o);
   };
 }
+
+namespace {
+
+int ExitCodeOf(const Status& s) {
+  return s.code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+}
+
+int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
+  const ConvertArgs* a = &args;
+  // What this run wrote: DST, or this part's directory in it.
+  const std::string out =
+      o.part_count > 1 ? PartDirectory(a->dst, o.part_index, o.part_count) : a->dst;
+  auto summary = Convert(a->src, a->dst, o);
+  if (!summary.ok()) {
+    std::fprintf(stderr, "shardpack convert: %s\n", summary.status().message().c_str());
+    return ExitCodeOf(summary.status());
+  }
+  const ConvertSummary& s = *summary;
+  if (a->resume && s.resumed_from > 0) {
+    std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
+                 (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
+  }
+  if (!a->quiet) {
+    for (const ConvertReject& r : s.rejects) {
+      std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
+                   r.reason.c_str());
+    }
+  }
+  uint64_t bytes = 0;
+  for (const auto& sh : s.manifest.shards) bytes += sh.data.bytes;
+  if (a->json) {
+    nlohmann::ordered_json j;
+    j["source"] = a->src;
+    j["dataset"] = out;
+    j["inputs"] = s.inputs;
+    j["written"] = s.written;
+    j["rejected"] = s.rejected;
+    j["hidden_ignored"] = s.hidden_ignored;
+    j["shards"] = s.manifest.shards.size();
+    j["bytes"] = bytes;
+    j["seconds"] = s.seconds;
+    nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
+    for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
+    j["rejects"] = rejects;
+    std::cout << j.dump(2) << "\n";
+  } else {
+    const uint64_t done_now = s.inputs - s.resumed_from;
+    std::printf("%s: %llu inputs: %llu written, %llu rejected%s; %zu classes, %zu %s shards\n",
+                out.c_str(), (unsigned long long)s.inputs, (unsigned long long)s.written,
+                (unsigned long long)s.rejected,
+                s.hidden_ignored
+                    ? (", " + std::to_string(s.hidden_ignored) + " hidden entries ignored").c_str()
+                    : "",
+                s.manifest.classes.size(), s.manifest.shards.size(),
+                std::string(BackendName(s.manifest.backend)).c_str());
+    std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
+                bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
+                s.resumed_from > 0 ? " (this run, after resuming)" : "");
+    if (!s.rejects.empty()) {
+      std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", out.c_str());
+      for (const auto& [reason, n] : RejectsByReason(s.rejects)) {
+        std::printf("  %8llu  %s\n", (unsigned long long)n, reason.c_str());
+      }
+    }
+  }
+  if (o.part_count > 1 && !a->mpi) {
+    std::printf("  part %d of %d; once all %d are done: shardpack merge %s\n", o.part_index,
+                o.part_count, o.part_count, a->dst.c_str());
+  }
+  return kExitOk;
+}
+
+// convert --mpi: rank I of N converts part I/N and verifies it; a collective step tells
+// every rank whether all parts are good; then rank 0 merges (without verifying again) and
+// every rank exits with rank 0's code, so that mpirun and srun report one outcome.
+int RunMpi(const ConvertArgs& a, ConvertOptions o) {
+  auto mpi = MpiSession::Start();
+  if (!mpi.ok()) {
+    std::fprintf(stderr, "shardpack convert: --mpi: %s\n", mpi.status().message().c_str());
+    return kExitUsage;
+  }
+  MpiSession& session = **mpi;
+  const int rank = session.rank(), size = session.size();
+  // Resuming a conversion that was merged already: nothing to do on any rank.
+  const bool merged = ::access((a.dst + "/manifest.json").c_str(), F_OK) == 0 &&
+                      ::access((a.dst + "/parts").c_str(), F_OK) != 0;
+  if (a.resume && merged) {
+    if (rank == 0) std::printf("%s: already converted and merged\n", a.dst.c_str());
+    return kExitOk;
+  }
+  int code = kExitOk;
+  if (size > 1) {
+    o.part_index = rank;
+    o.part_count = size;
+    if (rank != 0) o.progress = nullptr;  // one progress line: rank 0's part
+    code = RunConvert(a, o);
+    if (code == kExitOk) {
+      // Verified where it was made, in parallel, while the files are in the page cache.
+      VerifyOptions vo;
+      vo.num_threads = o.num_threads;
+      const std::string dir = PartDirectory(a.dst, rank, size);
+      auto report = VerifyDataset(dir, vo);
+      if (!report.ok()) {
+        std::fprintf(stderr, "shardpack convert: %s: %s\n", dir.c_str(),
+                     report.status().message().c_str());
+        code = kExitUsage;
+      } else if (!report->ok()) {
+        for (const VerifyFault& f : report->faults) {
+          std::fprintf(stderr, "shardpack convert: %s/%s\n", dir.c_str(), FormatFault(f).c_str());
+        }
+        code = kExitFaults;
+      }
+    }
+  } else {
+    code = RunConvert(a, o);  // one rank: an ordinary conversion
+    return code;
+  }
+  const int failed = session.CountFailed(code == kExitOk);
+  if (rank == 0) {
+    if (failed > 0) {
+      std::fprintf(stderr,
+                   "shardpack convert: %d of %d parts failed (their ranks said why); nothing "
+                   "merged. Run again with --resume to redo only what is missing\n",
+                   failed, size);
+      code = code == kExitOk ? kExitUsage : code;
+    } else {
+      MergeOptions mo;
+      mo.verify = false;
+      auto summary = Merge(a.dst, mo);
+      if (!summary.ok()) {
+        std::fprintf(stderr, "shardpack convert: merge: %s\n", summary.status().message().c_str());
+        code = ExitCodeOf(summary.status());
+      } else {
+        std::printf("%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu shards\n",
+                    a.dst.c_str(), summary->parts, (unsigned long long)summary->inputs,
+                    (unsigned long long)summary->written, (unsigned long long)summary->rejected,
+                    summary->manifest.shards.size());
+      }
+    }
+  }
+  return session.FromRoot(code);
+}
+
+}  // namespace
 
 }  // namespace shardpack::cli

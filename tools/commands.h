@@ -22,6 +22,7 @@ std::function<int()> AddInfo(CLI::App& app);
 std::function<int()> AddPreview(CLI::App& app);
 std::function<int()> AddBench(CLI::App& app);
 std::function<int()> AddAdopt(CLI::App& app);
+std::function<int()> AddMerge(CLI::App& app);
 
 }  // namespace shardpack::cli
 

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   add(AddPreview(app));
   add(AddBench(app));
   add(AddAdopt(app));
+  add(AddMerge(app));
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -145,6 +145,17 @@ Status CheckOptions(const ConvertOptions& o) {
   if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
     return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
   }
+  if (o.part_count < 1 || o.part_count > kMaxParts || o.part_index < 0 ||
+      o.part_index >= o.part_count) {
+    return InvalidArgumentError("part " + std::to_string(o.part_index) + "/" +
+                                std::to_string(o.part_count) +
+                                ": expected I/N with 0 <= I < N <= " + std::to_string(kMaxParts));
+  }
+  if (o.part_count > 1 && o.lmdb_schema == LmdbSchema::kCaffe) {
+    return InvalidArgumentError(
+        "Caffe-schema LMDB output cannot be converted in parts: its keys number samples "
+        "across the whole dataset; convert it in one process");
+  }
   if (!o.list_file.empty() && o.input_format == InputFormat::kTfrecord) {
     return InvalidArgumentError("a list file names image files; it cannot be a TFRecord input");
   }
@@ -325,10 +336,19 @@ struct Item {
 
 }  // namespace
 
-StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
+StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
                                  const ConvertOptions& o) {
   const auto start = std::chrono::steady_clock::now();
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
+  const bool partitioned = o.part_count > 1;
+  // Where this run writes its dataset: DST itself, or this part's directory in DST.
+  const std::string dst = partitioned ? PartDirectory(target, o.part_index, o.part_count) : target;
+  if (partitioned && io::Env::Posix()->FileExists(io::JoinPath(target, format::kManifestName))) {
+    return Status(StatusCode::kAlreadyExists,
+                  target +
+                      " holds a dataset (manifest.json): its parts were merged; remove it "
+                      "to convert again");
+  }
   const bool tfrecord_source = IsTfrecordSource(src, o);
   StatusOr<convert::InputSet> scanned =
       tfrecord_source       ? convert::ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
@@ -337,11 +357,19 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   if (!scanned.ok()) return scanned.status();
   const convert::InputSet& inputs = *scanned;
 
+  // The inputs this run converts, in write order positions: all, or this part's range.
+  // The scan's rejects (inputs that never reach the pipeline) belong to the first part.
+  const InputRange range = partitioned ? PartitionInputs(inputs.files.size(), o.part_index,
+                                                         o.part_count, o.max_shard_records)
+                                       : InputRange{0, inputs.files.size()};
+  const bool scan_rejects_here = o.part_index == 0;
   ConvertSummary summary;
   summary.hidden_ignored = inputs.hidden_ignored;
-  summary.inputs = inputs.files.size() + inputs.rejects.size();
-  for (const auto& r : inputs.rejects)
-    summary.rejects.push_back({EscapeBytes(r.relative), r.reason});
+  summary.inputs = (range.end - range.begin) + (scan_rejects_here ? inputs.rejects.size() : 0);
+  if (scan_rejects_here) {
+    for (const auto& r : inputs.rejects)
+      summary.rejects.push_back({EscapeBytes(r.relative), r.reason});
+  }
   auto too_many_rejects = [&]() -> Status {
     if (o.strict && !summary.rejects.empty()) {
       const ConvertReject& r = summary.rejects.front();
@@ -374,14 +402,20 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
 
   // Progress: each shard, once durable under its staged name, is recorded with the
   // position of the first input it does not hold and the rejects before that input.
-  const std::string fingerprint = Fingerprint(src, o, tfrecord_source, inputs);
-  uint64_t position = 0;
+  // The inputs and options, whatever the part: parts of one conversion share it (Merge
+  // checks); the progress record's fingerprint also names the part.
+  const std::string inputs_fingerprint = Fingerprint(src, o, tfrecord_source, inputs);
+  const std::string fingerprint = partitioned ? inputs_fingerprint + "/part-" +
+                                                    std::to_string(o.part_index) + "-of-" +
+                                                    std::to_string(o.part_count)
+                                              : inputs_fingerprint;
+  uint64_t position = range.begin;
   wo.on_shard_staged = [&](const ShardWriterState& state) {
     return io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, kProgressName),
                                    ProgressJson(fingerprint, position, summary.rejects, state));
   };
   StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
-  uint64_t first = 0;
+  uint64_t first = range.begin;
   if (o.overwrite && !o.resume) {
     SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
     if (io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
@@ -412,7 +446,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     if (progress.ok()) {
       summary.rejects = progress->rejects;
       first = progress->next_input;
-      summary.resumed_from = first;
+      summary.resumed_from = first - range.begin;
       writer = ShardWriter::Resume(dst, wo, progress->state);
     } else if (progress.status().code() == StatusCode::kNotFound) {
       SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
@@ -511,13 +545,15 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
 
   Status failure;
   std::atomic<bool> stop{false};
-  if (first > order.size()) {
+  if (first < range.begin || first > range.end) {
     return InvalidArgumentError(dst + "/" + kProgressName + ": next input " +
-                                std::to_string(first) + " is beyond the " +
-                                std::to_string(order.size()) + " inputs");
+                                std::to_string(first) + " is outside this run's inputs [" +
+                                std::to_string(range.begin) + ", " + std::to_string(range.end) +
+                                ")");
   }
   size_t next = first;
-  uint64_t done = first;
+  const size_t end = range.end;
+  uint64_t done = first - range.begin;
   uint64_t bytes_out = 0;
   auto consume = [&](Item* item) {
     std::unique_ptr<Item> owned(item);
@@ -549,7 +585,8 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
     summary.bytes_in += item->bytes_in;
     if (item->status.ok()) bytes_out += item->image.pixels.size();
     if (o.progress) {
-      o.progress({done, order.size(), summary.rejects.size(), summary.bytes_in, bytes_out,
+      o.progress({done, range.end - range.begin, summary.rejects.size(), summary.bytes_in,
+                  bytes_out,
                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
     }
   };
@@ -566,7 +603,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
         static_cast<size_t>(2 * threads + 2),
         tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
                                       [&](tbb::flow_control& fc) -> Item* {
-                                        if (next >= order.size() || stop.load()) {
+                                        if (next >= end || stop.load()) {
                                           fc.stop();
                                           return nullptr;
                                         }
@@ -593,9 +630,21 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
   }
   SHARDPACK_RETURN_IF_ERROR(
       io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
-  SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(
-      OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected)));
-  position = order.size();
+  std::string options_json =
+      OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected);
+  if (partitioned) {
+    // What Merge needs to check the parts against each other and join them.
+    auto j = nlohmann::ordered_json::parse(options_json);
+    j["part"] = {{"index", o.part_index},
+                 {"count", o.part_count},
+                 {"first_input", range.begin},
+                 {"end_input", range.end},
+                 {"total_inputs", inputs.files.size()},
+                 {"inputs_fingerprint", inputs_fingerprint}};
+    options_json = j.dump();
+  }
+  SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(options_json));
+  position = range.end;
   auto manifest = (*writer)->Finish();
   if (!manifest.ok()) return manifest.status();
   summary.manifest = std::move(manifest).value();

@@ -112,6 +112,17 @@ struct ConvertOptions {
   // removed first). Without it such a DST is refused.
   bool overwrite = false;
 
+  // Partitioned conversion (docs/SCALE.md): this run is part `part_index` of `part_count`
+  // runs of the same SRC and options, on any machines that share DST. The write order
+  // (shuffled or not) is cut into part_count contiguous ranges of inputs (PartitionInputs);
+  // the part converts its range into a complete dataset of its own,
+  // PartDirectory(DST, part_index, part_count), and Merge(DST) joins the parts into one.
+  // A failed part is re-run alone (resume and overwrite apply to its directory). Caffe-schema
+  // LMDB output cannot be partitioned: its keys number samples across the whole dataset.
+  // part_count 1: no partitioning (part_index must be 0).
+  int part_index = 0;
+  int part_count = 1;
+
   // Called from one thread after every input, in order (cheap: it may decide itself how
   // often to print).
   std::function<void(const ConvertProgress&)> progress;
@@ -142,6 +153,59 @@ struct ConvertSummary {
 // On error nothing is published: DST holds no manifest.
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                  const ConvertOptions& options);
+
+// Partitioned conversion --------------------------------------------------------------
+
+// Most parts a conversion may be cut into (part directories number them with 5 digits).
+inline constexpr int kMaxParts = 99999;
+
+// DST/parts/part-IIIII-of-NNNNN: where part `index` of `count` writes its dataset.
+std::string PartDirectory(const std::string& dst, int index, int count);
+
+// The inputs [begin, end) of the write order that part `index` of `count` converts, out
+// of `inputs`: the even cut floor(index * inputs / count), rounded down to a multiple of
+// `shard_records` when that is not 0 so that every part but the last ends on a shard
+// boundary of the single-process conversion (Merge's result is then byte-identical to it
+// when no input is rejected). Parts may be empty.
+struct InputRange {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+InputRange PartitionInputs(uint64_t inputs, int index, int count, uint64_t shard_records);
+
+struct MergeOptions {
+  // Verify every part in full (VerifyDataset) before anything moves. Off: only that every
+  // file a part's manifest lists is there with its size (for parts verified where they
+  // were made, as `convert --mpi` does).
+  bool verify = true;
+  int num_threads = 0;  // verify threads; 0: all cores
+  // Called once per fault as verify finds it; faults are also in the summary.
+  std::function<void(const VerifyFault&)> on_fault;
+};
+
+struct MergeSummary {
+  int parts = 0;
+  uint64_t inputs = 0, written = 0, rejected = 0;
+  bool already_merged = false;  // DST was merged before; nothing to do
+  // Faults verify found, named "parts/part-.../<file>". With any fault nothing is merged.
+  std::vector<VerifyFault> faults;
+  Manifest manifest;  // as written, when there was no fault
+  double seconds = 0;
+  bool ok() const { return faults.empty(); }
+};
+
+// Joins the parts of a partitioned conversion, DST/parts/part-*, into one dataset in DST:
+// checks that all part_count parts are there and complete, of the same inputs and options,
+// with contiguous ranges (errors name each missing or mismatched part and say how to redo
+// it); verifies them; then renames their shards into DST, numbered in part order
+// (shard-NNNNN-of-MMMMM, indexes with them), joins their rejects.tsv in order and writes
+// manifest.json last, atomically; then removes the part directories. Shard files are not
+// rewritten: each part's last shard may hold fewer records than the single-process
+// conversion's, so shard boundaries match it only when max_shard_records is set and no
+// input is rejected; the samples, their order and bytes, the classes, the rejects and the
+// options recorded always match it. An interrupted merge goes on where it stopped when run
+// again (its plan is DST/.shardpack-merge.json); a merged DST is left as it is.
+StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options = {});
 
 // Adopt: TFRecord files that another tool wrote (tf.io.TFRecordWriter) in shardpack's
 // Example schema (docs/FORMAT.md §2.4: image/raw, image/height, image/width,

@@ -152,6 +152,21 @@ struct LoaderOptions {
   std::array<float, 3> std = {0.229f, 0.224f, 0.225f};
 };
 
+// This process's place in a distributed job, as its launcher announces it in the
+// environment (docs/SCALE.md): torchrun's RANK and WORLD_SIZE, then Open MPI's
+// OMPI_COMM_WORLD_RANK and OMPI_COMM_WORLD_SIZE, then PMI_RANK and PMI_SIZE (MPICH, Intel
+// MPI), then Slurm's SLURM_PROCID and SLURM_NTASKS (srun); the first pair set wins.
+// {0, 1, "none"} when none is. InvalidArgument, naming the variables, when only one of a
+// pair is set or the values are not integers with 0 <= rank < world_size.
+//   auto r = RankFromEnvironment();
+//   options.rank = r->rank; options.world_size = r->world_size;
+struct DistributedRank {
+  int rank = 0;
+  int world_size = 1;
+  std::string source = "none";  // "torchrun", "openmpi", "pmi", "slurm" or "none"
+};
+StatusOr<DistributedRank> RankFromEnvironment();
+
 // Where a loader stands: the next batch Next() returns. Small and plain, so it can be
 // saved with a checkpoint (ToString / Parse: one line of text).
 struct LoaderState {

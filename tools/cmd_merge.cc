@@ -1,0 +1,80 @@
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "shardpack/convert.h"
+#include "tools/commands.h"
+
+namespace shardpack::cli {
+
+std::function<int()> AddMerge(CLI::App& app) {
+  struct Args {
+    std::string dst;
+    int threads = 0;
+    bool no_verify = false, json = false;
+  };
+  auto a = std::make_shared<Args>();
+  CLI::App* cmd = app.add_subcommand(
+      "merge", "Join the parts of a partitioned conversion (convert --part I/N) into one dataset");
+  cmd->add_option("DST", a->dst, "The DST every part was converted into (it holds parts/)")
+      ->required();
+  cmd->add_option("--threads", a->threads, "Verify threads (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--no-verify", a->no_verify,
+                "Check only that every part's files are there with their sizes (parts "
+                "verified where they were made)");
+  cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
+  return [a] {
+    MergeOptions o;
+    o.verify = !a->no_verify;
+    o.num_threads = a->threads;
+    o.on_fault = [](const VerifyFault& f) {
+      std::fprintf(stderr, "shardpack merge: %s\n", FormatFault(f).c_str());
+    };
+    auto summary = Merge(a->dst, o);
+    if (!summary.ok()) {
+      std::fprintf(stderr, "shardpack merge: %s\n", summary.status().message().c_str());
+      return summary.status().code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+    }
+    const MergeSummary& s = *summary;
+    if (a->json) {
+      nlohmann::ordered_json j;
+      j["dataset"] = a->dst;
+      j["merged"] = s.ok();
+      j["already_merged"] = s.already_merged;
+      j["parts"] = s.parts;
+      j["inputs"] = s.inputs;
+      j["written"] = s.written;
+      j["rejected"] = s.rejected;
+      j["faults"] = s.faults.size();
+      j["shards"] = s.manifest.shards.size();
+      j["seconds"] = s.seconds;
+      std::cout << j.dump(2) << "\n";
+    }
+    if (!s.ok()) {
+      std::fprintf(stderr,
+                   "shardpack merge: %zu faults in the parts; nothing merged. Convert the "
+                   "damaged parts again (--part I/N --overwrite), then merge\n",
+                   s.faults.size());
+      return kExitFaults;
+    }
+    if (!a->json) {
+      if (s.already_merged) {
+        std::printf("%s: already merged: %llu samples in %zu shards\n", a->dst.c_str(),
+                    (unsigned long long)s.manifest.num_samples, s.manifest.shards.size());
+      } else {
+        std::printf(
+            "%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu %s "
+            "shards, %.1f s\n",
+            a->dst.c_str(), s.parts, (unsigned long long)s.inputs, (unsigned long long)s.written,
+            (unsigned long long)s.rejected, s.manifest.shards.size(),
+            std::string(BackendName(s.manifest.backend)).c_str(), s.seconds);
+      }
+    }
+    return kExitOk;
+  };
+}
+
+}  // namespace shardpack::cli
