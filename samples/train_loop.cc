@@ -42,6 +42,15 @@ int main(int argc, char** argv) {
   std::shared_ptr<const shardpack::Dataset> ds(std::move(opened).value());
   o.device = device;
   o.seed = 2024;
+  // Under torchrun, mpirun or srun each process reads its own part of every epoch
+  // (docs/SCALE.md); alone, rank 0 of 1 reads everything.
+  auto rank = shardpack::RankFromEnvironment();
+  if (!rank.ok()) {
+    std::fprintf(stderr, "train_loop: %s\n", rank.status().ToString().c_str());
+    return 2;
+  }
+  o.rank = rank->rank;
+  o.world_size = rank->world_size;
   if (!size.empty()) {
     if (std::sscanf(size.c_str(), "%dx%d", &o.output_height, &o.output_width) != 2) {
       std::fprintf(stderr, "train_loop: --size: expected HEIGHTxWIDTH, got %s\n", size.c_str());
@@ -58,10 +67,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<shardpack::Loader> loader = std::move(created).value();
-  std::printf("%s: %llu samples, %llu batches of %d per epoch, on %s\n", dir.c_str(),
-              static_cast<unsigned long long>(ds->size()),
+  std::printf("%s: %llu samples, %llu batches of %d per epoch, on %s, rank %d of %d\n",
+              dir.c_str(), static_cast<unsigned long long>(ds->size()),
               static_cast<unsigned long long>(loader->batches_per_epoch()), o.batch_size,
-              device >= 0 ? "the GPU" : "the host");
+              device >= 0 ? "the GPU" : "the host", o.rank, o.world_size);
 
   uint64_t checksum = 0;
   for (int epoch = 0; epoch < epochs; ++epoch) {

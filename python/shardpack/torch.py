@@ -22,6 +22,7 @@ from typing import NamedTuple
 import torch
 import torch.utils.data
 
+from shardpack import _shardpack
 from shardpack._loader import Loader
 
 __all__ = ["IterableDataset", "DistributedInfo", "distributed_info"]
@@ -33,21 +34,30 @@ class DistributedInfo(NamedTuple):
     local_rank: int
 
 
+# The node-local rank each launcher sets, by the source rank_from_environment names.
+_LOCAL_RANK_VARIABLES = {
+    "torchrun": "LOCAL_RANK",
+    "openmpi": "OMPI_COMM_WORLD_LOCAL_RANK",
+    "pmi": "MPI_LOCALRANKID",
+    "slurm": "SLURM_LOCALID",
+}
+
+
 def distributed_info():
     """This process's (rank, world_size, local_rank): torch.distributed's when a
-    process group is initialised, else torchrun's RANK, WORLD_SIZE and LOCAL_RANK
-    environment variables, else (0, 1, 0). Pass ``rank`` and ``world_size`` to
-    :class:`shardpack.Loader` and ``device=f"cuda:{local_rank}"`` on GPUs."""
-    env_local = int(os.environ.get("LOCAL_RANK", "0"))
+    process group is initialised, else the launcher's environment variables (torchrun's
+    RANK and WORLD_SIZE, then Open MPI's, PMI's and Slurm's: the C++ library's
+    RankFromEnvironment, docs/SCALE.md), else (0, 1, 0). Pass ``rank`` and
+    ``world_size`` to :class:`shardpack.Loader` and ``device=f"cuda:{local_rank}"`` on
+    GPUs. Raises ValueError for half a pair of variables or values out of range."""
+    # InvalidArgumentError, a ValueError, names the variables when they are wrong.
+    rank, world_size, source = _shardpack.rank_from_environment()
+    local = int(os.environ.get(_LOCAL_RANK_VARIABLES.get(source, "LOCAL_RANK"), "0"))
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return DistributedInfo(
-            torch.distributed.get_rank(), torch.distributed.get_world_size(), env_local
+            torch.distributed.get_rank(), torch.distributed.get_world_size(), local
         )
-    rank = int(os.environ.get("RANK", "0"))
-    world_size = int(os.environ.get("WORLD_SIZE", "1"))
-    if not 0 <= rank < world_size:
-        raise ValueError(f"RANK={rank} is outside [0, WORLD_SIZE={world_size})")
-    return DistributedInfo(rank, world_size, env_local)
+    return DistributedInfo(rank, world_size, local)
 
 
 class IterableDataset(torch.utils.data.IterableDataset):

@@ -341,6 +341,15 @@ void BindLoader(nb::module_& m) {
         return d;
       },
       nb::arg("text"), "LoaderState::Parse, as a dict.");
+
+  m.def(
+      "rank_from_environment",
+      [] {
+        DistributedRank r = ValueOrRaise(RankFromEnvironment());
+        return nb::make_tuple(r.rank, r.world_size, r.source);
+      },
+      "RankFromEnvironment (loader.h): (rank, world_size, source) from torchrun's, Open "
+      "MPI's, PMI's or Slurm's variables.");
 }
 
 }  // namespace shardpack::python

@@ -70,8 +70,16 @@ def test_dataloader_adapter_refuses_worker_processes(dataset_path):
         next(iter(dl))
 
 
+LAUNCHER_VARIABLES = (
+    "RANK", "WORLD_SIZE", "LOCAL_RANK",
+    "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID",
+    "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID",
+)  # fmt: skip
+
+
 def test_distributed_info_reads_torchrun_environment(monkeypatch):
-    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK"):
+    for name in LAUNCHER_VARIABLES:
         monkeypatch.delenv(name, raising=False)
     assert sptorch.distributed_info() == (0, 1, 0)
     monkeypatch.setenv("RANK", "3")
@@ -82,6 +90,70 @@ def test_distributed_info_reads_torchrun_environment(monkeypatch):
     monkeypatch.setenv("RANK", "4")
     with pytest.raises(ValueError, match="RANK"):
         sptorch.distributed_info()
+
+
+def test_distributed_info_reads_srun_and_mpirun_environment(monkeypatch):
+    for name in LAUNCHER_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SLURM_PROCID", "6")
+    monkeypatch.setenv("SLURM_NTASKS", "8")
+    monkeypatch.setenv("SLURM_LOCALID", "2")
+    assert sptorch.distributed_info() == (6, 8, 2)
+    # mpirun inside a Slurm allocation: Open MPI's own variables win.
+    monkeypatch.setenv("OMPI_COMM_WORLD_RANK", "1")
+    monkeypatch.setenv("OMPI_COMM_WORLD_SIZE", "2")
+    monkeypatch.setenv("OMPI_COMM_WORLD_LOCAL_RANK", "1")
+    assert sptorch.distributed_info() == (1, 2, 1)
+    monkeypatch.delenv("OMPI_COMM_WORLD_SIZE")
+    with pytest.raises(ValueError, match="OMPI_COMM_WORLD_SIZE=\\(unset\\)"):
+        sptorch.distributed_info()
+
+
+RANK_READER = """
+import json, sys
+import shardpack, shardpack.torch as sptorch
+info = sptorch.distributed_info()
+loader = shardpack.Loader(sys.argv[1], batch_size=4, seed=9, rank=info.rank,
+                          world_size=info.world_size, framework="numpy")
+epochs = []
+for epoch in range(2):
+    loader.set_epoch(epoch)
+    epochs.append([[int(i) for i in b.indices[: b.valid]] for b in loader.batches()])
+print(json.dumps({"rank": info.rank, "epochs": epochs}))
+"""
+
+
+def test_torchrun_ranks_together_read_every_sample_each_epoch(dataset_path):
+    """Four processes started as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK):
+    equal batch counts, and together every sample of each epoch, repeats only to even
+    out the ranks (fewer than world_size of them; docs/LOADER.md)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    world = 4
+    procs = []
+    for rank in range(world):
+        env = {k: v for k, v in os.environ.items() if k not in LAUNCHER_VARIABLES}
+        env.update(RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", RANK_READER, str(dataset_path)],
+                env=env, stdout=subprocess.PIPE, text=True,
+            )  # fmt: skip
+        )
+    results = sorted((json.loads(p.communicate(timeout=120)[0]) for p in procs),
+                     key=lambda r: r["rank"])  # fmt: skip
+    assert [p.returncode for p in procs] == [0] * world
+    n = len(shardpack.Dataset(dataset_path))
+    for epoch in range(2):
+        batches = [len(r["epochs"][epoch]) for r in results]
+        assert len(set(batches)) == 1, batches
+        read = [i for r in results for b in r["epochs"][epoch] for i in b]
+        assert set(read) == set(range(n))
+        assert len(read) == -(-n // world) * world  # ceil(n / W) * W
+        assert len(read) - n < world
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
