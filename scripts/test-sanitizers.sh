@@ -7,7 +7,7 @@
 #               loader_alloc_test is not built: it replaces malloc and operator new to count
 #               allocations, and so do the sanitizers (tests/CMakeLists.txt).
 #   build-tsan  TSan: the loader and dataset tests with no suppression at all, then the
-#               converter, resume and verify tests (oneTBB) with tests/tsan.supp, which
+#               converter, resume, partition and verify tests (oneTBB) with tests/tsan.supp, which
 #               says why.
 # Any sanitizer report fails the run.
 # Usage: bash scripts/test-sanitizers.sh [asan|tsan]   (default: both)
@@ -47,7 +47,7 @@ tsan() {
   echo "== TSan: converter, resume and verify, with tests/tsan.supp"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp" \
     build-tsan/tests/concurrency_tests \
-    --gtest_filter='ConvertTest.*:InputScanTest.*:ResumeTest.*:VerifyTest.*' --gtest_brief=1
+    --gtest_filter='ConvertTest.*:InputScanTest.*:ResumeTest.*:PartitionTest.*:*PartitionBackendTest.*:VerifyTest.*' --gtest_brief=1
 }
 
 case "$which" in
