@@ -7,6 +7,7 @@
 # runs alternate between 1 and 2 threads (output bytes do not depend on the thread count).
 # Runs that finish before their kill are checked against the reference and wiped, so every
 # counted kill lands in a conversion in progress.
+# Then the same for `shardpack merge` (MERGE_KILLS kills, default KILLS / 4).
 # Needs a build (scripts/build.sh). Usage: bash scripts/crash-test.sh [KILLS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,3 +78,43 @@ diff -r "$work/ref" "$work/out" > /dev/null ||
 "$shardpack" verify "$work/out" > /dev/null
 echo "crash-test: $kills kills ($finished runs finished first, compared and wiped)," \
   "resumed to a byte-identical, verified dataset in $((SECONDS - start)) s"
+
+# shardpack merge under SIGKILL: the parts of a 3-way partitioned conversion are merged
+# in a hard-linked copy (merge only renames, writes new files and unlinks), killed at a
+# random moment, then merged again: the result must equal an uninterrupted merge.
+merge_kills_wanted=${MERGE_KILLS:-$((kills_wanted / 4))}
+for i in 0 1 2; do
+  "$shardpack" convert "$work/src" "$work/parts" "${args[@]}" --part "$i/3" > /dev/null 2>&1
+done
+cp -al "$work/parts" "$work/merge-ref"
+t0=$(date +%s%N)
+"$shardpack" merge "$work/merge-ref" > /dev/null
+merge_us=$(( ($(date +%s%N) - t0) / 1000 ))
+merge_kills=0
+attempts=0
+while [ "$merge_kills" -lt "$merge_kills_wanted" ]; do
+  attempts=$((attempts + 1))
+  if [ "$attempts" -gt $((merge_kills_wanted * 10)) ]; then
+    echo "crash-test: only $merge_kills merge kills in $((attempts - 1)) attempts" >&2
+    exit 1
+  fi
+  rm -rf "$work/merge"
+  cp -al "$work/parts" "$work/merge"
+  "$shardpack" merge "$work/merge" > /dev/null 2>&1 &
+  pid=$!
+  delay_us=$(( (RANDOM * 32768 + RANDOM) % (merge_us + 1) ))
+  sleep "$(printf '%d.%06d' $((delay_us / 1000000)) $((delay_us % 1000000)))"
+  kill -KILL "$pid" 2> /dev/null || true
+  status=0
+  { wait "$pid"; } 2> /dev/null || status=$?
+  [ "$status" -eq 137 ] && merge_kills=$((merge_kills + 1))
+  if ! "$shardpack" merge "$work/merge" > /dev/null 2>&1 ||
+    ! diff -r "$work/merge-ref" "$work/merge" > /dev/null; then
+    echo "crash-test: merge attempt $attempts (exit $status): the merge run again did not" \
+      "give the uninterrupted merge's dataset" >&2
+    diff -r "$work/merge-ref" "$work/merge" | head >&2 || true
+    exit 1
+  fi
+done
+echo "crash-test: $merge_kills merges killed ($attempts attempts, $((merge_us / 1000)) ms" \
+  "each uninterrupted), each finished by merging again, in $((SECONDS - start)) s"
