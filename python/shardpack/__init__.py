@@ -17,7 +17,16 @@ from shardpack._dataset import Dataset, Sample
 from shardpack._errors import *  # noqa: F401,F403
 from shardpack._errors import __all__ as _errors_all
 from shardpack._loader import Batch, Loader, LoaderStats
-from shardpack._tools import ConvertSummary, VerifyFault, VerifyReport, convert, info, verify
+from shardpack._tools import (
+    ConvertSummary,
+    MergeSummary,
+    VerifyFault,
+    VerifyReport,
+    convert,
+    info,
+    merge,
+    verify,
+)
 
 __version__ = _shardpack.version()
 
@@ -28,10 +37,12 @@ __all__ = [
     "Dataset",
     "Loader",
     "LoaderStats",
+    "MergeSummary",
     "Sample",
     "VerifyFault",
     "VerifyReport",
     "convert",
     "info",
+    "merge",
     "verify",
 ] + _errors_all

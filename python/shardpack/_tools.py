@@ -1,4 +1,4 @@
-"""convert, verify and info: the CLI's commands as functions (docs/CLI.md)."""
+"""convert, merge, verify and info: the CLI's commands as functions (docs/CLI.md)."""
 
 import dataclasses
 import json
@@ -8,7 +8,16 @@ from typing import List, Tuple
 from shardpack import _shardpack
 from shardpack._util import enum_member
 
-__all__ = ["convert", "verify", "info", "ConvertSummary", "VerifyReport", "VerifyFault"]
+__all__ = [
+    "convert",
+    "merge",
+    "verify",
+    "info",
+    "ConvertSummary",
+    "MergeSummary",
+    "VerifyReport",
+    "VerifyFault",
+]
 
 
 @dataclasses.dataclass
@@ -80,6 +89,54 @@ class VerifyReport:
         )
 
 
+@dataclasses.dataclass
+class MergeSummary:
+    """What ``merge`` did (the fields of ``shardpack merge --json``). With faults in a
+    part nothing is merged: ``ok`` is False and ``manifest`` is None."""
+
+    dataset: str
+    parts: int
+    inputs: int
+    written: int
+    rejected: int
+    already_merged: bool
+    seconds: float
+    faults: List[VerifyFault]
+    manifest: dict
+
+    @property
+    def ok(self):
+        return not self.faults
+
+    def __bool__(self):
+        return self.ok
+
+    def __str__(self):
+        if not self.ok:
+            return f"{self.dataset}: {len(self.faults)} faults in the parts; nothing merged"
+        if self.already_merged:
+            return f"{self.dataset}: already merged: {self.manifest['num_samples']} samples"
+        return (
+            f"{self.dataset}: merged {self.parts} parts: {self.inputs} inputs: "
+            f"{self.written} written, {self.rejected} rejected; "
+            f"{len(self.manifest['shards'])} shards, {self.seconds:.1f} s"
+        )
+
+
+def _part(part):
+    """(index, count) from (index, count) or the CLI's "I/N"."""
+    if isinstance(part, str):
+        try:
+            index, count = (int(v) for v in part.split("/"))
+        except ValueError:
+            raise ValueError(f'part "{part}": expected "I/N"') from None
+    else:
+        index, count = (int(v) for v in part)
+    if not 0 <= index < count:
+        raise ValueError(f"part {index}/{count}: expected 0 <= I < N")
+    return index, count
+
+
 def _size(size):
     """(height, width) from an int, a (height, width) pair or the CLI's "WxH"."""
     if isinstance(size, str):
@@ -113,6 +170,8 @@ def convert(
     max_side=None,
     keep=False,
     format="tfrecord",
+    lmdb_schema="example",
+    input="auto",
     filter="lanczos",
     channels=3,
     shard_size=64 << 20,
@@ -131,6 +190,7 @@ def convert(
     max_rejects=None,
     resume=False,
     overwrite=False,
+    part=None,
     progress=None,
 ):
     """Decodes and resizes a folder of JPEG/PNG class folders (or the files of
@@ -139,7 +199,10 @@ def convert(
     Exactly one geometry: ``size`` (an int, (height, width), or the CLI's "WxH") with
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
-    ``threads=0`` uses all cores. ``progress``, if given, is called with a dict (done,
+    ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
+    ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``). ``part=(i, n)`` (or
+    "i/n") converts part i of n into ``dst/parts/`` as ``--part`` does; :func:`merge`
+    joins the parts (docs/SCALE.md). ``progress``, if given, is called with a dict (done,
     total, rejected, bytes_in, bytes_out, seconds) at most ten times a second and at
     the end, from a converter thread.
 
@@ -182,10 +245,29 @@ def convert(
         o.max_rejects = int(max_rejects)
     o.resume = bool(resume)
     o.overwrite = bool(overwrite)
+    o.lmdb_schema = enum_member(_shardpack.LmdbSchema, lmdb_schema, "lmdb_schema")
+    o.input_format = enum_member(_shardpack.InputFormat, input, "input")
+    if part is not None:
+        o.part_index, o.part_count = _part(part)
     src, dst = os.fspath(src), os.fspath(dst)
     d = _shardpack.convert(src, dst, o, progress)
     manifest = json.loads(d.pop("manifest_json"))
     return ConvertSummary(source=src, dataset=dst, manifest=manifest, **d)
+
+
+def merge(dst, *, verify=True, threads=0):
+    """Joins the parts of a partitioned conversion (``convert(..., part=(i, n))``) into
+    one dataset in ``dst``, like ``shardpack merge``: every part checked and (unless
+    ``verify=False``) verified, shards renamed into place, the manifest written last.
+    Returns a :class:`MergeSummary`; faults in a part are in it (nothing merged).
+    Raises NotFoundError for missing parts, FailedPreconditionError for unfinished
+    ones, InvalidArgumentError for parts of different conversions (each named with the
+    command that redoes it)."""
+    dst = os.fspath(dst)
+    d = _shardpack.merge(dst, bool(verify), int(threads))
+    faults = [VerifyFault(*f) for f in d.pop("faults")]
+    text = d.pop("manifest_json")
+    return MergeSummary(dataset=dst, faults=faults, manifest=json.loads(text) if text else None, **d)
 
 
 def verify(path, *, threads=0, max_faults_per_file=1000):

@@ -53,6 +53,14 @@ void BindConvert(nb::module_& m) {
       .value("crop", FitMode::kCrop)
       .value("pad", FitMode::kPad);
 
+  nb::enum_<LmdbSchema>(m, "LmdbSchema")
+      .value("example", LmdbSchema::kExample)
+      .value("caffe", LmdbSchema::kCaffe);
+  nb::enum_<InputFormat>(m, "InputFormat")
+      .value("auto", InputFormat::kAuto)
+      .value("folders", InputFormat::kFolders)
+      .value("tfrecord", InputFormat::kTfrecord);
+
   nb::class_<ConvertOptions>(m, "ConvertOptions", "shardpack::ConvertOptions (convert.h).")
       .def(nb::init<>())
       .def_rw("backend", &ConvertOptions::backend)
@@ -85,7 +93,11 @@ void BindConvert(nb::module_& m) {
       .def_rw("max_rejects", &ConvertOptions::max_rejects)
       .def_rw("resume", &ConvertOptions::resume)
       .def_rw("list_file", &ConvertOptions::list_file)
-      .def_rw("overwrite", &ConvertOptions::overwrite);
+      .def_rw("overwrite", &ConvertOptions::overwrite)
+      .def_rw("input_format", &ConvertOptions::input_format)
+      .def_rw("lmdb_schema", &ConvertOptions::lmdb_schema)
+      .def_rw("part_index", &ConvertOptions::part_index)
+      .def_rw("part_count", &ConvertOptions::part_count);
 
   m.def(
       "convert",
@@ -125,6 +137,35 @@ void BindConvert(nb::module_& m) {
       nb::arg("src"), nb::arg("dst"), nb::arg("options"), nb::arg("progress") = nb::none(),
       "shardpack::Convert(src, dst, options); the summary as a dict. `progress(dict)` is "
       "called at most ten times a second and at the end.");
+
+  m.def(
+      "merge",
+      [](const std::string& dst, bool verify, int threads) {
+        MergeOptions o;
+        o.verify = verify;
+        o.num_threads = threads;
+        StatusOr<MergeSummary> summary = [&] {
+          nb::gil_scoped_release release;
+          return Merge(dst, o);
+        }();
+        const MergeSummary& s = ValueOrRaise(std::move(summary));
+        nb::list faults;
+        for (const VerifyFault& f : s.faults) {
+          faults.append(nb::make_tuple(f.file, f.record, f.offset, f.message, FormatFault(f)));
+        }
+        nb::dict d;
+        d["parts"] = s.parts;
+        d["inputs"] = s.inputs;
+        d["written"] = s.written;
+        d["rejected"] = s.rejected;
+        d["already_merged"] = s.already_merged;
+        d["faults"] = faults;
+        d["seconds"] = s.seconds;
+        d["manifest_json"] = s.ok() ? SerializeManifest(s.manifest) : std::string();
+        return d;
+      },
+      nb::arg("dst"), nb::arg("verify"), nb::arg("threads"),
+      "shardpack::Merge(dst, options); the summary as a dict.");
 }
 
 }  // namespace shardpack::python

@@ -80,6 +80,46 @@ def test_convert_output_does_not_depend_on_threads(tmp_path):
     ]
 
 
+def test_parts_converted_separately_and_merged_equal_one_conversion(image_folder, tmp_path):
+    options = dict(size=16, shard_records=5, shuffle=True, seed=3)
+    one = shardpack.convert(image_folder, tmp_path / "one", **options)
+    for i in (2, 0, 1):
+        shardpack.convert(image_folder, tmp_path / "parts", part=f"{i}/3", **options)
+    with pytest.raises(shardpack.NotFoundError, match="no parts to merge"):
+        shardpack.merge(tmp_path / "nothing")
+    m = shardpack.merge(tmp_path / "parts")
+    assert m.ok and m.parts == 3 and not m.already_merged
+    assert (m.inputs, m.written, m.rejected) == (one.inputs, one.written, one.rejected)
+    assert "merged 3 parts" in str(m)
+    merged = shardpack.Dataset(tmp_path / "parts")
+    single = shardpack.Dataset(tmp_path / "one")
+    assert len(merged) == len(single)
+    for i in range(len(single)):
+        a, b = merged[i], single[i]
+        assert (a.label, a.filename) == (b.label, b.filename)
+        assert np.array_equal(a.pixels, b.pixels)
+    assert shardpack.merge(tmp_path / "parts").already_merged
+
+
+def test_merge_names_a_missing_part(image_folder, tmp_path):
+    shardpack.convert(image_folder, tmp_path / "d", size=16, part=(0, 2))
+    with pytest.raises(shardpack.NotFoundError, match="parts 1 of 2 are missing"):
+        shardpack.merge(tmp_path / "d")
+    with pytest.raises(ValueError, match="0 <= I < N"):
+        shardpack.convert(image_folder, tmp_path / "d", size=16, part=(2, 2))
+
+
+def test_convert_lmdb_schema_and_input_are_checked(image_folder, tmp_path):
+    with pytest.raises(ValueError, match="lmdb_schema"):
+        shardpack.convert(image_folder, tmp_path / "x", size=16, lmdb_schema="datum")
+    with pytest.raises(shardpack.InvalidArgumentError, match="Caffe"):
+        shardpack.convert(image_folder, tmp_path / "x", size=16, lmdb_schema="caffe")
+    s = shardpack.convert(
+        image_folder, tmp_path / "c", size=16, format="lmdb", lmdb_schema="caffe", input="folders"
+    )
+    assert s.manifest["lmdb_schema"] == "caffe"
+
+
 def test_verify_intact_dataset(dataset_path):
     r = shardpack.verify(dataset_path)
     assert r.ok and bool(r)
