@@ -262,6 +262,11 @@ TEST_P(LoaderTest, VerifyCrcOffDeliversAFlippedPixelThatTheDefaultRejects) {
 }
 
 TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
+#if defined(__SANITIZE_THREAD__)
+  // A SIGBUS raised inside one of TSan's interceptors (memcpy) is a crash of its runtime,
+  // which the guard's siglongjmp cannot leave: the plain and ASan runs cover this test.
+  GTEST_SKIP() << "SIGBUS recovery is not possible under ThreadSanitizer";
+#endif
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), Spec(28));  // 4 shards of 7
   LoaderOptions o;
