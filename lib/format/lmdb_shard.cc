@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "format/example.h"
@@ -214,6 +215,17 @@ Status LmdbShardWriter::CommitBatch() {
       int grow = mdb_env_set_mapsize(env_.get(), map_bytes_);
       if (grow != 0) return LmdbError(tmp + ": mdb_env_set_mapsize", grow);
       continue;
+    }
+    if (rc == EIO) {
+      // LMDB reports a short write (what a full file system gives) as EIO: say what the
+      // file system has left, which is usually the cause.
+      struct statvfs fs {};
+      if (::statvfs(tmp.c_str(), &fs) == 0) {
+        const uint64_t free_bytes = static_cast<uint64_t>(fs.f_bavail) * fs.f_frsize;
+        return IOError(tmp + ": writing records: Input/output error (EIO) with " +
+                       std::to_string(free_bytes) + " bytes free on its file system" +
+                       (free_bytes < (16ull << 20) ? ": the file system is full (ENOSPC)" : ""));
+      }
     }
     if (rc != 0) return LmdbError(tmp + ": writing records", rc);
     break;
