@@ -5,7 +5,9 @@
 #include <iostream>
 #include <memory>
 
+#include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
+#include "shardpack/remote.h"
 #include "tools/commands.h"
 
 namespace shardpack::cli {
@@ -43,12 +45,15 @@ std::function<int()> AddInfo(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("info", "Describe a dataset: samples, classes, shards");
-  cmd->add_option("DST", args->dir, "Dataset directory (holding manifest.json)")->required();
+  cmd->add_option("DST", args->dir,
+                  "Dataset directory (holding manifest.json) or http(s):// URL of one (only "
+                  "the manifest is fetched)")
+      ->required();
   cmd->add_flag("--json", args->json, "Print a machine-readable description on stdout");
   cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
       ->check(CLI::NonNegativeNumber);
   return [args] {
-    auto manifest = ReadManifest(args->dir);
+    auto manifest = IsRemotePath(args->dir) ? FetchManifest(args->dir) : ReadManifest(args->dir);
     if (!manifest.ok()) {
       std::fprintf(stderr, "shardpack info: %s\n", manifest.status().message().c_str());
       return kExitUsage;

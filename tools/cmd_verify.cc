@@ -4,6 +4,8 @@
 #include <iostream>
 #include <memory>
 
+#include "remote/shard_cache.h"
+#include "shardpack/remote.h"
 #include "shardpack/verify.h"
 #include "tools/commands.h"
 
@@ -14,13 +16,14 @@ std::function<int()> AddVerify(CLI::App& app) {
     std::string dir;
     int threads = 0;
     bool json = false, tfrecord = false, no_decode = false;
+    std::string cache_dir, cache_bytes;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
       "verify", "Prove a dataset intact, or name each fault by file, record and byte offset");
   cmd->add_option("DST", args->dir,
-                  "Dataset directory (holding manifest.json); with --tfrecord, TFRecord files: "
-                  "a file, a directory or a quoted glob pattern")
+                  "Dataset directory (holding manifest.json) or http(s):// URL of one; with "
+                  "--tfrecord, TFRecord files: a file, a directory or a quoted glob pattern")
       ->required();
   cmd->add_flag("--tfrecord", args->tfrecord,
                 "Check TFRecord files without a manifest (TensorFlow's image/encoded or "
@@ -31,6 +34,12 @@ std::function<int()> AddVerify(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "URL datasets: the local cache (default: $SHARDPACK_CACHE_DIR, else "
+                  "$XDG_CACHE_HOME/shardpack or ~/.cache/shardpack)");
+  cmd->add_option("--cache-bytes", args->cache_bytes,
+                  "URL datasets: the most the cache may hold, e.g. 200G (default: "
+                  "$SHARDPACK_CACHE_BYTES, else 64G)");
   return [args] {
     VerifyOptions options;
     options.num_threads = args->threads;
@@ -38,6 +47,16 @@ std::function<int()> AddVerify(CLI::App& app) {
     if (args->no_decode && !args->tfrecord) {
       std::fprintf(stderr, "shardpack verify: --no-decode applies to --tfrecord only\n");
       return kExitUsage;
+    }
+    options.remote.cache_dir = args->cache_dir;
+    if (!args->cache_bytes.empty()) {
+      auto bytes = remote::ParseByteSize(args->cache_bytes);
+      if (!bytes.ok()) {
+        std::fprintf(stderr, "shardpack verify: --cache-bytes: %s\n",
+                     bytes.status().message().c_str());
+        return kExitUsage;
+      }
+      options.remote.cache_bytes = *bytes;
     }
     auto report = args->tfrecord ? VerifyTfrecordFiles(args->dir, options)
                                  : VerifyDataset(args->dir, options);
@@ -67,8 +86,12 @@ std::function<int()> AddVerify(CLI::App& app) {
       j["faults"] = faults;
       std::cout << j.dump(2) << "\n";
     } else {
+      // A remote dataset's faults name the file's URL, a local one's its name.
+      const std::string prefix = IsRemotePath(args->dir) && !args->tfrecord
+                                     ? args->dir + (args->dir.back() == '/' ? "" : "/")
+                                     : "";
       for (const VerifyFault& f : r.faults) {
-        std::fprintf(stderr, "shardpack verify: %s\n", FormatFault(f).c_str());
+        std::fprintf(stderr, "shardpack verify: %s%s\n", prefix.c_str(), FormatFault(f).c_str());
       }
       double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e9 : 0;
       std::printf("%s: %s: %llu files, %llu records, %.3f GB in %.2f s (%.2f GB/s), %llu %s\n",

@@ -1,6 +1,7 @@
 #include "shardpack/dataset.h"
 
 #include <algorithm>
+#include <functional>
 #include <vector>
 
 #include "format/example.h"
@@ -9,6 +10,7 @@
 #include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "io/env.h"
+#include "remote/shard_cache.h"
 #include "util/crc32c.h"
 
 namespace shardpack {
@@ -37,6 +39,9 @@ class Dataset::Impl {
   DatasetOptions options;
   Manifest manifest;
   std::vector<Shard> shards;
+  // A remote dataset: its cached copy, kept (with its lock against eviction) while the
+  // shards are mapped.
+  std::unique_ptr<remote::CachedDataset> cached;
 
   size_t ShardOf(uint64_t index) const {
     auto it = std::upper_bound(shards.begin(), shards.end(), index,
@@ -130,23 +135,47 @@ class Dataset::Impl {
   }
 };
 
+namespace {
+
+// Maps a manifest's file name to the path to open and the name to use in messages.
+struct FileResolver {
+  std::function<std::string(const std::string&)> path;
+  std::function<std::string(const std::string&)> display;
+};
+
+}  // namespace
+
 StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
                                                  const DatasetOptions& options) {
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->options = options;
   io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
-  const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
-  auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(manifest_path + ": no manifest: " + dir + " is not a shardpack dataset");
+  FileResolver files;
+  if (IsRemotePath(dir)) {
+    SHARDPACK_ASSIGN_OR_RETURN(impl->cached, remote::FetchDataset(dir, options.remote));
+    impl->manifest = impl->cached->manifest();
+    const remote::CachedDataset* cached = impl->cached.get();
+    files.path = [cached](const std::string& name) { return cached->PathOf(name); };
+    files.display = [cached](const std::string& name) { return cached->UrlOf(name); };
+    // The cache is always POSIX: a caller's Env cannot see it.
+    env = io::Env::Posix();
+  } else {
+    const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
+    auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
+    if (!text.ok()) {
+      if (text.status().code() == StatusCode::kNotFound) {
+        return NotFoundError(manifest_path + ": no manifest: " + dir +
+                             " is not a shardpack dataset");
+      }
+      return text.status();
     }
-    return text.status();
+    auto manifest = ParseManifest(*text, manifest_path);
+    if (!manifest.ok()) return manifest.status();
+    impl->manifest = std::move(manifest).value();
+    files.path = [&dir](const std::string& name) { return io::JoinPath(dir, name); };
+    files.display = files.path;
   }
-  auto manifest = ParseManifest(*text, manifest_path);
-  if (!manifest.ok()) return manifest.status();
-  impl->manifest = std::move(manifest).value();
   const auto pattern =
       options.random_access ? io::AccessPattern::kRandom : io::AccessPattern::kSequential;
   for (const ShardEntry& e : impl->manifest.shards) {
@@ -154,30 +183,31 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     shard.name = e.data.file;
     shard.first_sample = e.first_sample;
     shard.records = e.records;
-    const std::string path = io::JoinPath(dir, e.data.file);
+    const std::string path = files.path(e.data.file);
+    const std::string shown = files.display(e.data.file);
     if (impl->manifest.backend == Backend::kTfrecord) {
       auto file = env->MapFile(path, pattern);
       if (!file.ok()) return file.status();
       shard.file = std::move(file).value();
       if (shard.file->size() != e.data.bytes) {
-        return CorruptionError(path + ": " + std::to_string(shard.file->size()) +
+        return CorruptionError(shown + ": " + std::to_string(shard.file->size()) +
                                " bytes, the manifest says " + std::to_string(e.data.bytes));
       }
-      const std::string index_path = io::JoinPath(dir, e.index->file);
-      auto index_text = env->ReadFile(index_path, format::kMaxIndexBytes);
+      const std::string index_shown = files.display(e.index->file);
+      auto index_text = env->ReadFile(files.path(e.index->file), format::kMaxIndexBytes);
       if (!index_text.ok()) return index_text.status();
       auto index = format::ParseIndex(*index_text);
-      if (!index.ok()) return index.status().WithPrefix(index_path);
+      if (!index.ok()) return index.status().WithPrefix(index_shown);
       shard.index = std::move(index).value();
       if (shard.index.size() != e.records) {
-        return CorruptionError(index_path + ": " + std::to_string(shard.index.size()) +
+        return CorruptionError(index_shown + ": " + std::to_string(shard.index.size()) +
                                " records, the manifest says " + std::to_string(e.records));
       }
       if (!shard.index.empty()) {
         const format::IndexEntry& last = shard.index.back();
         // Not `last.offset + last.size > size`: the sum can wrap.
         if (last.offset > shard.file->size() || last.size > shard.file->size() - last.offset) {
-          return CorruptionError(index_path + ": line " + std::to_string(shard.index.size()) +
+          return CorruptionError(index_shown + ": line " + std::to_string(shard.index.size()) +
                                  ": record ends at " + std::to_string(last.offset + last.size) +
                                  ", past the end of " + e.data.file + " (" +
                                  std::to_string(shard.file->size()) + " bytes)");
@@ -188,7 +218,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
       if (!reader.ok()) return reader.status();
       shard.lmdb = std::move(reader).value();
       if (shard.lmdb->entries() != e.records) {
-        return CorruptionError(path + ": " + std::to_string(shard.lmdb->entries()) +
+        return CorruptionError(shown + ": " + std::to_string(shard.lmdb->entries()) +
                                " records, the manifest says " + std::to_string(e.records));
       }
     }

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <set>
 
@@ -22,6 +23,7 @@
 #include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "io/env.h"
+#include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -84,6 +86,13 @@ class FileFaults {
   std::mutex* mu_;
   std::vector<VerifyFault> faults_;
   uint64_t count_ = 0;
+};
+
+// Where the files of the dataset are: a directory, or the cache copy of a remote dataset,
+// where a file the server could not give has no path and a reason instead.
+struct FileSource {
+  std::function<std::string(const std::string&)> path;         // "": not available
+  std::function<std::string(const std::string&)> why_missing;  // when path is ""
 };
 
 struct ShardResult {
@@ -193,11 +202,16 @@ void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string
   }
 }
 
-void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Manifest& m,
+void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Manifest& m,
                          io::Env* env, ShardResult* out) {
   FileFaults& faults = out->files[0];
   FileFaults& index_faults = out->files[1];
-  auto file = env->MapFile(io::JoinPath(dir, e.data.file), io::AccessPattern::kSequential);
+  const std::string data_path = source.path(e.data.file);
+  if (data_path.empty()) {
+    faults.Add(-1, -1, source.why_missing(e.data.file));
+    return;
+  }
+  auto file = env->MapFile(data_path, io::AccessPattern::kSequential);
   if (!file.ok()) {
     faults.Add(-1, -1,
                file.status().code() == StatusCode::kNotFound ? "missing: the manifest lists it"
@@ -249,7 +263,11 @@ void VerifyTfrecordShard(const std::string& dir, const ShardEntry& e, const Mani
   }
 
   // The index: its own checksum, then every line against the scan.
-  const std::string index_path = io::JoinPath(dir, e.index->file);
+  const std::string index_path = source.path(e.index->file);
+  if (index_path.empty()) {
+    index_faults.Add(-1, -1, source.why_missing(e.index->file));
+    return;
+  }
   auto text = env->ReadFile(index_path, format::kMaxIndexBytes);
   if (!text.ok()) {
     index_faults.Add(-1, -1,
@@ -451,10 +469,14 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
   }
 }
 
-void VerifyLmdbShard(const std::string& dir, const ShardEntry& e, const Manifest& m, io::Env* env,
+void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manifest& m, io::Env* env,
                      ShardResult* out) {
   FileFaults& faults = out->files[0];
-  const std::string path = io::JoinPath(dir, e.data.file);
+  const std::string path = source.path(e.data.file);
+  if (path.empty()) {
+    faults.Add(-1, -1, source.why_missing(e.data.file));
+    return;
+  }
   auto file = env->MapFile(path, io::AccessPattern::kSequential);
   if (!file.ok()) {
     faults.Add(-1, -1,
@@ -489,9 +511,74 @@ bool LooksLikeOurs(const std::string& name) {
   return name.rfind("shard-", 0) == 0 || ends_with(".tmp");
 }
 
+// Checks every shard of `m` from `source` into `report` (which already counts the
+// manifest), then appends the directory's faults, `stray`.
+void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptions& options,
+                  std::mutex* mu, FileFaults* stray, VerifyReport* report) {
+  io::Env* env = io::Env::Posix();
+  std::vector<ShardResult> results(m.shards.size());
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options, mu);
+    if (m.shards[i].index) {
+      results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file, options,
+                                    mu);
+    }
+  }
+  auto check = [&](size_t i) {
+    if (m.backend == Backend::kTfrecord) {
+      VerifyTfrecordShard(source, m.shards[i], m, env, &results[i]);
+    } else {
+      VerifyLmdbShard(source, m.shards[i], m, env, &results[i]);
+    }
+  };
+  const int threads =
+      options.num_threads > 0 ? options.num_threads : tbb::this_task_arena::max_concurrency();
+  tbb::task_arena arena(threads);
+  arena.execute(
+      [&] { tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); }); });
+
+  for (auto& r : results) {
+    report->records += r.records;
+    report->bytes += r.bytes;
+    for (auto& f : r.files) {
+      ++report->files;
+      report->fault_count += f.count();
+      f.MoveTo(&report->faults);
+    }
+  }
+  report->fault_count += stray->count();
+  stray->MoveTo(&report->faults);
+}
+
+// A dataset at an http(s) URL: fetched into the cache (each file's size and checksum
+// checked as it arrives; a file failing its checksum kept aside), then verified there like
+// a local one, so that a damaged file on the server is named down to its records. There
+// is no directory listing over HTTP, so no check for unlisted files.
+StatusOr<VerifyReport> VerifyRemoteDataset(const std::string& url, const VerifyOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  SHARDPACK_ASSIGN_OR_RETURN(auto cached,
+                             remote::FetchDataset(url, options.remote, remote::FetchMode::kVerify));
+  const remote::CachedDataset* c = cached.get();
+  FileSource source;
+  source.path = [c](const std::string& name) { return c->PathOf(name); };
+  source.why_missing = [c](const std::string& name) {
+    auto it = c->failures().find(name);
+    return it == c->failures().end() ? std::string("not fetched") : it->second.message();
+  };
+  VerifyReport report;
+  report.files = 1;
+  report.bytes = c->manifest_bytes();
+  std::mutex mu;
+  FileFaults stray("(directory)", options.max_faults_per_file, options, &mu);
+  VerifyShards(c->manifest(), source, options, &mu, &stray, &report);
+  report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return report;
+}
+
 }  // namespace
 
 StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options) {
+  if (IsRemotePath(dir)) return VerifyRemoteDataset(dir, options);
   const auto start = std::chrono::steady_clock::now();
   io::Env* env = io::Env::Posix();
   const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
@@ -525,41 +612,9 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
       stray.Add(-1, -1, n + ": not listed in the manifest (a leftover or foreign file)");
     }
   }
-
-  std::vector<ShardResult> results(m.shards.size());
-  for (size_t i = 0; i < m.shards.size(); ++i) {
-    results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options, &mu);
-    if (m.shards[i].index) {
-      results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file, options,
-                                    &mu);
-    }
-  }
-  auto check = [&](size_t i) {
-    if (m.backend == Backend::kTfrecord) {
-      VerifyTfrecordShard(dir, m.shards[i], m, env, &results[i]);
-    } else {
-      VerifyLmdbShard(dir, m.shards[i], m, env, &results[i]);
-    }
-  };
-  const int threads =
-      options.num_threads > 0 ? options.num_threads : tbb::this_task_arena::max_concurrency();
-  tbb::task_arena arena(threads);
-  arena.execute(
-      [&] { tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); }); });
-
-  uint64_t records = 0;
-  for (auto& r : results) {
-    records += r.records;
-    report.bytes += r.bytes;
-    for (auto& f : r.files) {
-      ++report.files;
-      report.fault_count += f.count();
-      f.MoveTo(&report.faults);
-    }
-  }
-  report.fault_count += stray.count();
-  stray.MoveTo(&report.faults);
-  report.records = records;
+  FileSource source;
+  source.path = [&dir](const std::string& name) { return io::JoinPath(dir, name); };
+  VerifyShards(m, source, options, &mu, &stray, &report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

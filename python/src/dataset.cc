@@ -11,6 +11,7 @@
 #include "bindings.h"
 #include "errors.h"
 #include "shardpack/manifest.h"
+#include "shardpack/remote.h"
 
 namespace nb = nanobind;
 
@@ -80,11 +81,12 @@ void BindDataset(nb::module_& m) {
       [](const std::string& dir) {
         StatusOr<Manifest> manifest = [&] {
           nb::gil_scoped_release release;
-          return ReadManifest(dir);
+          return IsRemotePath(dir) ? FetchManifest(dir) : ReadManifest(dir);
         }();
         return SerializeManifest(ValueOrRaise(std::move(manifest)));
       },
-      nb::arg("dir"), "DIR/manifest.json, checked and serialized again.");
+      nb::arg("dir"),
+      "DIR/manifest.json (fetched when DIR is an http(s) URL), checked and serialized again.");
 }
 
 }  // namespace shardpack::python

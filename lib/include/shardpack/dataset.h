@@ -19,6 +19,7 @@
 #include <string_view>
 
 #include "shardpack/manifest.h"
+#include "shardpack/remote.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -38,6 +39,9 @@ struct DatasetOptions {
   bool random_access = true;
   // File system for TFRecord datasets; nullptr: POSIX.
   io::Env* env = nullptr;
+  // For a dataset at an http(s):// URL: the local cache and the network policy
+  // (shardpack/remote.h).
+  RemoteOptions remote;
 };
 
 struct SampleView {
@@ -62,6 +66,12 @@ class Dataset {
   // Reads and checks DIR/manifest.json, maps every shard, loads TFRecord indexes and
   // checks them against the manifest's record counts and the file sizes. Does not read
   // the records themselves: `shardpack verify` does that.
+  //
+  // DIR may be an http:// or https:// URL: the manifest is fetched, every file it lists
+  // is downloaded into the cache of options.remote (unless already there) and checked
+  // against the manifest's size and XXH3-128, and the cached copy is opened. While the
+  // Dataset lives, no process evicts its files from the cache. Errors name the URL, the
+  // file and the byte range (shardpack/remote.h, docs/REMOTE.md); dir() is the URL.
   static StatusOr<std::unique_ptr<Dataset>> Open(const std::string& dir,
                                                  const DatasetOptions& options = {});
   ~Dataset();

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "shardpack/remote.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -43,6 +44,8 @@ struct VerifyOptions {
   // VerifyTfrecordFiles: decode every image/encoded image (see there). Off: framing,
   // checksums and the Example schema only.
   bool decode_images = true;
+  // VerifyDataset of an http(s):// URL: the local cache and the network policy.
+  RemoteOptions remote;
 };
 
 struct VerifyReport {
@@ -58,6 +61,15 @@ struct VerifyReport {
 // Verifies the dataset in `dir`. A non-OK Status means the dataset could not be read at
 // all (no manifest, unreadable or unsupported manifest); faults inside a readable dataset
 // are in the report.
+//
+// `dir` may be an http(s):// URL (shardpack/remote.h): every file is downloaded again
+// (what the server holds now is what is proved, whatever the cache holds) into the cache
+// of options.remote, then verified there in full. A file that fails its checksum on
+// download is verified from a copy kept aside (and removed afterwards), so its damaged
+// records are named; a file the server does not have, or has at another size, is a fault
+// of that file. Fault file names stay relative to the URL; there is no check for unlisted
+// files (HTTP has no directory listing). Network failures after the retries, and a cache
+// too small for the dataset, are a non-OK Status.
 StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options = {});
 
 // Verifies TFRecord files without a manifest: a data set written by TensorFlow

@@ -1,0 +1,60 @@
+// Datasets over HTTP(S): a dataset path may be an http:// or https:// URL of a directory
+// served by any web server that answers range requests (nginx, Apache, S3, GCS). The
+// manifest is fetched, then every shard (and .idx file) is downloaded with range requests
+// into a bounded local cache directory, checked against the manifest's size and XXH3-128,
+// and published there atomically; the dataset is then read from the cache exactly as a
+// local one (memory-mapped). docs/REMOTE.md describes the cache and the failure behaviour.
+//
+//   DatasetOptions o;
+//   o.remote.cache_bytes = 200ull << 30;   // or SHARDPACK_CACHE_BYTES=200G
+//   auto ds = Dataset::Open("http://data.example/imagenet-256", o);
+//
+// Thread-safety: every function here may be called from any thread; processes (and
+// threads) sharing a cache directory coordinate through file locks.
+#ifndef SHARDPACK_REMOTE_H_
+#define SHARDPACK_REMOTE_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "shardpack/manifest.h"
+#include "shardpack/status.h"
+
+namespace shardpack {
+
+struct RemoteOptions {
+  // The cache directory. Empty (the default): $SHARDPACK_CACHE_DIR, else
+  // $XDG_CACHE_HOME/shardpack, else $HOME/.cache/shardpack. Created when missing.
+  std::string cache_dir;
+  // The most bytes the cache may hold, all datasets together. 0 (the default):
+  // $SHARDPACK_CACHE_BYTES (bytes, or with a K/M/G/T suffix, powers of 1024), else 64 GiB.
+  // A dataset larger than the bound is a ResourceExhausted error naming both numbers.
+  uint64_t cache_bytes = 0;
+  // Bytes asked for per range request (default 16 MiB).
+  uint64_t chunk_bytes = 16ull << 20;
+  // Retries of a request after a dropped connection, a short body, a timeout or an HTTP
+  // 5xx/408/429, each resuming from the last byte received. A retry that received bytes
+  // before failing does not count against the limit (a flaky link makes progress), but no
+  // request is tried more than 100 times. Default 5.
+  int max_retries = 5;
+  // Wait before the first retry, doubled after each failure up to 10 s. Default 200 ms.
+  int retry_backoff_ms = 200;
+  // Seconds allowed to connect (default 15).
+  int connect_timeout_s = 15;
+  // A transfer moving less than 1 KiB/s for this many seconds is abandoned (and retried).
+  // Default 30.
+  int stall_timeout_s = 30;
+};
+
+// True when `path` starts with http:// or https:// (case-insensitive scheme).
+bool IsRemotePath(std::string_view path);
+
+// Fetches and checks URL/manifest.json (at most 256 MiB) without downloading any shard:
+// what `shardpack info URL` shows. Errors name the URL: NotFound for an HTTP 404,
+// IOError for a network failure after the retries, Corruption for a bad manifest.
+StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& options = {});
+
+}  // namespace shardpack
+
+#endif  // SHARDPACK_REMOTE_H_

@@ -1,0 +1,361 @@
+#include "remote/http.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace shardpack::remote {
+
+namespace {
+
+// No request is sent more often than this, whatever progress its attempts make: a server
+// that hands out a few bytes per connection must not keep a reader busy forever.
+constexpr int kMaxAttemptsPerRequest = 100;
+constexpr int kMaxBackoffMs = 10000;
+// "Stalled" means below this rate for RemoteOptions::stall_timeout_s.
+constexpr long kStallBytesPerSecond = 1024;
+constexpr long kMaxRedirects = 5;
+
+// curl_global_init is not thread-safe in every libcurl build; it runs once per process and
+// is never undone (curl_global_cleanup would race with clients in other threads).
+Status GlobalInit() {
+  static std::once_flag once;
+  static CURLcode rc = CURLE_OK;
+  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (rc != CURLE_OK) {
+    return InternalError(std::string("curl_global_init: ") + curl_easy_strerror(rc));
+  }
+  return Status::Ok();
+}
+
+// Errors a retry can cure: the network or an overloaded server, not the request.
+bool Transient(CURLcode rc) {
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_CONNECT:
+    case CURLE_OPERATION_TIMEDOUT:
+    case CURLE_PARTIAL_FILE:
+    case CURLE_RECV_ERROR:
+    case CURLE_SEND_ERROR:
+    case CURLE_GOT_NOTHING:
+    case CURLE_HTTP2:
+    case CURLE_HTTP2_STREAM:
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_WEIRD_SERVER_REPLY:  // also a connection cut inside the headers
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool TransientHttp(long status) { return status == 408 || status == 429 || status >= 500; }
+
+std::string RangeText(uint64_t begin, uint64_t end) {
+  return "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1);
+}
+
+// "bytes B-E/T" (T may be "*"). Returns false when the header does not parse.
+bool ParseContentRange(std::string_view v, uint64_t* b, uint64_t* e, int64_t* total) {
+  unsigned long long bb, ee, tt;
+  char star;
+  std::string s(v);
+  int n = 0;
+  if (std::sscanf(s.c_str(), "bytes %llu-%llu/%llu%n", &bb, &ee, &tt, &n) == 3) {
+    *total = static_cast<int64_t>(tt);
+  } else if (std::sscanf(s.c_str(), "bytes %llu-%llu/%c%n", &bb, &ee, &star, &n) == 3 &&
+             star == '*') {
+    *total = -1;
+  } else {
+    return false;
+  }
+  *b = bb;
+  *e = ee;
+  return ee >= bb;
+}
+
+}  // namespace
+
+// What one HTTP request asks for and what its callbacks saw.
+struct HttpClient::Transfer {
+  // Request. ranged: [begin, end) of a `file_size`-byte file; otherwise a whole GET bounded
+  // by max_bytes.
+  bool ranged = false;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  uint64_t file_size = 0;
+  uint64_t max_bytes = 0;
+  const Sink* sink = nullptr;
+  std::string* body = nullptr;
+  // Response.
+  CURL* curl = nullptr;
+  std::string content_range;  // of the last header block (redirects send several)
+  bool checked = false;       // status and headers checked at the first body byte
+  uint64_t received = 0;      // body bytes handed on by this request
+  Status error;               // why a callback aborted the transfer
+  bool sink_failed = false;   // `error` is the sink's own
+
+  static size_t OnHeader(char* data, size_t size, size_t n, void* self) {
+    auto* t = static_cast<Transfer*>(self);
+    std::string_view line(data, size * n);
+    if (line.rfind("HTTP/", 0) == 0) t->content_range.clear();  // a new response
+    constexpr std::string_view kName = "content-range:";
+    if (line.size() > kName.size()) {
+      std::string lower(line.substr(0, kName.size()));
+      std::transform(lower.begin(), lower.end(), lower.begin(),
+                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+      if (lower == kName) {
+        std::string_view v = line.substr(kName.size());
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+        while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+          v.remove_suffix(1);
+        }
+        t->content_range = std::string(v);
+      }
+    }
+    return size * n;
+  }
+
+  static size_t OnBody(char* data, size_t size, size_t n, void* self) {
+    auto* t = static_cast<Transfer*>(self);
+    const size_t bytes = size * n;
+    if (!t->checked) {
+      t->error = t->CheckHeaders();
+      t->checked = true;
+    }
+    if (!t->error.ok()) return 0;
+    const uint64_t limit = t->ranged ? t->end - t->begin : t->max_bytes;
+    if (bytes > limit - t->received) {
+      t->error = t->ranged ? CorruptionError("the server sent more than the " +
+                                             std::to_string(limit) + " bytes asked for")
+                           : ResourceExhaustedError("larger than the limit of " +
+                                                    std::to_string(limit) + " bytes");
+      return 0;
+    }
+    Status s = t->ranged ? (*t->sink)(reinterpret_cast<const uint8_t*>(data), bytes)
+                         : (t->body->append(data, bytes), Status::Ok());
+    if (!s.ok()) {
+      t->error = s;
+      t->sink_failed = true;
+      return 0;
+    }
+    t->received += bytes;
+    return bytes;
+  }
+
+  // The status line and headers against the request, at the first body byte.
+  Status CheckHeaders();
+};
+
+Status HttpClient::Transfer::CheckHeaders() {
+  long status = 0;
+  curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+  curl_off_t length = -1;
+  curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  if (!ranged) {
+    if (status != 200) return IOError("HTTP " + std::to_string(status) + ", expected 200");
+    if (length >= 0 && static_cast<uint64_t>(length) > max_bytes) {
+      return ResourceExhaustedError("Content-Length " + std::to_string(length) +
+                                    " is above the limit of " + std::to_string(max_bytes) +
+                                    " bytes");
+    }
+    return Status::Ok();
+  }
+  if (status == 200) {
+    // Whole-file answers are fine for a whole-file request; anything else means the
+    // server ignores ranges and would send bytes we did not ask for.
+    if (begin != 0 || end != file_size) {
+      return CorruptionError("HTTP 200 for a range request: the server does not serve ranges");
+    }
+    if (length >= 0 && static_cast<uint64_t>(length) != file_size) {
+      return CorruptionError("the server's file is " + std::to_string(length) +
+                             " bytes, the manifest says " + std::to_string(file_size));
+    }
+    return Status::Ok();
+  }
+  if (status != 206) return IOError("HTTP " + std::to_string(status) + ", expected 206");
+  uint64_t b, e;
+  int64_t total;
+  if (!ParseContentRange(content_range, &b, &e, &total)) {
+    return CorruptionError("HTTP 206 with Content-Range \"" + content_range +
+                           "\", expected \"bytes " + std::to_string(begin) + "-" +
+                           std::to_string(end - 1) + "/" + std::to_string(file_size) + "\"");
+  }
+  if (total >= 0 && static_cast<uint64_t>(total) != file_size) {
+    return CorruptionError("the server's file is " + std::to_string(total) +
+                           " bytes, the manifest says " + std::to_string(file_size));
+  }
+  if (b != begin || e != end - 1) {
+    return CorruptionError("HTTP 206 with Content-Range \"" + content_range + "\" for " +
+                           RangeText(begin, end));
+  }
+  return Status::Ok();
+}
+
+struct HttpClient::Outcome {
+  Status status;
+  bool transient = false;
+};
+
+StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
+  SHARDPACK_RETURN_IF_ERROR(GlobalInit());
+  CURL* curl = curl_easy_init();
+  if (curl == nullptr) return InternalError("curl_easy_init failed");
+  return std::unique_ptr<HttpClient>(new HttpClient(options, curl));
+}
+
+HttpClient::HttpClient(const RemoteOptions& options, void* curl) : options_(options), curl_(curl) {}
+
+HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+
+HttpClient::Outcome HttpClient::Perform(const std::string& url, Transfer* t) {
+  CURL* curl = static_cast<CURL*>(curl_);
+  t->curl = curl;
+  // Options are set anew for every request: curl_easy_reset keeps the connection cache.
+  curl_easy_reset(curl);
+  char error_text[CURL_ERROR_SIZE] = {};
+  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
+  curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
+  // A redirect must not lead to file:// or any other scheme. An older libcurl at run time
+  // than at build time would refuse these options: then nothing is fetched.
+  if (curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
+      curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK) {
+    return {InternalError("libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version) +
+                          " lacks CURLOPT_PROTOCOLS_STR (7.85 or newer needed)"),
+            false};
+  }
+  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
+  curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+  std::string range;
+  if (t->ranged) {
+    range = std::to_string(t->begin) + "-" + std::to_string(t->end - 1);
+    curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
+  } else {
+    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(t->max_bytes));
+  }
+  ++requests_;
+  const CURLcode rc = curl_easy_perform(curl);
+  // The buffer lives on this stack frame: libcurl must not keep the pointer past it.
+  const std::string error_message = error_text;
+  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
+  if (!t->checked && rc == CURLE_OK) {
+    // An empty body never reaches OnBody; its headers are checked here.
+    t->error = t->CheckHeaders();
+  }
+  if (!t->error.ok()) return {t->error, false};
+  if (rc == CURLE_HTTP_RETURNED_ERROR) {
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    std::string what = "HTTP " + std::to_string(status);
+    if (status == 404 || status == 410) return {NotFoundError(what + " (not found)"), false};
+    if (status == 416 && t->ranged) {
+      return {CorruptionError(what +
+                              " (range not satisfiable): the server's file is shorter "
+                              "than the manifest's " +
+                              std::to_string(t->file_size) + " bytes"),
+              false};
+    }
+    return {IOError(what), TransientHttp(status)};
+  }
+  if (rc == CURLE_FILESIZE_EXCEEDED) {
+    return {ResourceExhaustedError("larger than the limit of " + std::to_string(t->max_bytes) +
+                                   " bytes"),
+            false};
+  }
+  if (rc != CURLE_OK) {
+    std::string what = !error_message.empty() ? error_message : curl_easy_strerror(rc);
+    return {IOError(what + " (curl error " + std::to_string(static_cast<int>(rc)) + ")"),
+            Transient(rc)};
+  }
+  if (t->ranged && t->received != t->end - t->begin) {
+    return {IOError("short body: " + std::to_string(t->received) + " of " +
+                    std::to_string(t->end - t->begin) + " bytes"),
+            true};
+  }
+  return {Status::Ok(), false};
+}
+
+void HttpClient::Backoff(int* wait_ms) const {
+  *wait_ms = std::clamp(*wait_ms, 1, kMaxBackoffMs);  // before sleeping and doubling
+  std::this_thread::sleep_for(std::chrono::milliseconds(*wait_ms));
+  *wait_ms = std::min(kMaxBackoffMs, *wait_ms * 2);
+}
+
+StatusOr<std::string> HttpClient::Get(const std::string& url, uint64_t max_bytes) {
+  int wait_ms = options_.retry_backoff_ms;
+  for (int attempt = 1;; ++attempt) {
+    std::string body;
+    Transfer t;
+    t.max_bytes = max_bytes;
+    t.body = &body;
+    Outcome o = Perform(url, &t);
+    if (o.status.ok()) return body;
+    // A small file is fetched again from its start: there is nothing worth resuming.
+    if (!o.transient || attempt > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
+      std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "";
+      return o.status.WithPrefix(url + tries);
+    }
+    Backoff(&wait_ms);
+  }
+}
+
+Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end,
+                            uint64_t file_size, const Sink& sink) {
+  uint64_t next = begin;
+  int wait_ms = options_.retry_backoff_ms;
+  int failures = 0;  // in a row, without a byte received
+  for (int attempt = 1;; ++attempt) {
+    Transfer t;
+    t.ranged = true;
+    t.begin = next;
+    t.end = end;
+    t.file_size = file_size;
+    t.sink = &sink;
+    Outcome o = Perform(url, &t);
+    next += t.received;
+    if (o.status.ok()) return Status::Ok();
+    const std::string where = url + ": " + RangeText(begin, end);
+    if (t.sink_failed) return o.status;  // the sink's error says what it is about
+    if (!o.transient) return o.status.WithPrefix(where);
+    failures = t.received > 0 ? 0 : failures + 1;
+    if (failures > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
+      return IOError(where + ": gave up after " + std::to_string(attempt) + " attempts, " +
+                     std::to_string(next - begin) + " of " + std::to_string(end - begin) +
+                     " bytes received: " + o.status.message());
+    }
+    if (t.received > 0) wait_ms = options_.retry_backoff_ms;
+    Backoff(&wait_ms);
+  }
+}
+
+std::string EscapePathSegment(std::string_view name) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : name) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += '%';
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  return out;
+}
+
+}  // namespace shardpack::remote

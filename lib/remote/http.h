@@ -1,0 +1,72 @@
+// A small HTTP(S) client over libcurl for fetching datasets: a bounded GET of a small file
+// (the manifest) and a ranged GET that hands each byte of [begin, end) to a sink exactly
+// once, in order, resuming after a dropped connection from the last byte received.
+//
+// Errors name the URL, the byte range and the HTTP status or the curl error:
+//   NotFound           HTTP 404 or 410
+//   IOError            network failures (after the retries), other HTTP errors
+//   Corruption         the server's answer contradicts the manifest (file size,
+//                      Content-Range) or the protocol (200 for a partial range)
+//   ResourceExhausted  a body larger than the caller's bound
+//   whatever the sink returns, unchanged
+//
+// Thread-safety: an HttpClient is used by one thread at a time (it owns one curl handle,
+// reused so that the connection is kept alive); any number of clients may run at once.
+#ifndef SHARDPACK_REMOTE_HTTP_H_
+#define SHARDPACK_REMOTE_HTTP_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "shardpack/remote.h"
+#include "shardpack/status.h"
+
+namespace shardpack::remote {
+
+// Receives body bytes; a non-OK Status aborts the transfer and is returned as is.
+using Sink = std::function<Status(const uint8_t* data, size_t n)>;
+
+class HttpClient {
+ public:
+  // Uses the timeouts and retry policy of `options`.
+  static StatusOr<std::unique_ptr<HttpClient>> Create(const RemoteOptions& options);
+  ~HttpClient();
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+
+  // The whole body of `url` (HTTP 200), refused once it passes `max_bytes`.
+  StatusOr<std::string> Get(const std::string& url, uint64_t max_bytes);
+
+  // Bytes [begin, end) of `url`, a file the caller knows to be `file_size` bytes long:
+  // every answer must be a 206 whose Content-Range matches the request and that size, or
+  // a 200 of exactly `file_size` bytes when the range is the whole file. A dropped
+  // connection or a short body is resumed from the first byte not yet received
+  // ("Range: bytes=N-(end-1)"), with the retry policy of RemoteOptions. begin < end.
+  Status GetRange(const std::string& url, uint64_t begin, uint64_t end, uint64_t file_size,
+                  const Sink& sink);
+
+  // HTTP requests sent so far, retries included.
+  uint64_t requests() const { return requests_; }
+
+ private:
+  struct Transfer;
+  struct Outcome;
+  explicit HttpClient(const RemoteOptions& options, void* curl);
+  Outcome Perform(const std::string& url, Transfer* t);
+  void Backoff(int* wait_ms) const;
+
+  RemoteOptions options_;
+  void* curl_;  // CURL*; kept out of the header so that libcurl's stays private
+  uint64_t requests_ = 0;
+};
+
+// `name` with every byte outside RFC 3986's unreserved set percent-encoded, for appending
+// a manifest's file name to a dataset URL.
+std::string EscapePathSegment(std::string_view name);
+
+}  // namespace shardpack::remote
+
+#endif  // SHARDPACK_REMOTE_HTTP_H_

@@ -1,0 +1,544 @@
+#include "remote/shard_cache.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <set>
+
+#include "format/format.h"
+#include "io/env.h"
+#include "remote/http.h"
+#include "util/hash.h"
+
+namespace shardpack::remote {
+
+namespace {
+
+constexpr std::string_view kPartialSuffix = ".partial";
+constexpr std::string_view kBadSuffix = ".bad";
+constexpr char kReservedName[] = ".reserved";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A published file's name ends in "." and 32 lower-case hex digits.
+bool IsPublishedName(std::string_view name) {
+  if (name.size() < 34 || name[name.size() - 33] != '.') return false;
+  return name.substr(name.size() - 32).find_first_not_of("0123456789abcdef") ==
+         std::string_view::npos;
+}
+
+// A dataset's directory in the cache is named by the XXH3-128 of its URL: 32 hex digits.
+bool IsDatasetKey(std::string_view name) {
+  return name.size() == 32 && name.find_first_not_of("0123456789abcdef") == std::string_view::npos;
+}
+
+// An flock(2) on a file, held until destruction. flock (not fcntl) locks belong to the
+// open file description, so they also exclude other threads of this process.
+class FileLock {
+ public:
+  FileLock() = default;
+  ~FileLock() { Release(); }
+  FileLock(FileLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  FileLock& operator=(FileLock&& o) noexcept {
+    if (this != &o) {
+      Release();
+      fd_ = std::exchange(o.fd_, -1);
+    }
+    return *this;
+  }
+
+  // Blocks until the lock is held.
+  static StatusOr<FileLock> Acquire(const std::string& path, bool exclusive) {
+    FileLock l;
+    SHARDPACK_RETURN_IF_ERROR(l.Open(path));
+    while (::flock(l.fd_, exclusive ? LOCK_EX : LOCK_SH) != 0) {
+      if (errno != EINTR) return ErrnoError(path + ": flock", errno);
+    }
+    return l;
+  }
+
+  // Takes the lock exclusively if nobody holds it; held() says whether it did.
+  static StatusOr<FileLock> TryExclusive(const std::string& path) {
+    FileLock l;
+    SHARDPACK_RETURN_IF_ERROR(l.Open(path));
+    if (::flock(l.fd_, LOCK_EX | LOCK_NB) != 0) {
+      if (errno != EWOULDBLOCK) return ErrnoError(path + ": flock", errno);
+      l.Release();
+    }
+    return l;
+  }
+
+  bool held() const { return fd_ >= 0; }
+  // Gives the descriptor (and the lock with it) to the caller.
+  int Leak() { return std::exchange(fd_, -1); }
+
+ private:
+  Status Open(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) return ErrnoError(path + ": open", errno);
+    return Status::Ok();
+  }
+  void Release() {
+    if (fd_ >= 0) ::close(fd_);  // closing the last descriptor releases the flock
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+Status MakeDir(const std::string& dir) {
+  if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return ErrnoError(dir + ": mkdir", errno);
+  return Status::Ok();
+}
+
+Status SyncDir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return ErrnoError(dir + ": open", errno);
+  Status s = ::fsync(fd) == 0 ? Status::Ok() : ErrnoError(dir + ": fsync", errno);
+  ::close(fd);
+  return s;
+}
+
+StatusOr<std::vector<std::string>> ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return ErrnoError(dir + ": opendir", errno);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// The size of a regular file, or -1 when there is none at `path`.
+int64_t SizeOf(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return -1;
+  return st.st_size;
+}
+
+Status WriteAll(int fd, const uint8_t* p, size_t n, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(path + ": write", errno);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return Status::Ok();
+}
+
+std::string HumanBytes(uint64_t b) {
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
+                static_cast<double>(b) / static_cast<double>(1ull << 30));
+  return buf;
+}
+
+// A published file that the evictor may remove.
+struct Candidate {
+  std::string path;
+  uint64_t bytes;
+  struct timespec mtime;
+};
+
+}  // namespace
+
+CachedDataset::~CachedDataset() {
+  for (const std::string& p : bad_files_) ::unlink(p.c_str());
+  if (use_fd_ >= 0) ::close(use_fd_);
+}
+
+std::string CachedDataset::PathOf(const std::string& name) const {
+  auto it = paths_.find(name);
+  return it == paths_.end() ? std::string() : it->second;
+}
+
+std::string CachedDataset::UrlOf(const std::string& name) const {
+  return url_ + "/" + EscapePathSegment(name);
+}
+
+// One fetch of one dataset into the cache.
+class Fetcher {
+ public:
+  Fetcher(std::string cache_dir, uint64_t bound, const RemoteOptions& options, FetchMode mode)
+      : cache_dir_(std::move(cache_dir)),
+        bound_(bound),
+        options_(options),
+        keep_bad_(mode == FetchMode::kVerify),
+        refetch_(mode == FetchMode::kVerify) {}
+
+  StatusOr<std::unique_ptr<CachedDataset>> Run(const std::string& url) {
+    out_.reset(new CachedDataset());
+    out_->url_ = url;
+    SHARDPACK_ASSIGN_OR_RETURN(client_, HttpClient::Create(options_));
+    const std::string manifest_url = url + "/" + std::string(format::kManifestName);
+    SHARDPACK_ASSIGN_OR_RETURN(std::string text,
+                               client_->Get(manifest_url, format::kMaxManifestBytes));
+    SHARDPACK_ASSIGN_OR_RETURN(out_->manifest_, ParseManifest(text, manifest_url));
+    out_->manifest_bytes_ = text.size();
+
+    std::vector<const FileEntry*> files;
+    uint64_t total = 0;
+    for (const ShardEntry& s : out_->manifest_.shards) {
+      files.push_back(&s.data);
+      if (s.index) files.push_back(&*s.index);
+    }
+    for (const FileEntry* f : files) {
+      // A hostile manifest must not wrap the total past the bound (nor an off_t).
+      if (f->bytes > static_cast<uint64_t>(INT64_MAX) - total) {
+        return CorruptionError(url + "/manifest.json: " + f->file + ": " +
+                               std::to_string(f->bytes) + " bytes: the sizes overflow");
+      }
+      total += f->bytes;
+    }
+    if (total > bound_) {
+      return ResourceExhaustedError(url + ": the dataset is " + HumanBytes(total) +
+                                    ", more than the cache bound of " + HumanBytes(bound_) +
+                                    " (raise it with --cache-bytes or SHARDPACK_CACHE_BYTES)");
+    }
+
+    SHARDPACK_RETURN_IF_ERROR(io::Env::Posix()->CreateDirs(cache_dir_));
+    dir_ = io::JoinPath(cache_dir_, Xxh3Hex(url.data(), url.size()));
+    SHARDPACK_RETURN_IF_ERROR(MakeDir(dir_));
+    // Shared for as long as the dataset is read: the evictor leaves these files alone.
+    SHARDPACK_ASSIGN_OR_RETURN(FileLock use, FileLock::Acquire(io::JoinPath(dir_, ".use"), false));
+    // Exclusive while downloading: ranks starting together download once, the others wait
+    // here and then find every file published.
+    SHARDPACK_ASSIGN_OR_RETURN(FileLock fetch,
+                               FileLock::Acquire(io::JoinPath(dir_, ".fetch"), true));
+    if (SizeOf(io::JoinPath(dir_, "url")) < 0) {
+      SHARDPACK_RETURN_IF_ERROR(
+          io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dir_, "url"), url + "\n"));
+    }
+
+    std::vector<const FileEntry*> wanted;
+    uint64_t need = 0;  // bytes the cache grows by: files it lacks
+    for (const FileEntry* f : files) {
+      const std::string path = PublishedPath(*f);
+      out_->paths_[f->file] = path;
+      const int64_t size = SizeOf(path);
+      if (size == static_cast<int64_t>(f->bytes)) {
+        // verify proves what the server holds now, so it downloads cached files again
+        // (and publishes them over the cached copy, which takes no more room).
+        if (refetch_) wanted.push_back(f);
+        continue;
+      }
+      // Published files are never rewritten; a wrong size means someone damaged it.
+      if (size >= 0) ::unlink(path.c_str());
+      wanted.push_back(f);
+      lacking_.insert(f->file);
+      need += f->bytes;
+    }
+    for (const FileEntry* f : files) current_.insert(f->file + "." + f->xxh3_128);
+
+    if (!wanted.empty()) {
+      reserved_path_ = io::JoinPath(dir_, kReservedName);
+      SHARDPACK_RETURN_IF_ERROR(Reserve(need));
+      Status s = FetchAll(wanted, need);
+      Status r = Unreserve();
+      SHARDPACK_RETURN_IF_ERROR(s);
+      SHARDPACK_RETURN_IF_ERROR(r);
+    }
+    // Last use, for the LRU order of eviction. The clock, not UTIME_NOW: file systems
+    // stamp "now" from a coarse clock (one tick is milliseconds), which would make
+    // datasets used one after the other look equally old.
+    struct timespec now[2];
+    ::clock_gettime(CLOCK_REALTIME, &now[0]);
+    now[1] = now[0];
+    for (const FileEntry* f : files) {
+      const std::string& p = out_->paths_[f->file];
+      if (!p.empty() && EndsWith(p, f->xxh3_128)) ::utimensat(AT_FDCWD, p.c_str(), now, 0);
+    }
+    out_->requests_ = client_->requests();
+    out_->use_fd_ = use.Leak();
+    return std::move(out_);
+  }
+
+ private:
+  std::string PublishedPath(const FileEntry& f) const {
+    return io::JoinPath(dir_, f.file + "." + f.xxh3_128);
+  }
+
+  // Makes room for `need` more bytes and records them in .reserved, so that other
+  // processes reserving at the same time count them.
+  Status Reserve(uint64_t need) {
+    SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
+                               FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
+    SHARDPACK_RETURN_IF_ERROR(MakeRoom(need));
+    return SetReserved(need);
+  }
+
+  Status SetReserved(uint64_t bytes) {
+    int fd = ::open(reserved_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError(reserved_path_ + ": open", errno);
+    // Sparse: it takes no disk space, only its size is read.
+    Status s = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0
+                   ? Status::Ok()
+                   : ErrnoError(reserved_path_ + ": ftruncate", errno);
+    ::close(fd);
+    return s;
+  }
+
+  Status Unreserve() {
+    SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
+                               FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
+    if (::unlink(reserved_path_.c_str()) != 0 && errno != ENOENT) {
+      return ErrnoError(reserved_path_ + ": unlink", errno);
+    }
+    return Status::Ok();
+  }
+
+  // Under the global lock: removes what dead processes left, counts what the cache holds
+  // and evicts least recently used files until `need` more bytes fit under the bound.
+  Status MakeRoom(uint64_t need) {
+    SHARDPACK_ASSIGN_OR_RETURN(std::vector<std::string> keys, ListDir(cache_dir_));
+    uint64_t used = 0;
+    uint64_t pinned = 0;  // published bytes of datasets other processes are reading
+    std::vector<Candidate> candidates;
+    std::vector<FileLock> held;  // .use locks of the datasets we may evict from
+    for (const std::string& key : keys) {
+      // Only dataset directories (named by 32 hex digits, not symbolic links): a cache
+      // directory shared with other tools keeps their files.
+      if (!IsDatasetKey(key)) continue;
+      const std::string dir = io::JoinPath(cache_dir_, key);
+      struct stat st;
+      if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+      const bool own = dir == dir_;
+      // Our own locks are held through other descriptors, so these fail for our dataset.
+      SHARDPACK_ASSIGN_OR_RETURN(FileLock fetch,
+                                 FileLock::TryExclusive(io::JoinPath(dir, ".fetch")));
+      SHARDPACK_ASSIGN_OR_RETURN(FileLock use, FileLock::TryExclusive(io::JoinPath(dir, ".use")));
+      SHARDPACK_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+      for (const std::string& name : names) {
+        const std::string path = io::JoinPath(dir, name);
+        struct stat fs;
+        if (::stat(path.c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
+        const auto bytes = static_cast<uint64_t>(fs.st_size);
+        if (EndsWith(name, kPartialSuffix) || name == kReservedName) {
+          // A live download's bytes are counted by its reservation, not by its partials.
+          // Ours are left over from a dead process too: we hold .fetch and have not
+          // started.
+          if (fetch.held() || own) {
+            ::unlink(path.c_str());
+          } else if (name == kReservedName) {
+            used += bytes;
+          }
+        } else if (EndsWith(name, kBadSuffix)) {
+          if (use.held()) {
+            ::unlink(path.c_str());
+          } else {
+            used += bytes;
+          }
+        } else if (IsPublishedName(name)) {
+          used += bytes;
+          if ((!own && use.held()) || (own && current_.count(name) == 0)) {
+            candidates.push_back({path, bytes, fs.st_mtim});
+          } else if (!own) {
+            pinned += bytes;
+          }
+        }
+      }
+      if (use.held()) held.push_back(std::move(use));
+    }
+    if (used + need <= bound_) return Status::Ok();
+    std::sort(candidates.begin(), candidates.end(), [](const Candidate& a, const Candidate& b) {
+      if (a.mtime.tv_sec != b.mtime.tv_sec) return a.mtime.tv_sec < b.mtime.tv_sec;
+      if (a.mtime.tv_nsec != b.mtime.tv_nsec) return a.mtime.tv_nsec < b.mtime.tv_nsec;
+      return a.path < b.path;
+    });
+    for (const Candidate& c : candidates) {
+      if (used + need <= bound_) break;
+      if (::unlink(c.path.c_str()) != 0 && errno != ENOENT) {
+        return ErrnoError(c.path + ": unlink", errno);
+      }
+      used -= c.bytes;
+    }
+    if (used + need > bound_) {
+      return ResourceExhaustedError(
+          out_->url_ + ": the cache " + cache_dir_ + " cannot make room for " + HumanBytes(need) +
+          " under its bound of " + HumanBytes(bound_) + ": it holds " + HumanBytes(used) +
+          " that cannot be evicted (" + HumanBytes(pinned) +
+          " of datasets other processes are reading, and downloads in progress)");
+    }
+    return Status::Ok();
+  }
+
+  Status FetchAll(const std::vector<const FileEntry*>& missing, uint64_t reserved) {
+    for (const FileEntry* f : missing) {
+      Status s = FetchFile(*f, &reserved);
+      if (s.ok()) continue;
+      // The server lacks the file or has one of another size: verify reports it and goes
+      // on. (Checksum faults do not come here: the bad copy is kept for verify.)
+      const bool data_fault =
+          s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCorruption;
+      if (!keep_bad_ || !data_fault) return s;
+      out_->paths_[f->file].clear();
+      out_->failures_[f->file] = s;
+    }
+    return Status::Ok();
+  }
+
+  // Downloads one file in chunks into <file>.<xxh3>.partial, checks it and publishes it.
+  Status FetchFile(const FileEntry& f, uint64_t* reserved) {
+    const std::string final_path = PublishedPath(f);
+    const std::string partial = final_path + std::string(kPartialSuffix);
+    const std::string url = out_->UrlOf(f.file);
+    int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return ErrnoError(partial + ": open", errno);
+    Xxh3Hasher hasher;
+    uint64_t received = 0;
+    const Sink sink = [&](const uint8_t* data, size_t n) {
+      SHARDPACK_RETURN_IF_ERROR(WriteAll(fd, data, n, partial));
+      hasher.Update(data, n);
+      received += n;
+      return Status::Ok();
+    };
+    Status s;
+    const uint64_t chunk = std::max<uint64_t>(1, options_.chunk_bytes);
+    for (uint64_t begin = 0; s.ok() && begin < f.bytes; begin += chunk) {
+      s = client_->GetRange(url, begin, std::min(f.bytes, begin + chunk), f.bytes, sink);
+    }
+    out_->bytes_downloaded_ += received;
+    bool bad = false;  // whole, but not the file the manifest describes
+    if (s.ok()) {
+      const std::string actual = hasher.HexDigest();
+      if (actual != f.xxh3_128) {
+        s = CorruptionError(url + ": xxh3_128 checksum " + actual + ", the manifest says " +
+                            f.xxh3_128 + " (" + std::to_string(received) + " bytes downloaded)");
+        bad = true;
+      }
+    }
+    // Durable before it is published: a crash must not leave a published name over bytes
+    // that never reached the disk.
+    if (s.ok() && ::fsync(fd) != 0) s = ErrnoError(partial + ": fsync", errno);
+    if (::close(fd) != 0 && s.ok()) s = ErrnoError(partial + ": close", errno);
+    if (!s.ok() && !(bad && keep_bad_)) {
+      ::unlink(partial.c_str());
+      return s;
+    }
+    const std::string publish_as = bad ? final_path + std::string(kBadSuffix) : final_path;
+    SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
+                               FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
+    if (::rename(partial.c_str(), publish_as.c_str()) != 0) {
+      Status e = ErrnoError(partial + ": rename to " + publish_as, errno);
+      ::unlink(partial.c_str());
+      return e;
+    }
+    SHARDPACK_RETURN_IF_ERROR(SyncDir(dir_));
+    if (lacking_.count(f.file) != 0) {
+      *reserved -= f.bytes;
+      SHARDPACK_RETURN_IF_ERROR(SetReserved(*reserved));
+    }
+    if (!s.ok()) {
+      // verify reads the bad copy and names the damaged records; then it is removed.
+      out_->bad_files_.push_back(publish_as);
+      out_->paths_[f.file] = publish_as;
+      out_->failures_[f.file] = s;
+    }
+    return Status::Ok();
+  }
+
+  const std::string cache_dir_;
+  const uint64_t bound_;
+  const RemoteOptions& options_;
+  const bool keep_bad_;  // keep a file failing its checksum as .bad; list missing ones
+  const bool refetch_;   // download every file, cached or not
+  std::string dir_;
+  std::set<std::string> lacking_;  // files the cache lacked: the reservation covers them
+  std::string reserved_path_;
+  std::set<std::string> current_;  // published names the manifest lists
+  std::unique_ptr<HttpClient> client_;
+  std::unique_ptr<CachedDataset> out_;
+};
+
+StatusOr<std::unique_ptr<CachedDataset>> FetchDataset(const std::string& url,
+                                                      const RemoteOptions& options,
+                                                      FetchMode mode) {
+  SHARDPACK_ASSIGN_OR_RETURN(std::string base, NormalizeDatasetUrl(url));
+  SHARDPACK_ASSIGN_OR_RETURN(std::string dir, ResolveCacheDir(options));
+  SHARDPACK_ASSIGN_OR_RETURN(uint64_t bound, ResolveCacheBytes(options));
+  Fetcher fetcher(dir, bound, options, mode);
+  return fetcher.Run(base);
+}
+
+StatusOr<std::string> ResolveCacheDir(const RemoteOptions& options) {
+  if (!options.cache_dir.empty()) return options.cache_dir;
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v != nullptr ? v : "";
+  };
+  if (std::string d = env("SHARDPACK_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return io::JoinPath(d, "shardpack");
+  if (std::string d = env("HOME"); !d.empty()) return io::JoinPath(d, ".cache/shardpack");
+  return InvalidArgumentError(
+      "no cache directory for remote datasets: set SHARDPACK_CACHE_DIR (or --cache-dir)");
+}
+
+StatusOr<uint64_t> ResolveCacheBytes(const RemoteOptions& options) {
+  if (options.cache_bytes > 0) return options.cache_bytes;
+  const char* v = std::getenv("SHARDPACK_CACHE_BYTES");
+  if (v == nullptr || *v == '\0') return kDefaultCacheBytes;
+  auto bytes = ParseByteSize(v);
+  if (!bytes.ok()) return bytes.status().WithPrefix("SHARDPACK_CACHE_BYTES");
+  return bytes;
+}
+
+StatusOr<uint64_t> ParseByteSize(std::string_view text) {
+  const std::string original(text);
+  auto bad = [&] {
+    return InvalidArgumentError("\"" + original +
+                                "\" is not a size (bytes, or a number with K, M, G or T)");
+  };
+  size_t digits = 0;
+  uint64_t v = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) {
+    const uint64_t d = static_cast<uint64_t>(text[digits] - '0');
+    if (v > (UINT64_MAX - d) / 10) return bad();
+    v = v * 10 + d;
+    ++digits;
+  }
+  if (digits == 0) return bad();
+  std::string unit(text.substr(digits));
+  std::transform(unit.begin(), unit.end(), unit.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  int shift = 0;
+  if (unit.empty() || unit == "b") {
+    shift = 0;
+  } else {
+    const std::string prefixes = "kmgt";
+    const size_t p = prefixes.find(unit[0]);
+    const std::string rest = unit.substr(1);
+    if (p == std::string::npos || !(rest.empty() || rest == "b" || rest == "ib")) return bad();
+    shift = 10 * static_cast<int>(p + 1);
+  }
+  if (shift > 0 && v > (UINT64_MAX >> shift)) return bad();
+  return v << shift;
+}
+
+StatusOr<std::string> NormalizeDatasetUrl(std::string_view url) {
+  if (!IsRemotePath(url)) return InvalidArgumentError(std::string(url) + ": not an http(s) URL");
+  if (url.find_first_of("?#") != std::string_view::npos) {
+    return InvalidArgumentError(std::string(url) +
+                                ": a dataset URL names a directory; it cannot have a query or "
+                                "fragment");
+  }
+  while (!url.empty() && url.back() == '/') url.remove_suffix(1);
+  return std::string(url);
+}
+
+}  // namespace shardpack::remote
