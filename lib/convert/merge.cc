@@ -5,8 +5,9 @@
 // Then the whole outcome is written down first, atomically, in a plan
 // (DST/.shardpack-merge.json: every rename, the rejects text and the manifest text); the
 // renames follow, each atomic, so that every file is at its part's name or at its final
-// one; then rejects.tsv and manifest.json, the commit point; then the plan and the part
-// directories go. A merge run again after an interruption finds the plan and finishes it.
+// one; then rejects.tsv and manifest.json, the commit point; then the part directories
+// go, and the plan last. A merge run again after an interruption finds the plan and
+// finishes it.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -319,9 +320,12 @@ Status ExecutePlan(const std::string& dst, const Plan& plan) {
   // The commit point.
   SHARDPACK_RETURN_IF_ERROR(
       io::WriteFileAtomically(env, io::JoinPath(dst, format::kManifestName), plan.manifest));
-  SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dst, kPlanName)));
+  // The plan goes last: while it is there, a merge run again redoes the cleanup (a DST
+  // holding a manifest and parts/ but no plan is refused, as it is not a merge's doing).
   for (const std::string& d : plan.part_dirs) RemovePartDir(io::JoinPath(dst, d));
   ::rmdir(io::JoinPath(dst, kPartsDirName).c_str());  // only when empty
+  SHARDPACK_RETURN_IF_ERROR(env->SyncDir(dst));
+  SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dst, kPlanName)));
   return env->SyncDir(dst);
 }
 
