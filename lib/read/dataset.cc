@@ -15,9 +15,6 @@
 
 namespace shardpack {
 
-static_assert(DatasetOptions{}.max_record_bytes == format::kDefaultMaxRecordBytes,
-              "the public default must match the format's limit");
-
 namespace {
 
 struct Shard {

@@ -4,6 +4,7 @@
 
 #include <filesystem>
 
+#include "format/format.h"
 #include "test_util.h"
 
 namespace shardpack {
@@ -85,6 +86,12 @@ TEST(DatasetTest, MissingManifestOrShardIsAClearError) {
   ds = Dataset::Open(dir.path());
   ASSERT_FALSE(ds.ok());
   EXPECT_NE(ds.status().message().find(m.shards[1].data.file), std::string::npos);
+}
+
+TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {
+  // A static_assert no longer compiles everywhere: DatasetOptions holds strings now, which
+  // clang 14 with libstdc++ 12 cannot construct in a constant expression.
+  EXPECT_EQ(DatasetOptions{}.max_record_bytes, format::kDefaultMaxRecordBytes);
 }
 
 }  // namespace
