@@ -85,6 +85,10 @@ Status WriteFileAtomically(Env* env, const std::string& path, std::string_view d
 // and the directory fsync'd.
 Status PublishFile(Env* env, const std::string& tmp_path, const std::string& final_path);
 
+// Writes all `n` bytes to the file descriptor `fd`, going on after short writes and EINTR;
+// an error names `path` and the errno.
+Status WriteAll(int fd, const void* data, size_t n, const std::string& path);
+
 }  // namespace shardpack::io
 
 #endif  // SHARDPACK_IO_ENV_H_

@@ -129,19 +129,6 @@ int64_t SizeOf(const std::string& path) {
   return st.st_size;
 }
 
-Status WriteAll(int fd, const uint8_t* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoError(path + ": write", errno);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-  return Status::Ok();
-}
-
 std::string HumanBytes(uint64_t b) {
   char buf[48];
   std::snprintf(buf, sizeof buf, "%llu bytes (%.2f GiB)", static_cast<unsigned long long>(b),
@@ -403,7 +390,7 @@ class Fetcher {
     Xxh3Hasher hasher;
     uint64_t received = 0;
     const Sink sink = [&](const uint8_t* data, size_t n) {
-      SHARDPACK_RETURN_IF_ERROR(WriteAll(fd, data, n, partial));
+      SHARDPACK_RETURN_IF_ERROR(io::WriteAll(fd, data, n, partial));
       hasher.Update(data, n);
       received += n;
       return Status::Ok();
