@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -293,16 +294,21 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   if (random_access) flags |= MDB_NORDAHEAD;
   rc = mdb_env_open(raw, path.c_str(), flags, 0444);
   if (rc != 0) return LmdbError(path + ": mdb_env_open", rc);
+  mdb_filehandle_t fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(raw, &fd) != 0 || ::fstat(fd, &st) != 0) {
+    return ErrnoError(path + ": stat", errno);
+  }
   Txn txn;
   rc = mdb_txn_begin(raw, nullptr, MDB_RDONLY, txn.out());
   if (rc != 0) return LmdbError(path + ": mdb_txn_begin", rc);
   MDB_dbi dbi;
   rc = mdb_dbi_open(txn.get(), nullptr, 0, &dbi);
   if (rc != 0) return LmdbError(path + ": mdb_dbi_open", rc);
-  MDB_stat st;
-  rc = mdb_stat(txn.get(), dbi, &st);
+  MDB_stat db_stat;
+  rc = mdb_stat(txn.get(), dbi, &db_stat);
   if (rc != 0) return LmdbError(path + ": mdb_stat", rc);
-  if (keys == Keys::kRecordNumbers && st.ms_entries > 0) {
+  if (keys == Keys::kRecordNumbers && db_stat.ms_entries > 0) {
     MDB_cursor* cursor = nullptr;
     rc = mdb_cursor_open(txn.get(), dbi, &cursor);
     if (rc != 0) return LmdbError(path + ": mdb_cursor_open", rc);
@@ -327,8 +333,8 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   // Committing the transaction that opened the handle keeps the handle for later ones.
   rc = txn.Commit();
   if (rc != 0) return LmdbError(path + ": mdb_txn_commit", rc);
-  return std::unique_ptr<LmdbShardReader>(
-      new LmdbShardReader(path, std::move(env), dbi, st.ms_entries));
+  return std::unique_ptr<LmdbShardReader>(new LmdbShardReader(
+      path, std::move(env), dbi, db_stat.ms_entries, static_cast<uint64_t>(st.st_size)));
 }
 
 LmdbShardReader::~LmdbShardReader() {
@@ -353,6 +359,10 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
       return LmdbError(path_ + ": mdb_txn_renew", rc);
     }
   } else {
+    // mdb_txn_begin reads the meta pages before the transaction is ours to track: were the
+    // file truncated under the map, the SIGBUS there (which the loader's guard turns into
+    // an error) would leak it. This cold path (the pool is empty) checks the size first.
+    SHARDPACK_RETURN_IF_ERROR(CheckNotShrunk());
     rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
     std::lock_guard<std::mutex> lock(pool_mu_);
@@ -380,6 +390,19 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   // The map is read-only and nobody writes the dataset, so the bytes stay where they are
   // after the transaction ends.
   *value = View(v);
+  return Status::Ok();
+}
+
+Status LmdbShardReader::CheckNotShrunk() const {
+  mdb_filehandle_t fd = -1;
+  struct stat st {};
+  if (mdb_env_get_fd(env_.get(), &fd) != 0 || ::fstat(fd, &st) != 0) {
+    return ErrnoError(path_ + ": stat", errno);
+  }
+  if (static_cast<uint64_t>(st.st_size) < file_bytes_) {
+    return IOError(path_ + ": the file shrank from " + std::to_string(file_bytes_) + " to " +
+                   std::to_string(st.st_size) + " bytes while open");
+  }
   return Status::Ok();
 }
 

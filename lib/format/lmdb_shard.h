@@ -127,14 +127,22 @@ class LmdbShardReader {
   }
 
  private:
-  LmdbShardReader(std::string path, LmdbEnv env, unsigned dbi, uint64_t entries)
-      : path_(std::move(path)), env_(std::move(env)), dbi_(dbi), entries_(entries) {}
+  LmdbShardReader(std::string path, LmdbEnv env, unsigned dbi, uint64_t entries,
+                  uint64_t file_bytes)
+      : path_(std::move(path)),
+        env_(std::move(env)),
+        dbi_(dbi),
+        entries_(entries),
+        file_bytes_(file_bytes) {}
+  // IOError when the file is now shorter than when it was opened.
+  Status CheckNotShrunk() const;
   Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn) const;
 
   std::string path_;
   LmdbEnv env_;
   unsigned dbi_;  // MDB_dbi of the main database
   uint64_t entries_;
+  uint64_t file_bytes_;  // the file's size when opened
   // Every read transaction this reader made (MDB_txn*), aborted by the destructor, and
   // those of them that are reset and ready for mdb_txn_renew. A transaction whose Get was
   // cut short by a fault (a SIGBUS unwound by read::GuardedRead) never returns to the
