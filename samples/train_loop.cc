@@ -67,8 +67,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::unique_ptr<shardpack::Loader> loader = std::move(created).value();
-  std::printf("%s: %llu samples, %llu batches of %d per epoch, on %s, rank %d of %d\n",
-              dir.c_str(), static_cast<unsigned long long>(ds->size()),
+  std::printf("%s: %llu samples, %llu batches of %d per epoch, on %s, rank %d of %d\n", dir.c_str(),
+              static_cast<unsigned long long>(ds->size()),
               static_cast<unsigned long long>(loader->batches_per_epoch()), o.batch_size,
               device >= 0 ? "the GPU" : "the host", o.rank, o.world_size);
 
