@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "image/resize_kernels.h"
+
 namespace shardpack::image {
 namespace {
 
@@ -84,9 +86,7 @@ Kernel KernelFor(Filter filter) {
 #define SHARDPACK_RESIZE_KERNEL
 #endif
 
-// Fixed point of the weights: 8 bits of sample, 2 bits of headroom for kernels whose
-// partial sums leave 0..1 (negative lobes), 22 bits of fraction. Pillow's PRECISION_BITS.
-constexpr int kPrecisionBits = 32 - 8 - 2;
+using internal::kPrecisionBits;
 constexpr int32_t kRoundingHalf = 1 << (kPrecisionBits - 1);
 
 inline uint8_t Clip8(int32_t sum) {
@@ -101,6 +101,18 @@ struct AxisWeights {
   std::vector<int> first;
   std::vector<int> count;
   std::vector<int32_t> weights;
+  // The weights split for the AVX2 horizontal pass (resize_kernels.h), when it runs.
+  std::vector<int16_t> packed;
+
+  internal::HorizontalTaps Taps() const {
+    internal::HorizontalTaps taps;
+    taps.out_size = out_size;
+    taps.ksize = ksize;
+    taps.first = first.data();
+    taps.count = count.data();
+    taps.weights = weights.data();
+    return taps;
+  }
 };
 
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc, for the source interval [in0, in1)
@@ -319,6 +331,8 @@ bool IsWholePixelWindow(float in0, float in1, int out_size) {
 }  // namespace
 
 struct ResizeScratch::Buffers {
+  // The AVX2 horizontal pass for RGB where the CPU has it (same bytes either way).
+  bool avx2 = internal::HaveAvx2();
   AxisWeights horizontal;
   AxisWeights vertical;
   std::vector<double> kernel_values;
@@ -336,6 +350,32 @@ struct ResizeScratch::Buffers {
 };
 
 namespace {
+
+// The horizontal pass: the AVX2 kernel for RGB where it runs, else the portable one.
+// `axis` is the horizontal axis with its packed weights (PrepareHorizontal).
+void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, int rows,
+                    const AxisWeights& axis, uint8_t* out, size_t out_stride,
+                    ResizeScratch::Buffers& buffers) {
+  if (c == 3 && buffers.avx2) {
+    internal::HorizontalTaps taps = axis.Taps();
+    taps.groups = static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
+    taps.packed = axis.packed.data();
+    internal::ResampleRowsRgbAvx2(in, in_stride, in_width, rows, taps, out, out_stride);
+    return;
+  }
+  ResampleRowsAnyChannels(c, in, in_stride, in_width, rows, axis, out, out_stride,
+                          buffers.Columns(ColumnsBytes(in_width, rows, c)));
+}
+
+// Packs the horizontal weights for the AVX2 pass when it will run.
+void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
+  if (c != 3 || !buffers.avx2) return;
+  const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
+  const int groups = internal::PackedGroups(max_count);
+  axis->packed.resize(internal::PackedSize(axis->out_size, groups));
+  internal::HorizontalTaps taps = axis->Taps();
+  internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
+}
 
 // Pillow's ImagingResampleInner: resamples `box` of the source (src_height x src_width x
 // c, rows src_stride apart) to out_height x out_width at `out` (rows out_stride apart).
@@ -365,6 +405,7 @@ void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size
     ComputeAxisWeights(src_width, box.x0, box.x1, out_width, kernel, &horizontal,
                        &buffers.kernel_values);
     ReadRange(&horizontal, &col_begin, &col_end);
+    PrepareHorizontal(c, &horizontal, buffers);
   }
   int row_begin = 0;
   int row_end = 0;
@@ -376,9 +417,8 @@ void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size
 
   if (!need_vertical) {
     const int in_width = col_end - col_begin;
-    ResampleRowsAnyChannels(c, src + static_cast<size_t>(col_begin) * c, src_stride, in_width,
-                            out_height, horizontal, out, out_stride,
-                            buffers.Columns(ColumnsBytes(in_width, out_height, c)));
+    HorizontalPass(c, src + static_cast<size_t>(col_begin) * c, src_stride, in_width, out_height,
+                   horizontal, out, out_stride, buffers);
     return;
   }
   if (!need_horizontal) {
@@ -398,9 +438,8 @@ void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size
     const int rows = row_end - row_begin;
     const int in_width = col_end - col_begin;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(rows) * out_row_bytes);
-    ResampleRowsAnyChannels(c, src + row_begin * src_stride + static_cast<size_t>(col_begin) * c,
-                            src_stride, in_width, rows, horizontal, temp, out_row_bytes,
-                            buffers.Columns(ColumnsBytes(in_width, rows, c)));
+    HorizontalPass(c, src + row_begin * src_stride + static_cast<size_t>(col_begin) * c, src_stride,
+                   in_width, rows, horizontal, temp, out_row_bytes, buffers);
     ResampleColumns(temp, out_row_bytes, out_row_bytes, vertical, out, out_stride);
   } else {
     const int in_width = col_end - col_begin;
@@ -408,8 +447,8 @@ void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size
     uint8_t* temp = buffers.Temp(static_cast<size_t>(out_height) * temp_stride);
     ResampleColumns(src + row_begin * src_stride + static_cast<size_t>(col_begin) * c, src_stride,
                     temp_stride, vertical, temp, temp_stride);
-    ResampleRowsAnyChannels(c, temp, temp_stride, in_width, out_height, horizontal, out, out_stride,
-                            buffers.Columns(ColumnsBytes(in_width, out_height, c)));
+    HorizontalPass(c, temp, temp_stride, in_width, out_height, horizontal, out, out_stride,
+                   buffers);
   }
 }
 
@@ -507,6 +546,10 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   b.horizontal.first.reserve(out_width);
   b.horizontal.count.reserve(out_width);
   b.horizontal.weights.reserve(static_cast<size_t>(out_width) * kh);
+  if (channels == 3 && b.avx2) {
+    b.horizontal.packed.reserve(
+        internal::PackedSize(out_width, internal::PackedGroups(static_cast<int>(kh))));
+  }
   b.vertical.first.reserve(out_height);
   b.vertical.count.reserve(out_height);
   b.vertical.weights.reserve(static_cast<size_t>(out_height) * kv);
@@ -526,7 +569,7 @@ size_t ResizeScratch::capacity_bytes() const {
                  b.columns.capacity();
   for (const AxisWeights* axis : {&b.horizontal, &b.vertical}) {
     bytes += (axis->first.capacity() + axis->count.capacity()) * sizeof(int) +
-             axis->weights.capacity() * sizeof(int32_t);
+             axis->weights.capacity() * sizeof(int32_t) + axis->packed.capacity() * sizeof(int16_t);
   }
   return bytes;
 }
@@ -641,5 +684,47 @@ StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter) {
   const int out_width = src.height >= src.width ? shorter : max_side;
   return ResampleRegion(src, WholeImage(src), out_height, out_width, filter);
 }
+
+namespace internal {
+
+bool HaveAvx2() {
+#if defined(SHARDPACK_RESIZE_AVX2)
+  static const bool have = __builtin_cpu_supports("avx2");
+  return have;
+#else
+  return false;
+#endif
+}
+
+void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps) {
+  constexpr int32_t kLowMask = (1 << kWeightSplitBits) - 1;
+  for (int x = 0; x < taps->out_size; ++x) {
+    const int32_t* k = taps->weights + static_cast<size_t>(x) * taps->ksize;
+    const int n = taps->count[x];
+    int16_t* group = packed + static_cast<size_t>(x) * groups * 32;
+    for (int g = 0; g < groups; ++g, group += 32) {
+      for (int lane = 0; lane < 2; ++lane) {
+        for (int pair = 0; pair < 2; ++pair) {
+          const int t = g * 4 + lane * 2 + pair;
+          const int32_t w = t < n ? k[t] : 0;
+          // Arithmetic shift: hi is floor(w / 2^11), lo the non-negative rest.
+          const auto hi = static_cast<int16_t>(w >> kWeightSplitBits);
+          const auto lo = static_cast<int16_t>(w & kLowMask);
+          for (int ch = 0; ch < 3; ++ch) {
+            group[lane * 8 + ch * 2 + pair] = hi;
+            group[16 + lane * 8 + ch * 2 + pair] = lo;
+          }
+        }
+        for (int i = 6; i < 8; ++i) group[lane * 8 + i] = group[16 + lane * 8 + i] = 0;
+      }
+    }
+  }
+  taps->groups = groups;
+  taps->packed = packed;
+}
+
+void UsePortableKernels(ResizeScratch* scratch) { scratch->buffers().avx2 = false; }
+
+}  // namespace internal
 
 }  // namespace shardpack::image

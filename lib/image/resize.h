@@ -18,8 +18,10 @@
 // Results are byte-identical to Pillow 13's `Image.resize` for modes "L" and "RGB" (and
 // to `ImageOps.fit` for Fit::kCrop); the tests hold them to Pillow fixtures within +-1,
 // the contract. Every function is deterministic: the output depends on nothing but the
-// arguments. The inner loops have an AVX2 clone chosen by the CPU at load time; it does
-// the same exact integer arithmetic, so the bytes are the same on every machine.
+// arguments. Where the CPU has AVX2, the horizontal pass over RGB runs a hand-written
+// kernel (resize_avx2.cc, about 2x faster) and the other loops an AVX2 clone; both do the
+// same exact integer arithmetic as the portable code, so the bytes are the same on every
+// machine.
 //
 // All entry points share one core. An axis whose source interval is a whole-pixel window
 // exactly as long as the output (a plain crop or a same-size copy) is copied rather than
@@ -99,6 +101,13 @@ StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit f
 // in exact integer arithmetic; a square stays square.
 StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter);
 
+class ResizeScratch;
+namespace internal {
+// For tests (resize_kernels.h): makes `scratch` run the portable kernels even where the
+// CPU has AVX2.
+void UsePortableKernels(ResizeScratch* scratch);
+}  // namespace internal
+
 // The reusable working memory of ResizeRegionInto: the 8-bit image between the two
 // passes, the fixed-point weights of both axes, and the transposed row block of the
 // horizontal pass. Every buffer only grows, to the largest size a call has needed, so
@@ -123,12 +132,13 @@ class ResizeScratch {
   // Grows every buffer to what any ResizeRegionInto call needs whose source is at most
   // max_src_height x max_src_width (any box in it), with this output size, channel count
   // and filter: such calls then allocate nothing. Does nothing for a non-positive value.
-  void Reserve(int max_src_height, int max_src_width, int out_height, int out_width,
-               int channels, Filter filter);
+  void Reserve(int max_src_height, int max_src_width, int out_height, int out_width, int channels,
+               Filter filter);
 
   struct Buffers;  // defined in resize.cc
 
  private:
+  friend void internal::UsePortableKernels(ResizeScratch* scratch);
   friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                                  size_t src_stride, float x0, float y0, float x1, float y1,
                                  int out_height, int out_width, Filter filter, uint8_t* out,

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "image/resize_kernels.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -1058,6 +1060,57 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
   expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5, Filter::kArea,
                                   out.data(), 15, &scratch),
                  "output size 0x5");
+}
+
+// The AVX2 horizontal pass (where this CPU has it) against the portable one: the same
+// bytes for every filter, both pass orders, shrink ratios from slight to large (1 to 6
+// groups of taps), upscaling, fractional boxes (taps starting anywhere in the row, so the
+// last pixels of a row take the scalar path) and strided sources. Noise exercises every
+// sample value and the extremes of the negative lobes.
+TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
+  if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable kernels run";
+  struct Shape {
+    int src_h, src_w, out_h, out_w;
+    float x0, y0, x1, y1;  // a fraction of the source side each
+  };
+  const Shape shapes[] = {
+      {280, 350, 256, 256, 0.05f, 0.0f, 0.95f, 1.0f}, {350, 280, 256, 256, 0.0f, 0.1f, 1.0f, 0.9f},
+      {37, 48, 17, 19, 0.0f, 0.0f, 1.0f, 1.0f},       {64, 48, 20, 44, 0.0f, 0.0f, 1.0f, 1.0f},
+      {9, 130, 9, 11, 0.013f, 0.0f, 0.977f, 1.0f},    {40, 31, 80, 62, 0.0f, 0.0f, 1.0f, 1.0f},
+      {5, 7, 3, 2, 0.0f, 0.0f, 1.0f, 1.0f},           {19, 200, 13, 3, 0.3f, 0.2f, 0.31f, 0.9f},
+      {33, 97, 33, 96, 0.0f, 0.0f, 1.0f, 1.0f},       {2, 4, 2, 1, 0.0f, 0.0f, 1.0f, 1.0f},
+  };
+  for (Filter filter : kAllFilters) {
+    for (const Shape& sh : shapes) {
+      for (size_t pad : {size_t{0}, size_t{5}}) {
+        const size_t stride = static_cast<size_t>(sh.src_w) * 3 + pad;
+        std::vector<uint8_t> src(stride * sh.src_h);
+        uint32_t seed = static_cast<uint32_t>(sh.src_h * 7919 + sh.src_w + pad);
+        for (uint8_t& v : src) {
+          seed = seed * 1664525u + 1013904223u;
+          v = static_cast<uint8_t>(seed >> 24);
+        }
+        const float x0 = sh.x0 * sh.src_w, x1 = sh.x1 * sh.src_w;
+        const float y0 = sh.y0 * sh.src_h, y1 = sh.y1 * sh.src_h;
+        const size_t out_stride = static_cast<size_t>(sh.out_w) * 3;
+        std::vector<uint8_t> vector_out(out_stride * sh.out_h), portable_out(vector_out.size());
+        ResizeScratch vector_scratch;
+        ResizeScratch portable_scratch;
+        internal::UsePortableKernels(&portable_scratch);
+        ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, 3, stride, x0, y0, x1, y1,
+                                     sh.out_h, sh.out_w, filter, vector_out.data(), out_stride,
+                                     &vector_scratch)
+                        .ok());
+        ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, 3, stride, x0, y0, x1, y1,
+                                     sh.out_h, sh.out_w, filter, portable_out.data(), out_stride,
+                                     &portable_scratch)
+                        .ok());
+        EXPECT_EQ(vector_out, portable_out)
+            << "filter " << static_cast<int>(filter) << ", " << sh.src_h << "x" << sh.src_w
+            << " to " << sh.out_h << "x" << sh.out_w << ", pad " << pad;
+      }
+    }
+  }
 }
 
 }  // namespace

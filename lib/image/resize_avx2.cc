@@ -1,0 +1,127 @@
+// Built with -mavx2 (lib/CMakeLists.txt); called only when the CPU has AVX2
+// (internal::HaveAvx2).
+//
+// The horizontal pass over RGB rows. The portable pass transposes blocks of rows so that
+// the compiler can vectorise across rows; here each output pixel is summed in place
+// instead, four taps at a time: one 16-byte load covers four RGB pixels (12 bytes),
+// vpshufb spreads them into 16-bit pairs {p[t], p[t+1]} per channel, and vpmaddwd
+// multiplies each pair by the two taps' weights and adds them. The weights have 23
+// significant bits, more than vpmaddwd's 16, so each is split into a high and a low half
+// (resize_kernels.h) and the two sums are recombined: the result is the exact 32-bit sum
+// of the portable code, so the same bytes.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "image/resize_kernels.h"
+
+namespace shardpack::image::internal {
+namespace {
+
+constexpr int32_t kRoundingHalf = 1 << (kPrecisionBits - 1);
+
+// Lane 0 takes taps 0 and 1 (bytes 0..5), lane 1 taps 2 and 3 (bytes 6..11), each as
+// 16-bit {R0, R1, G0, G1, B0, B1, 0, 0}; -1 writes a zero byte.
+inline __m256i PairShuffle() {
+  return _mm256_setr_epi8(0, -1, 3, -1, 1, -1, 4, -1, 2, -1, 5, -1, -1, -1, -1, -1,  //
+                          6, -1, 9, -1, 7, -1, 10, -1, 8, -1, 11, -1, -1, -1, -1, -1);
+}
+
+// The portable sum for one output pixel, for the pixels whose vector loads would read
+// past the end of the row.
+inline void PixelScalar(const uint8_t* row, const HorizontalTaps& taps, int x, uint8_t* dst) {
+  const int32_t* k = taps.weights + static_cast<size_t>(x) * taps.ksize;
+  const uint8_t* p = row + static_cast<size_t>(taps.first[x]) * 3;
+  int32_t s0 = kRoundingHalf;
+  int32_t s1 = kRoundingHalf;
+  int32_t s2 = kRoundingHalf;
+  for (int t = 0; t < taps.count[x]; ++t, p += 3) {
+    s0 += p[0] * k[t];
+    s1 += p[1] * k[t];
+    s2 += p[2] * k[t];
+  }
+  dst[0] = static_cast<uint8_t>(std::clamp(s0 >> kPrecisionBits, 0, 255));
+  dst[1] = static_cast<uint8_t>(std::clamp(s1 >> kPrecisionBits, 0, 255));
+  dst[2] = static_cast<uint8_t>(std::clamp(s2 >> kPrecisionBits, 0, 255));
+}
+
+// Recombines the split sums of one pixel (lanes {R, G, B, 0} x 2 tap pairs), rounds,
+// shifts and clips: the pixel's three bytes in the low bytes of the result.
+inline uint32_t FinishPixel(__m256i hi, __m256i lo) {
+  const __m256i sum = _mm256_add_epi32(_mm256_slli_epi32(hi, kWeightSplitBits), lo);
+  __m128i v = _mm_add_epi32(_mm256_castsi256_si128(sum), _mm256_extracti128_si256(sum, 1));
+  v = _mm_srai_epi32(_mm_add_epi32(v, _mm_set1_epi32(kRoundingHalf)), kPrecisionBits);
+  v = _mm_packs_epi32(v, v);   // to int16, saturating (the values are small)
+  v = _mm_packus_epi16(v, v);  // to 0..255, saturating: the clip
+  return static_cast<uint32_t>(_mm_cvtsi128_si32(v));
+}
+
+inline void StorePixel(uint32_t value, bool last, uint8_t* dst) {
+  // The fourth byte belongs to the next pixel, which is written after this one.
+  if (last) {
+    std::memcpy(dst, &value, 3);
+  } else {
+    std::memcpy(dst, &value, 4);
+  }
+}
+
+// kRows rows at once, so that each weight vector is loaded once for all of them.
+template <int kRows>
+inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const HorizontalTaps& taps,
+                 uint8_t* out, size_t out_stride) {
+  const __m256i shuffle = PairShuffle();
+  const int out_width = taps.out_size;
+  const int groups = taps.groups;
+  for (int x = 0; x < out_width; ++x) {
+    uint8_t* dst = out + static_cast<size_t>(x) * 3;
+    const bool last = x + 1 == out_width;
+    if (taps.first[x] >= vector_end) {
+      for (int r = 0; r < kRows; ++r)
+        PixelScalar(in + r * in_stride, taps, x, dst + r * out_stride);
+      continue;
+    }
+    const size_t offset = static_cast<size_t>(taps.first[x]) * 3;
+    const int16_t* w = taps.packed + static_cast<size_t>(x) * groups * 32;
+    __m256i hi[kRows];
+    __m256i lo[kRows];
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r) hi[r] = lo[r] = _mm256_setzero_si256();
+    for (int g = 0; g < groups; ++g, w += 32) {
+      const __m256i wh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+      const __m256i wl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        const uint8_t* p = in + r * in_stride + offset + static_cast<size_t>(g) * 12;
+        const __m256i px = _mm256_shuffle_epi8(
+            _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))),
+            shuffle);
+        hi[r] = _mm256_add_epi32(hi[r], _mm256_madd_epi16(px, wh));
+        lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(px, wl));
+      }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < kRows; ++r)
+      StorePixel(FinishPixel(hi[r], lo[r]), last, dst + r * out_stride);
+  }
+}
+
+}  // namespace
+
+void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
+                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+  // The vector loads of a pixel whose taps start at `first` read 16 bytes from
+  // first * 3 + 12 * g, g < groups: inside the row while first * 3 + 12 * (groups - 1) +
+  // 16 <= in_width * 3. Pixels from vector_end on are summed one by one.
+  const int slack = in_width * 3 - 12 * (taps.groups - 1) - 16;
+  const int vector_end = slack < 0 ? 0 : slack / 3 + 1;
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    Rows<4>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride, out_stride);
+  }
+  for (; r < rows; ++r) {
+    Rows<1>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride, out_stride);
+  }
+}
+
+}  // namespace shardpack::image::internal

@@ -1,0 +1,66 @@
+// The resampler's inner loops that have a hand-written vector version (lib/image/
+// resize.cc keeps the portable ones). Internal to lib/image.
+//
+// Every kernel here computes exactly the integer sums of the portable code, so the bytes
+// do not depend on the CPU; resize_test.cc holds the two to each other on many shapes.
+//
+// Thread-safety: reentrant; no global state except the CPU check, a function-local
+// static.
+#ifndef SHARDPACK_IMAGE_RESIZE_KERNELS_H_
+#define SHARDPACK_IMAGE_RESIZE_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shardpack::image::internal {
+
+// Fixed point of the weights: 8 bits of sample, 2 bits of headroom for kernels whose
+// partial sums leave 0..1 (negative lobes), 22 bits of fraction. Pillow's PRECISION_BITS.
+inline constexpr int kPrecisionBits = 32 - 8 - 2;
+
+// A weight w (|w| < 2^23) splits into w = hi * 2^kWeightSplitBits + lo with 0 <= lo <
+// 2^kWeightSplitBits: both halves fit in int16, so pmaddwd multiplies a pixel by each
+// without loss, and (sum(p * hi) << kWeightSplitBits) + sum(p * lo) is sum(p * w) exactly
+// (in wrapping 32-bit arithmetic, and the true sum fits in 32 bits).
+inline constexpr int kWeightSplitBits = 11;
+
+// The horizontal taps of one axis, as resize.cc computes them: output pixel x reads
+// count[x] source pixels from first[x] on, weighted by weights[x * ksize ...] (fixed
+// point, kPrecisionBits). `packed` holds the same weights split for the AVX2 kernel:
+// per output pixel, `groups` groups of four taps, each 16 int16 of high halves then 16 of
+// low halves, laid out as lane 0 = {w0, w1} x 3 channels + 2 zeros and lane 1 =
+// {w2, w3} x 3 + 2 zeros; taps past count[x] are 0. PackHorizontalWeights fills it.
+struct HorizontalTaps {
+  int out_size = 0;
+  int ksize = 0;
+  const int* first = nullptr;
+  const int* count = nullptr;
+  const int32_t* weights = nullptr;
+  int groups = 0;
+  const int16_t* packed = nullptr;
+};
+
+// int16 values `packed` needs for out_size pixels of at most max_count taps, and the
+// number of groups.
+inline int PackedGroups(int max_count) { return (max_count + 3) / 4; }
+inline size_t PackedSize(int out_size, int groups) {
+  return static_cast<size_t>(out_size) * groups * 32;
+}
+
+// Fills taps->packed (PackedSize(out_size, groups) values at `packed`) from the int32
+// weights; sets taps->groups and taps->packed.
+void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps);
+
+// True when this CPU runs the AVX2 kernels (and this build has them).
+bool HaveAvx2();
+
+// Horizontal pass over 3-channel rows with AVX2 (call only when HaveAvx2()): each of
+// `rows` rows of `in` (rows in_stride bytes apart, in_width pixels each; no byte past
+// in_width * 3 of a row is read) becomes taps.out_size pixels at out (rows out_stride
+// apart). Same bytes as the portable pass.
+void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
+                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride);
+
+}  // namespace shardpack::image::internal
+
+#endif  // SHARDPACK_IMAGE_RESIZE_KERNELS_H_
