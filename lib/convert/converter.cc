@@ -490,14 +490,16 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   const image::Filter filter = ToFilter(o.filter);
   // The output geometry, applied to a decoded image.
   auto resize = [&](image::Image decoded, Item* item) {
+    // Each worker thread keeps its resize working memory from image to image.
+    thread_local image::ResizeScratch scratch;
     StatusOr<image::Image> out = std::move(decoded);
     if (o.height > 0) {
       image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
                        : o.fit == FitMode::kCrop  ? image::Fit::kCrop
                                                   : image::Fit::kPad;
-      out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background);
+      out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background, &scratch);
     } else if (o.max_side > 0) {
-      out = image::ResizeMaxSide(*out, o.max_side, filter);
+      out = image::ResizeMaxSide(*out, o.max_side, filter, &scratch);
     }
     if (!out.ok()) {
       item->status = out.status();

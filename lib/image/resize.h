@@ -61,6 +61,8 @@ enum class Filter {
 // Largest output side accepted, in pixels (libjpeg's JPEG_MAX_DIMENSION).
 inline constexpr int kMaxResizeSide = 65500;
 
+class ResizeScratch;  // below
+
 // Resamples `src` to out_height x out_width with `filter`, stretching if the aspect
 // ratio changes. Same size as the source: an exact copy. Upscaling works too (the kernel
 // is then not stretched; kArea upscales like nearest neighbour). The result has src's
@@ -92,16 +94,20 @@ enum class Fit {
 // Fit::kPad, is the fill colour as R, G, B; a gray image is filled with its BT.601 luma
 // computed as libjpeg does ((19595 R + 38470 G + 7471 B + 32768) >> 16). pad_rgb may be
 // null except with Fit::kPad (InvalidArgument).
+//
+// `scratch`, when not null, is the working memory (see ResizeScratch): a caller that
+// resizes many images gives each thread one, and only the returned image is allocated.
 StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
-                          const uint8_t pad_rgb[3]);
+                          const uint8_t pad_rgb[3], ResizeScratch* scratch = nullptr);
 
 // Scales `src` so that its longer side is max_side, keeping the aspect ratio; if neither
 // side exceeds max_side, returns an exact copy (never upscales). The longer side becomes
 // max_side and the shorter one round-half-up(shorter * max_side / longer), at least 1,
 // in exact integer arithmetic; a square stays square.
-StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter);
+// `scratch` as for ResizeFit.
+StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter,
+                              ResizeScratch* scratch = nullptr);
 
-class ResizeScratch;
 namespace internal {
 // For tests (resize_kernels.h): makes `scratch` run the portable kernels even where the
 // CPU has AVX2.
@@ -135,7 +141,9 @@ class ResizeScratch {
   void Reserve(int max_src_height, int max_src_width, int out_height, int out_width, int channels,
                Filter filter);
 
-  struct Buffers;  // defined in resize.cc
+  // The buffers themselves: for resize.cc, the only place where Buffers is complete.
+  struct Buffers;
+  Buffers& buffers();
 
  private:
   friend void internal::UsePortableKernels(ResizeScratch* scratch);
@@ -143,7 +151,6 @@ class ResizeScratch {
                                  size_t src_stride, float x0, float y0, float x1, float y1,
                                  int out_height, int out_width, Filter filter, uint8_t* out,
                                  size_t out_stride, ResizeScratch* scratch);
-  Buffers& buffers();
   std::unique_ptr<Buffers> buffers_;
 };
 
