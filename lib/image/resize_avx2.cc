@@ -57,6 +57,32 @@ inline uint32_t FinishPixel(__m256i hi, __m256i lo) {
   return static_cast<uint32_t>(_mm_cvtsi128_si32(v));
 }
 
+// FinishPixel for four rows at once, sharing the rounding, shift and packing: the same
+// values, in fewer instructions.
+inline void FinishFourPixels(const __m256i hi[4], const __m256i lo[4], uint32_t pixels[4]) {
+  const __m256i sum[4] = {_mm256_add_epi32(_mm256_slli_epi32(hi[0], kWeightSplitBits), lo[0]),
+                          _mm256_add_epi32(_mm256_slli_epi32(hi[1], kWeightSplitBits), lo[1]),
+                          _mm256_add_epi32(_mm256_slli_epi32(hi[2], kWeightSplitBits), lo[2]),
+                          _mm256_add_epi32(_mm256_slli_epi32(hi[3], kWeightSplitBits), lo[3])};
+  // {row 0 | row 1} and {row 2 | row 3}, each the sum of its two tap-pair lanes.
+  const __m256i half = _mm256_set1_epi32(kRoundingHalf);
+  __m256i a = _mm256_add_epi32(_mm256_permute2x128_si256(sum[0], sum[1], 0x20),
+                               _mm256_permute2x128_si256(sum[0], sum[1], 0x31));
+  __m256i b = _mm256_add_epi32(_mm256_permute2x128_si256(sum[2], sum[3], 0x20),
+                               _mm256_permute2x128_si256(sum[2], sum[3], 0x31));
+  a = _mm256_srai_epi32(_mm256_add_epi32(a, half), kPrecisionBits);
+  b = _mm256_srai_epi32(_mm256_add_epi32(b, half), kPrecisionBits);
+  // Per 128-bit lane: lane 0 = {row 0, row 2}, lane 1 = {row 1, row 3}, clipped to bytes.
+  __m256i packed = _mm256_packs_epi32(a, b);
+  packed = _mm256_packus_epi16(packed, packed);
+  const __m128i low = _mm256_castsi256_si128(packed);
+  const __m128i high = _mm256_extracti128_si256(packed, 1);
+  pixels[0] = static_cast<uint32_t>(_mm_cvtsi128_si32(low));
+  pixels[2] = static_cast<uint32_t>(_mm_extract_epi32(low, 1));
+  pixels[1] = static_cast<uint32_t>(_mm_cvtsi128_si32(high));
+  pixels[3] = static_cast<uint32_t>(_mm_extract_epi32(high, 1));
+}
+
 inline void StorePixel(uint32_t value, bool last, uint8_t* dst) {
   // The fourth byte belongs to the next pixel, which is written after this one.
   if (last) {
@@ -100,9 +126,17 @@ inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const Hori
         lo[r] = _mm256_add_epi32(lo[r], _mm256_madd_epi16(px, wl));
       }
     }
+    if constexpr (kRows == 4) {
+      uint32_t pixels[4];
+      FinishFourPixels(hi, lo, pixels);
 #pragma GCC unroll 4
-    for (int r = 0; r < kRows; ++r)
-      StorePixel(FinishPixel(hi[r], lo[r]), last, dst + r * out_stride);
+      for (int r = 0; r < 4; ++r) StorePixel(pixels[r], last, dst + r * out_stride);
+    } else {
+#pragma GCC unroll 4
+      for (int r = 0; r < kRows; ++r) {
+        StorePixel(FinishPixel(hi[r], lo[r]), last, dst + r * out_stride);
+      }
+    }
   }
 }
 
