@@ -83,6 +83,19 @@ Status ReadWholeFile(const std::string& path, uint64_t max_bytes, std::vector<ui
   return Status::Ok();
 }
 
+// Asks the kernel to start reading `path` into the page cache, without waiting: the
+// converter calls it for the files a few dozen items ahead of the workers, so that a
+// worker rarely stops for the disk (on a 2-core machine whose page cache had dropped
+// the inputs, each blocked read idled a core: 2 threads ran at 86% CPU). Only a hint:
+// every failure is ignored here and reported by the real read. O_NONBLOCK, so that a
+// path swapped for a FIFO since the scan cannot block the pipeline's input stage.
+void PrefetchFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;
+  (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_WILLNEED);
+  ::close(fd);
+}
+
 image::Filter ToFilter(ResizeFilter f) {
   switch (f) {
     case ResizeFilter::kArea:
@@ -594,6 +607,10 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   };
 
   const int threads = o.num_threads > 0 ? o.num_threads : tbb::this_task_arena::max_concurrency();
+  // Files handed to the kernel for reading ahead of the workers (PrefetchFile): far
+  // enough ahead to cover a disk read at thousands of images per second.
+  constexpr size_t kPrefetchAhead = 64;
+  size_t prefetched = next;
   // TBB caps its workers at the core count unless told otherwise; an explicit thread
   // count is honoured (and the output is the same for any count).
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
@@ -603,17 +620,22 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     // Tokens bound the images in flight, and so peak memory, to a few per thread.
     tbb::parallel_pipeline(
         static_cast<size_t>(2 * threads + 2),
-        tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order,
-                                      [&](tbb::flow_control& fc) -> Item* {
-                                        if (next >= end || stop.load()) {
-                                          fc.stop();
-                                          return nullptr;
-                                        }
-                                        auto* item = new Item;
-                                        item->position = next;
-                                        item->input = &inputs.files[order[next++]];
-                                        return item;
-                                      }) &
+        tbb::make_filter<void, Item*>(
+            tbb::filter_mode::serial_in_order,
+            [&](tbb::flow_control& fc) -> Item* {
+              if (next >= end || stop.load()) {
+                fc.stop();
+                return nullptr;
+              }
+              for (; prefetched < std::min(end, next + kPrefetchAhead); ++prefetched) {
+                const convert::InputFile& ahead = inputs.files[order[prefetched]];
+                if (ahead.record < 0) PrefetchFile(ahead.path);
+              }
+              auto* item = new Item;
+              item->position = next;
+              item->input = &inputs.files[order[next++]];
+              return item;
+            }) &
             tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
                                            [&](Item* item) {
                                              if (!stop.load()) process(item);
