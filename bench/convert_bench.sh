@@ -143,10 +143,13 @@ busy_before=$(busy_cores)
 awk -v b="$busy_before" 'BEGIN { exit !(b > 0.15) }' &&
   say "WARNING: $busy_before cores busy before the run: the figures will be disturbed"
 
-# Page cache warm for every side.
-for s in A B; do
-  while read -r path _; do cat "${root[$s]}/$path"; done < "$work/list-$s" > /dev/null
-done
+# Page cache warm for every side, right before each timed run: this machine's kernel
+# reclaims cold page cache within minutes (DAMON), and a converter that waited for the
+# disk would be measured on I/O, not on its work. (decode_floor reads its files into
+# memory itself.) The list's label, after the last space, is dropped.
+warm() {  # set
+  sed 's/ [^ ]*$//' "$work/list-$1" | (cd "${root[$1]}" && xargs -d '\n' cat) > /dev/null
+}
 
 # ---- timed rounds ------------------------------------------------------------------------
 times=$out/convert-times.tsv
@@ -160,6 +163,7 @@ threads_list="1 2"
 pillow_run() {  # set rep name python mode threads [extra args]
   local s=$1 rep=$2 name=$3 python=$4 mode=$5 t=$6 t0 t1 line
   rm -f "$work/pillow.tfrecord"
+  warm "$s"
   t0=$EPOCHREALTIME
   line=$("$python" bench/pillow_convert.py "${root[$s]}" "$work/list-$s" $size $size "$t" "$mode" \
            --out "$work/pillow.tfrecord" | tail -1)
@@ -187,6 +191,7 @@ for rep in $(seq 1 "$reps"); do
     done < <(grep '^decode_floor threads=' "$work/floor.out")
     for t in $threads_list; do
       rm -rf "$work/sp"
+      warm "$s"
       t0=$EPOCHREALTIME
       "$shardpack" convert "${root[$s]}" "$work/sp" --list "$work/list-$s" --size ${size}x${size} \
         --fit crop --threads "$t" --json > "$work/sp.json" 2> "$work/sp.err" ||

@@ -96,6 +96,28 @@ void PrefetchFile(const std::string& path) {
   ::close(fd);
 }
 
+// The pipeline's tokens: how many images may be in flight. A worker holds one decoded
+// image at a time; an image done early and waiting for its turn at the in-order writer
+// holds only its output. Images cost very different times, and with few tokens one slow
+// image stalls the rest: with 2 * threads + 2 tokens, 2 threads on 3,000 Caltech-sized
+// photos sat idle 11% of the time, with 32 * threads + 2 about 5%. So: as many as fit
+// kInFlightOutputBytes of largest-possible outputs, between those two bounds (the
+// lower one when outputs may be full-size images, --keep).
+size_t PipelineTokens(const ConvertOptions& o, int threads) {
+  constexpr uint64_t kInFlightOutputBytes = 256ull << 20;
+  const uint64_t fewest = 2 * static_cast<uint64_t>(threads) + 2;
+  const uint64_t most = 32 * static_cast<uint64_t>(threads) + 2;
+  const uint64_t channels = static_cast<uint64_t>(std::max(o.channels, 1));
+  uint64_t largest = o.max_pixels * channels;
+  if (o.height > 0 && o.width > 0) {
+    largest = static_cast<uint64_t>(o.height) * static_cast<uint64_t>(o.width) * channels;
+  } else if (o.max_side > 0) {
+    largest = static_cast<uint64_t>(o.max_side) * static_cast<uint64_t>(o.max_side) * channels;
+  }
+  const uint64_t fit = kInFlightOutputBytes / std::max<uint64_t>(largest, 1);
+  return static_cast<size_t>(std::clamp(fit, fewest, most));
+}
+
 image::Filter ToFilter(ResizeFilter f) {
   switch (f) {
     case ResizeFilter::kArea:
@@ -616,32 +638,31 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
                                   static_cast<size_t>(threads));
   tbb::task_arena arena(threads);
+  const size_t tokens = PipelineTokens(o, threads);
   arena.execute([&] {
-    // Tokens bound the images in flight, and so peak memory, to a few per thread.
     tbb::parallel_pipeline(
-        static_cast<size_t>(2 * threads + 2),
-        tbb::make_filter<void, Item*>(
-            tbb::filter_mode::serial_in_order,
-            [&](tbb::flow_control& fc) -> Item* {
-              if (next >= end || stop.load()) {
-                fc.stop();
-                return nullptr;
-              }
-              for (; prefetched < std::min(end, next + kPrefetchAhead); ++prefetched) {
-                const convert::InputFile& ahead = inputs.files[order[prefetched]];
-                if (ahead.record < 0) PrefetchFile(ahead.path);
-              }
-              auto* item = new Item;
-              item->position = next;
-              item->input = &inputs.files[order[next++]];
-              return item;
-            }) &
-            tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
-                                           [&](Item* item) {
-                                             if (!stop.load()) process(item);
-                                             return item;
-                                           }) &
-            tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, consume));
+        tokens, tbb::make_filter<void, Item*>(
+                    tbb::filter_mode::serial_in_order,
+                    [&](tbb::flow_control& fc) -> Item* {
+                      if (next >= end || stop.load()) {
+                        fc.stop();
+                        return nullptr;
+                      }
+                      for (; prefetched < std::min(end, next + kPrefetchAhead); ++prefetched) {
+                        const convert::InputFile& ahead = inputs.files[order[prefetched]];
+                        if (ahead.record < 0) PrefetchFile(ahead.path);
+                      }
+                      auto* item = new Item;
+                      item->position = next;
+                      item->input = &inputs.files[order[next++]];
+                      return item;
+                    }) &
+                    tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
+                                                   [&](Item* item) {
+                                                     if (!stop.load()) process(item);
+                                                     return item;
+                                                   }) &
+                    tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, consume));
   });
   if (!failure.ok()) return failure;
 
