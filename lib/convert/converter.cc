@@ -567,6 +567,29 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
       item->status = ReadWholeFile(item->input->path, o.max_file_bytes, &bytes);
       item->bytes_in = bytes.size();
       if (!item->status.ok()) return;
+      if (o.height > 0 && o.fit == FitMode::kCrop) {
+        // A centre crop reads only part of the image: decode only that part (for a 4:3
+        // JPEG cropped square, a fifth of the columns is never decoded), then resize the
+        // window, with the same bytes as decoding and resizing the whole image.
+        auto window =
+            image::DecodeWindow(bytes.data(), bytes.size(), decode, [&](int height, int width) {
+              return image::FitReadRegion(height, width, o.height, o.width, image::Fit::kCrop,
+                                          filter);
+            });
+        if (!window.ok()) {
+          item->status = window.status();
+          return;
+        }
+        thread_local image::ResizeScratch scratch;
+        auto out = image::ResizeFitWindow(*window, o.height, o.width, image::Fit::kCrop, filter,
+                                          o.background, &scratch);
+        if (!out.ok()) {
+          item->status = out.status();
+          return;
+        }
+        item->image = std::move(out).value();
+        return;
+      }
       auto decoded = image::Decode(bytes.data(), bytes.size(), decode);
       if (!decoded.ok()) {
         item->status = decoded.status();

@@ -1,8 +1,10 @@
 #include "image/image.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 
 #include "image/jpeg_decoder.h"
 #include "image/png_decoder.h"
@@ -53,6 +55,48 @@ StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& op
   std::snprintf(head, sizeof head, "%02x %02x %02x %02x", data[0], size > 1 ? data[1] : 0,
                 size > 2 ? data[2] : 0, size > 3 ? data[3] : 0);
   return NotSupportedError(std::string("not a JPEG or PNG file (starts with ") + head + ")");
+}
+
+Region ClampRegion(Region r, int height, int width) {
+  r.x0 = std::clamp(r.x0, 0, width);
+  r.x1 = std::clamp(r.x1, 0, width);
+  r.y0 = std::clamp(r.y0, 0, height);
+  r.y1 = std::clamp(r.y1, 0, height);
+  if (r.x0 >= r.x1 || r.y0 >= r.y1) return Region{0, 0, width, height};
+  return r;
+}
+
+ImageWindow CutWindow(Image image, const NeededRegion& needed) {
+  ImageWindow window;
+  window.full_height = image.height;
+  window.full_width = image.width;
+  const Region r = needed
+                       ? ClampRegion(needed(image.height, image.width), image.height, image.width)
+                       : Region{0, 0, image.width, image.height};
+  window.left = r.x0;
+  window.top = r.y0;
+  if (r.x0 == 0 && r.y0 == 0 && r.x1 == image.width && r.y1 == image.height) {
+    window.image = std::move(image);
+    return window;
+  }
+  Image& cut = window.image;
+  cut.height = r.y1 - r.y0;
+  cut.width = r.x1 - r.x0;
+  cut.channels = image.channels;
+  const size_t row_bytes = static_cast<size_t>(cut.width) * cut.channels;
+  cut.pixels.resize(row_bytes * cut.height);
+  for (int y = 0; y < cut.height; ++y) {
+    std::copy_n(image.row(r.y0 + y) + static_cast<size_t>(r.x0) * image.channels, row_bytes,
+                cut.row(y));
+  }
+  return window;
+}
+
+StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
+                                   const NeededRegion& needed) {
+  if (Sniff(data, size) == Format::kJpeg) return DecodeJpegWindow(data, size, options, needed);
+  SHARDPACK_ASSIGN_OR_RETURN(Image image, Decode(data, size, options));
+  return CutWindow(std::move(image), needed);
 }
 
 }  // namespace shardpack::image

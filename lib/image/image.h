@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "shardpack/status.h"
@@ -35,10 +36,10 @@ struct Image {
 
 // Defaults from ../shared/reference/reliability.md section 3.
 struct DecodeLimits {
-  uint64_t max_pixels = 89478485;      // width * height (Pillow's MAX_IMAGE_PIXELS)
-  int max_dimension = 65500;           // either side (libjpeg's JPEG_MAX_DIMENSION)
-  int max_scans = 500;                 // progressive JPEG scans (TJFLAG_LIMITSCANS)
-  uint64_t max_memory_bytes = 1ull << 30;  // libjpeg max_memory_to_use, per decode
+  uint64_t max_pixels = 89478485;           // width * height (Pillow's MAX_IMAGE_PIXELS)
+  int max_dimension = 65500;                // either side (libjpeg's JPEG_MAX_DIMENSION)
+  int max_scans = 500;                      // progressive JPEG scans (TJFLAG_LIMITSCANS)
+  uint64_t max_memory_bytes = 1ull << 30;   // libjpeg max_memory_to_use, per decode
   uint64_t png_chunk_malloc_max = 8000000;  // libpng default
   uint32_t png_chunk_cache_max = 1000;      // libpng default
 };
@@ -59,6 +60,29 @@ struct DecodeOptions {
   int min_width = 0;
 };
 
+// Columns [x0, x1) and rows [y0, y1) of an image.
+struct Region {
+  int x0 = 0;
+  int y0 = 0;
+  int x1 = 0;
+  int y1 = 0;
+};
+
+// Part of a decoded image: `image` holds columns [left, left + image.width) and rows
+// [top, top + image.height) of a full_height x full_width image, each pixel exactly as
+// the decode of the whole image has it.
+struct ImageWindow {
+  Image image;
+  int left = 0;
+  int top = 0;
+  int full_height = 0;
+  int full_width = 0;
+};
+
+// Given the size of the decoded image (upright, after DCT scaling), the region of it
+// that a caller will read.
+using NeededRegion = std::function<Region(int height, int width)>;
+
 enum class Format { kUnknown, kJpeg, kPng };
 
 // Decides the format from the first bytes, never from a file name.
@@ -66,6 +90,25 @@ Format Sniff(const uint8_t* data, size_t size);
 
 // Decodes by Sniff(); NotSupported ("not a JPEG or PNG file") for anything else.
 StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& options);
+
+// `r` clamped to a height x width image; the whole image when the result is empty.
+Region ClampRegion(Region r, int height, int width);
+
+// The window of a whole image that `needed` names (clamped; the whole image when
+// `needed` is empty): a copy of those pixels, or the image itself when that is all.
+ImageWindow CutWindow(Image image, const NeededRegion& needed);
+
+// As Decode, for a caller that reads only part of the image: `needed` (called once the
+// size is known) names that part, and the result holds exactly it, clamped to the image
+// (the whole image when `needed` is empty, or names an empty region). A JPEG stored
+// upright (EXIF orientation 1, or orientation not applied) is then decoded only in the
+// iMCU columns and the rows the region covers (libjpeg-turbo's jpeg_crop_scanline and
+// jpeg_skip_scanlines; a margin of one pixel is decoded and dropped where the cropped
+// decode's edge pixels would differ from the whole decode's). Skipped rows are still
+// entropy-decoded, so truncated or corrupt data fails the decode as it would the whole
+// decode. Other JPEGs and PNGs are decoded whole, then cut. Errors as Decode.
+StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
+                                   const NeededRegion& needed);
 
 }  // namespace shardpack::image
 

@@ -1,5 +1,6 @@
 #include "image/jpeg_decoder.h"
 
+#include <algorithm>
 #include <climits>
 #include <csetjmp>
 #include <cstdio>
@@ -74,8 +75,14 @@ struct Session {
   bool cmyk;                // libjpeg produces CMYK; converted here row by row
   bool adobe_inverted;      // CMYK is Adobe (Photoshop) inverted
   unsigned scale_denom;
-  uint8_t* pixels;    // height * width * out_channels bytes, from the C++ layer
-  uint8_t* cmyk_row;  // width * 4 bytes when cmyk
+  // The part decoded: libjpeg's output columns [crop_x, crop_x + crop_width) (set to the
+  // iMCU-aligned ones by jpeg_crop_scanline) and rows [row_begin, row_end). Of those,
+  // columns [keep_x0, keep_x1) and rows [keep_y0, keep_y1) are stored in `pixels`.
+  JDIMENSION crop_x, crop_width, row_begin, row_end;
+  JDIMENSION keep_x0, keep_x1, keep_y0, keep_y1;
+  uint8_t* pixels;     // (keep_y1 - keep_y0) * (keep_x1 - keep_x0) * out_channels bytes
+  uint8_t* cmyk_row;   // crop_width * 4 bytes when cmyk
+  uint8_t* spare_row;  // crop_width * out_channels bytes when only some columns are kept
 };
 static_assert(std::is_trivially_destructible_v<Session>);
 
@@ -170,7 +177,9 @@ void ConfigureStep(Session* s) {
   jpeg_calc_output_dimensions(&s->cinfo);
 }
 
-void DecodeStep(Session* s) {
+// Starts the decompression and positions it at row_begin of columns crop_x..: everything
+// before the first row is read. Sets crop_x and crop_width to what libjpeg decodes.
+void StartStep(Session* s) {
   jpeg_decompress_struct* cinfo = &s->cinfo;
   const JDIMENSION width = cinfo->output_width;
   const JDIMENSION height = cinfo->output_height;
@@ -181,38 +190,87 @@ void DecodeStep(Session* s) {
     s->failure = Failure::kInternal;
     return;
   }
-  const size_t stride = static_cast<size_t>(width) * s->out_channels;
-  while (cinfo->output_scanline < height) {
-    uint8_t* out = s->pixels + static_cast<size_t>(cinfo->output_scanline) * stride;
-    JSAMPROW row = s->cmyk ? s->cmyk_row : out;
+  if (s->crop_x > 0 || s->crop_width < width) {
+    // Moves crop_x down to an iMCU boundary and widens crop_width to keep the end.
+    jpeg_crop_scanline(cinfo, &s->crop_x, &s->crop_width);
+  }
+  if (s->row_begin > 0 && jpeg_skip_scanlines(cinfo, s->row_begin) != s->row_begin) {
+    s->failure = Failure::kInternal;
+  }
+}
+
+// One decoded row (crop_width pixels as libjpeg gives them: CMYK or the output colour)
+// to out_channels bytes per pixel for columns [from, to) of it, at `out`.
+void ConvertRow(const Session* s, const uint8_t* row, JDIMENSION from, JDIMENSION to,
+                uint8_t* out) {
+  if (!s->cmyk) {
+    std::memcpy(out, row + static_cast<size_t>(from) * s->out_channels,
+                static_cast<size_t>(to - from) * s->out_channels);
+    return;
+  }
+  for (JDIMENSION x = from; x < to; ++x, out += s->out_channels) {
+    const uint8_t* ink = row + 4 * static_cast<size_t>(x);
+    const unsigned c = ink[0], m = ink[1], y = ink[2], k = ink[3];
+    // Adobe (Photoshop) CMYK is stored inverted: 255 means no ink.
+    unsigned r, g, b;
+    if (s->adobe_inverted) {
+      r = (c * k + 127) / 255;
+      g = (m * k + 127) / 255;
+      b = (y * k + 127) / 255;
+    } else {
+      r = ((255 - c) * (255 - k) + 127) / 255;
+      g = ((255 - m) * (255 - k) + 127) / 255;
+      b = ((255 - y) * (255 - k) + 127) / 255;
+    }
+    if (s->out_channels == 3) {
+      out[0] = static_cast<uint8_t>(r);
+      out[1] = static_cast<uint8_t>(g);
+      out[2] = static_cast<uint8_t>(b);
+    } else {
+      // BT.601 with libjpeg's 16-bit fixed-point weights (jdcolor.c rgb_gray_convert).
+      out[0] = static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+    }
+  }
+}
+
+// Reads rows row_begin..row_end, keeps the kept part, skips the rest of the image and
+// finishes, so that the whole entropy-coded data is read and checked.
+void ReadStep(Session* s) {
+  jpeg_decompress_struct* cinfo = &s->cinfo;
+  const JDIMENSION height = cinfo->output_height;
+  // Rows straight into the pixels when they are kept whole and need no conversion.
+  const bool direct =
+      !s->cmyk && s->keep_x0 == s->crop_x && s->keep_x1 == s->crop_x + s->crop_width;
+  const size_t stride = static_cast<size_t>(s->keep_x1 - s->keep_x0) * s->out_channels;
+  while (cinfo->output_scanline < s->row_end) {
+    const JDIMENSION y = cinfo->output_scanline;
+    const bool keep = y >= s->keep_y0 && y < s->keep_y1;
+    uint8_t* out = keep ? s->pixels + static_cast<size_t>(y - s->keep_y0) * stride : nullptr;
+    JSAMPROW row = s->cmyk ? s->cmyk_row : (direct && keep ? out : s->spare_row);
     if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
       // Only a suspending data source returns 0 lines; the memory source never does.
       s->failure = Failure::kInternal;
       return;
     }
-    if (!s->cmyk) continue;
-    for (size_t x = 0; x < width; ++x) {
-      const uint8_t* ink = row + 4 * x;
-      const unsigned c = ink[0], m = ink[1], y = ink[2], k = ink[3];
-      // Adobe (Photoshop) CMYK is stored inverted: 255 means no ink.
-      unsigned r, g, b;
-      if (s->adobe_inverted) {
-        r = (c * k + 127) / 255;
-        g = (m * k + 127) / 255;
-        b = (y * k + 127) / 255;
-      } else {
-        r = ((255 - c) * (255 - k) + 127) / 255;
-        g = ((255 - m) * (255 - k) + 127) / 255;
-        b = ((255 - y) * (255 - k) + 127) / 255;
-      }
-      if (s->out_channels == 3) {
-        out[3 * x] = static_cast<uint8_t>(r);
-        out[3 * x + 1] = static_cast<uint8_t>(g);
-        out[3 * x + 2] = static_cast<uint8_t>(b);
-      } else {
-        // BT.601 with libjpeg's 16-bit fixed-point weights (jdcolor.c rgb_gray_convert).
-        out[x] = static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
-      }
+    if (keep && row != out) {
+      ConvertRow(s, row, s->keep_x0 - s->crop_x, s->keep_x1 - s->crop_x, out);
+    }
+  }
+  // Skipping to the very end would mark the input finished without reading it (libjpeg-
+  // turbo's shortcut), so a file cut short after the region would pass: skip all but the
+  // last row, which entropy-decodes the skipped iMCU rows, and read the last one.
+  if (cinfo->output_scanline + 1 < height) {
+    const JDIMENSION rest = height - 1 - cinfo->output_scanline;
+    if (jpeg_skip_scanlines(cinfo, rest) != rest) {
+      s->failure = Failure::kInternal;
+      return;
+    }
+  }
+  if (cinfo->output_scanline < height) {
+    JSAMPROW row = s->cmyk ? s->cmyk_row : s->spare_row;
+    if (jpeg_read_scanlines(cinfo, &row, 1) != 1) {
+      s->failure = Failure::kInternal;
+      return;
     }
   }
   jpeg_finish_decompress(cinfo);
@@ -392,8 +450,12 @@ int ChooseJpegScaleDenominator(int width, int height, bool transpose, int min_he
   return 1;
 }
 
-StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
-                              int* exif_orientation) {
+namespace {
+
+// DecodeJpegRaw, decoding only `needed` of the image (not null) when the image is stored
+// upright; *window gets the pixels and where they sit.
+Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& options,
+                      const NeededRegion* needed, int* exif_orientation, ImageWindow* window) {
   if (exif_orientation != nullptr) *exif_orientation = 1;
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
   if (data == nullptr || size == 0) return CorruptionError("JPEG: empty input (0 bytes)");
@@ -422,14 +484,42 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
       options.min_height, options.min_width));
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
 
-  Image image;
-  image.width = static_cast<int>(s.cinfo.output_width);
-  image.height = static_cast<int>(s.cinfo.output_height);
+  const int width = static_cast<int>(s.cinfo.output_width);
+  const int height = static_cast<int>(s.cinfo.output_height);
+  // Stored upright: the region in output coordinates is the region to decode.
+  const bool upright = !options.apply_orientation || orientation == 1;
+  const Region keep = needed != nullptr && *needed && upright
+                          ? ClampRegion((*needed)(height, width), height, width)
+                          : Region{0, 0, width, height};
+  // A cropped decode's first and last column and row can differ from the whole decode's
+  // (fancy upsampling sees no neighbour there): decode one more where the image goes on.
+  const Region decode = {std::max(keep.x0 - 1, 0), std::max(keep.y0 - 1, 0),
+                         std::min(keep.x1 + 1, width), std::min(keep.y1 + 1, height)};
+  s.crop_x = static_cast<JDIMENSION>(decode.x0);
+  s.crop_width = static_cast<JDIMENSION>(decode.x1 - decode.x0);
+  s.row_begin = static_cast<JDIMENSION>(decode.y0);
+  s.row_end = static_cast<JDIMENSION>(decode.y1);
+  s.keep_x0 = static_cast<JDIMENSION>(keep.x0);
+  s.keep_x1 = static_cast<JDIMENSION>(keep.x1);
+  s.keep_y0 = static_cast<JDIMENSION>(keep.y0);
+  s.keep_y1 = static_cast<JDIMENSION>(keep.y1);
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(StartStep));
+  if (s.crop_x > s.keep_x0 || s.crop_x + s.crop_width < s.keep_x1) {
+    return InternalError("JPEG: jpeg_crop_scanline returned columns [" + std::to_string(s.crop_x) +
+                         ", " + std::to_string(s.crop_x + s.crop_width) + ") for [" +
+                         std::to_string(s.keep_x0) + ", " + std::to_string(s.keep_x1) + ")");
+  }
+
+  Image& image = window->image;
+  image.width = keep.x1 - keep.x0;
+  image.height = keep.y1 - keep.y0;
   image.channels = options.channels;
   std::vector<uint8_t> cmyk_row;
+  std::vector<uint8_t> row;
   try {
     image.pixels.resize(static_cast<size_t>(image.height) * image.width * image.channels);
-    if (s.cmyk) cmyk_row.resize(static_cast<size_t>(image.width) * 4);
+    if (s.cmyk) cmyk_row.resize(static_cast<size_t>(s.crop_width) * 4);
+    row.resize(static_cast<size_t>(s.crop_width) * image.channels);
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("JPEG: cannot allocate " + std::to_string(image.width) + "x" +
                                   std::to_string(image.height) + "x" +
@@ -437,8 +527,33 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
   }
   s.pixels = image.pixels.data();
   s.cmyk_row = cmyk_row.data();
-  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(DecodeStep));
-  return image;
+  s.spare_row = row.data();
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ReadStep));
+  window->left = keep.x0;
+  window->top = keep.y0;
+  window->full_height = height;
+  window->full_width = width;
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
+                              int* exif_orientation) {
+  ImageWindow window;
+  SHARDPACK_RETURN_IF_ERROR(
+      DecodeJpegInto(data, size, options, nullptr, exif_orientation, &window));
+  return std::move(window.image);
+}
+
+StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
+                                       const DecodeOptions& options, const NeededRegion& needed) {
+  int orientation = 1;
+  ImageWindow window;
+  SHARDPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, options, &needed, &orientation, &window));
+  if (!options.apply_orientation || orientation == 1) return window;
+  // Decoded whole (the region is in upright coordinates); orient, then cut.
+  return CutWindow(ApplyOrientation(std::move(window.image), orientation), needed);
 }
 
 StatusOr<Image> DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& options) {

@@ -54,6 +54,11 @@ StatusOr<Image> DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions
 StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
                               int* exif_orientation);
 
+// DecodeWindow (image.h) for a JPEG: only `needed` of the upright image is decoded
+// when the image is stored upright (or orientation is not applied).
+StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
+                                       const DecodeOptions& options, const NeededRegion& needed);
+
 // The EXIF orientation from the payload of an APP1 segment (the bytes after the length
 // field: "Exif\0\0" and a TIFF header, either byte order), read from tag 0x0112 (SHORT)
 // of IFD0. Returns 1..8, or 1 when the payload is not Exif, is truncated or malformed,

@@ -364,8 +364,8 @@ struct Box {
   float x0, y0, x1, y1;
 };
 
-Box WholeImage(const Image& src) {
-  return {0.0f, 0.0f, static_cast<float>(src.width), static_cast<float>(src.height)};
+Box WholeBox(int height, int width) {
+  return {0.0f, 0.0f, static_cast<float>(width), static_cast<float>(height)};
 }
 
 // True when [in0, in1) is a whole-pixel window of out_size samples: the axis is then a
@@ -426,54 +426,85 @@ void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& b
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
 }
 
-// Pillow's ImagingResampleInner: resamples `box` of the source (src_height x src_width x
-// c, rows src_stride apart) to out_height x out_width at `out` (rows out_stride apart).
-// Arguments are already validated.
-void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size_t src_stride,
-                  const Box& box, int out_height, int out_width, Filter filter, uint8_t* out,
-                  size_t out_stride, ResizeScratch::Buffers& buffers) {
+// The pixels a resampling reads: a height x width x channels image of which rows
+// [top, top + avail_height) and columns [left, left + avail_width) are at hand, row y
+// at pixels + (y - top) * stride. The whole image when left = top = 0 and avail_* are
+// the sides.
+struct Source {
+  const uint8_t* pixels;
+  int height, width, channels;
+  size_t stride;
+  int left = 0, top = 0, avail_height = 0, avail_width = 0;
+
+  const uint8_t* At(int y, int x) const {
+    return pixels + static_cast<size_t>(y - top) * stride +
+           static_cast<size_t>(x - left) * channels;
+  }
+};
+
+Source WholeSource(const Image& img) {
+  return {img.pixels.data(),
+          img.height,
+          img.width,
+          img.channels,
+          static_cast<size_t>(img.width) * img.channels,
+          0,
+          0,
+          img.height,
+          img.width};
+}
+
+// Pillow's ImagingResampleInner: resamples `box` of the source to out_height x out_width
+// at `out` (rows out_stride apart). Arguments are already validated. False, with out
+// untouched, when the source's window lacks a pixel the resampling reads.
+bool ResampleInto(const Source& src, const Box& box, int out_height, int out_width, Filter filter,
+                  uint8_t* out, size_t out_stride, ResizeScratch::Buffers& buffers) {
+  const int c = src.channels;
+  const size_t src_stride = src.stride;
   const Kernel kernel = KernelFor(filter);
   const bool need_horizontal = !IsWholePixelWindow(box.x0, box.x1, out_width);
   const bool need_vertical = !IsWholePixelWindow(box.y0, box.y1, out_height);
-  // An axis that needs no pass is an offset into the source.
-  if (!need_horizontal) src += static_cast<size_t>(box.x0) * c;
-  if (!need_vertical) src += static_cast<size_t>(box.y0) * src_stride;
   const size_t out_row_bytes = static_cast<size_t>(out_width) * c;
 
-  if (!need_horizontal && !need_vertical) {
-    for (int y = 0; y < out_height; ++y) {
-      std::copy_n(src + y * src_stride, out_row_bytes, out + y * out_stride);
-    }
-    return;
-  }
   AxisWeights& horizontal = buffers.horizontal;
   AxisWeights& vertical = buffers.vertical;
-  int col_begin = 0;
-  int col_end = 0;
+  // The source columns and rows read; an axis that needs no pass is an offset.
+  int col_begin = static_cast<int>(box.x0);
+  int col_end = col_begin + out_width;
   if (need_horizontal) {
-    ComputeAxisWeights(src_width, box.x0, box.x1, out_width, kernel, &horizontal,
+    ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel, &horizontal,
                        &buffers.kernel_values);
     ReadRange(&horizontal, &col_begin, &col_end);
-    PrepareHorizontal(c, &horizontal, buffers);
   }
-  int row_begin = 0;
-  int row_end = 0;
+  int row_begin = static_cast<int>(box.y0);
+  int row_end = row_begin + out_height;
   if (need_vertical) {
-    ComputeAxisWeights(src_height, box.y0, box.y1, out_height, kernel, &vertical,
+    ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel, &vertical,
                        &buffers.kernel_values);
     ReadRange(&vertical, &row_begin, &row_end);
   }
+  if (col_begin < src.left || col_end > src.left + src.avail_width || row_begin < src.top ||
+      row_end > src.top + src.avail_height) {
+    return false;
+  }
+  if (need_horizontal) PrepareHorizontal(c, &horizontal, buffers);
+  const uint8_t* origin = src.At(row_begin, col_begin);
+  const int in_width = col_end - col_begin;
 
+  if (!need_horizontal && !need_vertical) {
+    for (int y = 0; y < out_height; ++y) {
+      std::copy_n(origin + y * src_stride, out_row_bytes, out + y * out_stride);
+    }
+    return true;
+  }
   if (!need_vertical) {
-    const int in_width = col_end - col_begin;
-    HorizontalPass(c, src + static_cast<size_t>(col_begin) * c, src_stride, in_width, out_height,
-                   horizontal, out, out_stride, buffers);
-    return;
+    HorizontalPass(c, origin, src_stride, in_width, out_height, horizontal, out, out_stride,
+                   buffers);
+    return true;
   }
   if (!need_horizontal) {
-    ResampleColumns(src + row_begin * src_stride, src_stride, out_row_bytes, vertical, out,
-                    out_stride);
-    return;
+    ResampleColumns(origin, src_stride, out_row_bytes, vertical, out, out_stride);
+    return true;
   }
 
   // Pillow's choice (and so ours, as the rounding between passes depends on it): when the
@@ -481,24 +512,21 @@ void ResampleInto(const uint8_t* src, int src_height, int src_width, int c, size
   // first so that the horizontal one has fewer rows to do. Decided on the whole source,
   // as Pillow does, whatever the box. Each pass reads only the rows (or columns) that the
   // other pass uses; the skipped ones would not change a byte.
-  const int height_loss = src_height - out_height;
-  const bool horizontal_first = !(height_loss > 0 && height_loss > (src_width - out_width) * 2);
+  const int height_loss = src.height - out_height;
+  const bool horizontal_first = !(height_loss > 0 && height_loss > (src.width - out_width) * 2);
   if (horizontal_first) {
     const int rows = row_end - row_begin;
-    const int in_width = col_end - col_begin;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(rows) * out_row_bytes);
-    HorizontalPass(c, src + row_begin * src_stride + static_cast<size_t>(col_begin) * c, src_stride,
-                   in_width, rows, horizontal, temp, out_row_bytes, buffers);
+    HorizontalPass(c, origin, src_stride, in_width, rows, horizontal, temp, out_row_bytes, buffers);
     ResampleColumns(temp, out_row_bytes, out_row_bytes, vertical, out, out_stride);
   } else {
-    const int in_width = col_end - col_begin;
     const size_t temp_stride = static_cast<size_t>(in_width) * c;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(out_height) * temp_stride);
-    ResampleColumns(src + row_begin * src_stride + static_cast<size_t>(col_begin) * c, src_stride,
-                    temp_stride, vertical, temp, temp_stride);
+    ResampleColumns(origin, src_stride, temp_stride, vertical, temp, temp_stride);
     HorizontalPass(c, temp, temp_stride, in_width, out_height, horizontal, out, out_stride,
                    buffers);
   }
+  return true;
 }
 
 // The caller's scratch, or else `local`'s.
@@ -507,12 +535,17 @@ ResizeScratch::Buffers& ScratchBuffers(ResizeScratch* scratch, ResizeScratch* lo
 }
 
 // ResampleInto with a new output image; `buffers` is the caller's scratch.
-Image ResampleRegion(const Image& src, const Box& box, int out_height, int out_width, Filter filter,
-                     ResizeScratch::Buffers& buffers) {
+StatusOr<Image> ResampleRegion(const Source& src, const Box& box, int out_height, int out_width,
+                               Filter filter, ResizeScratch::Buffers& buffers) {
   Image out = NewImage(out_height, out_width, src.channels);
-  ResampleInto(src.pixels.data(), src.height, src.width, src.channels,
-               static_cast<size_t>(src.width) * src.channels, box, out_height, out_width, filter,
-               out.pixels.data(), static_cast<size_t>(out_width) * src.channels, buffers);
+  if (!ResampleInto(src, box, out_height, out_width, filter, out.pixels.data(),
+                    static_cast<size_t>(out_width) * src.channels, buffers)) {
+    return InvalidArgumentError(
+        "resize: the window of columns " + std::to_string(src.left) + ".." +
+        std::to_string(src.left + src.avail_width) + ", rows " + std::to_string(src.top) + ".." +
+        std::to_string(src.top + src.avail_height) +
+        " lacks source pixels that the resize reads (FitReadRegion names them)");
+  }
   return out;
 }
 
@@ -649,8 +682,11 @@ Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int c
                                 " is shorter than a row of " + std::to_string(out_row) + " bytes");
   }
   SHARDPACK_RETURN_IF_ERROR(CheckBox(x0, y0, x1, y1, src_height, src_width));
-  ResampleInto(src, src_height, src_width, channels, src_stride, Box{x0, y0, x1, y1}, out_height,
-               out_width, filter, out, out_stride, scratch->buffers());
+  const Source source = {src, src_height, src_width,  channels, src_stride,
+                         0,   0,          src_height, src_width};
+  // The whole source is at hand, so nothing can be missing.
+  ResampleInto(source, Box{x0, y0, x1, y1}, out_height, out_width, filter, out, out_stride,
+               scratch->buffers());
   return Status::Ok();
 }
 
@@ -658,55 +694,67 @@ StatusOr<Image> Resize(const Image& src, int out_height, int out_width, Filter f
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
   SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
   ResizeScratch::Buffers buffers;
-  return ResampleRegion(src, WholeImage(src), out_height, out_width, filter, buffers);
+  return ResampleRegion(WholeSource(src), WholeBox(src.height, src.width), out_height, out_width,
+                        filter, buffers);
 }
 
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
-                          const uint8_t pad_rgb[3], ResizeScratch* scratch) {
-  ResizeScratch local;
-  SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
-  SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
-  if (fit == Fit::kPad && pad_rgb == nullptr) {
-    return InvalidArgumentError("resize: Fit::kPad needs a pad colour, got null");
-  }
-  // Compare the aspect ratios exactly: src is relatively wider when W/H > out_W/out_H.
-  const int64_t src_cross = static_cast<int64_t>(src.width) * out_height;
-  const int64_t out_cross = static_cast<int64_t>(src.height) * out_width;
-  if (fit == Fit::kStretch || src_cross == out_cross) {
-    return ResampleRegion(src, WholeImage(src), out_height, out_width, filter,
-                          ScratchBuffers(scratch, &local));
-  }
-  const bool wider = src_cross > out_cross;
+namespace {
 
+// Where ResizeFit's output comes from: with kPad, the whole source resampled to
+// inner_height x inner_width (then centred); otherwise `box` resampled to the output.
+struct FitPlan {
+  Box box;
+  int inner_height, inner_width;
+};
+
+FitPlan PlanFit(int src_height, int src_width, int out_height, int out_width, Fit fit) {
+  FitPlan plan = {WholeBox(src_height, src_width), out_height, out_width};
+  // Compare the aspect ratios exactly: src is relatively wider when W/H > out_W/out_H.
+  const int64_t src_cross = static_cast<int64_t>(src_width) * out_height;
+  const int64_t out_cross = static_cast<int64_t>(src_height) * out_width;
+  if (fit == Fit::kStretch || src_cross == out_cross) return plan;
+  const bool wider = src_cross > out_cross;
   if (fit == Fit::kCrop) {
     // The centred box as ImageOps.fit computes it, in double, then handed over in single
     // precision as Python hands it to Pillow's C code.
     const double out_ratio = static_cast<double>(out_width) / out_height;
-    double x0 = 0.0, y0 = 0.0, crop_width = src.width, crop_height = src.height;
+    double x0 = 0.0, y0 = 0.0, crop_width = src_width, crop_height = src_height;
     if (wider) {
-      crop_width = out_ratio * src.height;
-      x0 = (src.width - crop_width) * 0.5;
+      crop_width = out_ratio * src_height;
+      x0 = (src_width - crop_width) * 0.5;
     } else {
-      crop_height = src.width / out_ratio;
-      y0 = (src.height - crop_height) * 0.5;
+      crop_height = src_width / out_ratio;
+      y0 = (src_height - crop_height) * 0.5;
     }
-    const Box box = {static_cast<float>(x0), static_cast<float>(y0),
-                     static_cast<float>(x0 + crop_width), static_cast<float>(y0 + crop_height)};
-    return ResampleRegion(src, box, out_height, out_width, filter, ScratchBuffers(scratch, &local));
+    plan.box = {static_cast<float>(x0), static_cast<float>(y0), static_cast<float>(x0 + crop_width),
+                static_cast<float>(y0 + crop_height)};
+    return plan;
   }
-
-  int inner_height = out_height;
-  int inner_width = out_width;
   if (wider) {
-    inner_height = std::min(RoundHalfUpDiv(static_cast<int64_t>(src.height) * out_width, src.width),
-                            out_height);
+    plan.inner_height = std::min(
+        RoundHalfUpDiv(static_cast<int64_t>(src_height) * out_width, src_width), out_height);
   } else {
-    inner_width = std::min(RoundHalfUpDiv(static_cast<int64_t>(src.width) * out_height, src.height),
-                           out_width);
+    plan.inner_width = std::min(
+        RoundHalfUpDiv(static_cast<int64_t>(src_width) * out_height, src_height), out_width);
   }
-  const Image inner = ResampleRegion(src, WholeImage(src), inner_height, inner_width, filter,
-                                     ScratchBuffers(scratch, &local));
+  return plan;
+}
 
+StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, Fit fit, Filter filter,
+                          const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+  ResizeScratch local;
+  SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
+  if (fit == Fit::kPad && pad_rgb == nullptr) {
+    return InvalidArgumentError("resize: Fit::kPad needs a pad colour, got null");
+  }
+  const FitPlan plan = PlanFit(src.height, src.width, out_height, out_width, fit);
+  if (plan.inner_height == out_height && plan.inner_width == out_width) {
+    return ResampleRegion(src, plan.box, out_height, out_width, filter,
+                          ScratchBuffers(scratch, &local));
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(
+      const Image inner, ResampleRegion(src, plan.box, plan.inner_height, plan.inner_width, filter,
+                                        ScratchBuffers(scratch, &local)));
   const int c = src.channels;
   Image out = NewImage(out_height, out_width, c);
   if (c == 1) {
@@ -718,14 +766,67 @@ StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit f
       std::copy(pad_rgb, pad_rgb + 3, out.pixels.begin() + i);
     }
   }
-  const int top = (out_height - inner_height) / 2;
-  const int left = (out_width - inner_width) / 2;
-  const size_t inner_stride = static_cast<size_t>(inner_width) * c;
-  for (int y = 0; y < inner_height; ++y) {
+  const int top = (out_height - plan.inner_height) / 2;
+  const int left = (out_width - plan.inner_width) / 2;
+  const size_t inner_stride = static_cast<size_t>(plan.inner_width) * c;
+  for (int y = 0; y < plan.inner_height; ++y) {
     std::copy(inner.row(y), inner.row(y) + inner_stride,
               out.row(top + y) + static_cast<size_t>(left) * c);
   }
   return out;
+}
+
+}  // namespace
+
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
+                          const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+  SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
+  return FitSource(WholeSource(src), out_height, out_width, fit, filter, pad_rgb, scratch);
+}
+
+StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, Fit fit,
+                                Filter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+  const Image& img = src.image;
+  SHARDPACK_RETURN_IF_ERROR(CheckSource(img));
+  SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src.full_height, src.full_width, img.channels));
+  if (src.left < 0 || src.top < 0 || src.left > src.full_width - img.width ||
+      src.top > src.full_height - img.height) {
+    return InvalidArgumentError("resize: window " + SizeText(img.height, img.width) + " at (" +
+                                std::to_string(src.left) + ", " + std::to_string(src.top) +
+                                ") is not inside the " + SizeText(src.full_height, src.full_width) +
+                                " image");
+  }
+  const Source source = {img.pixels.data(),
+                         src.full_height,
+                         src.full_width,
+                         img.channels,
+                         static_cast<size_t>(img.width) * img.channels,
+                         src.left,
+                         src.top,
+                         img.height,
+                         img.width};
+  return FitSource(source, out_height, out_width, fit, filter, pad_rgb, scratch);
+}
+
+Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, Fit fit,
+                     Filter filter) {
+  const Region whole = {0, 0, src_width, src_height};
+  if (src_height <= 0 || src_width <= 0 || out_height <= 0 || out_width <= 0) return whole;
+  const FitPlan plan = PlanFit(src_height, src_width, out_height, out_width, fit);
+  // A tap of output pixel i lies within support * max(scale, 1) of its centre, and the
+  // centres lie inside the box: Pillow's lo = trunc(centre - support + 0.5) is at least
+  // floor(box start - support), hi = trunc(centre + support + 0.5) at most
+  // ceil(box end + support) + 1. One more pixel on each side for float slack.
+  const double support = KernelFor(filter).support;
+  auto axis = [&](float in0, float in1, int out_size, int size, int* begin, int* end) {
+    const double reach = support * std::max(static_cast<double>(in1 - in0) / out_size, 1.0);
+    *begin = std::max(static_cast<int>(std::floor(in0 - reach)) - 1, 0);
+    *end = std::min(static_cast<int>(std::ceil(in1 + reach)) + 2, size);
+  };
+  Region r;
+  axis(plan.box.x0, plan.box.x1, plan.inner_width, src_width, &r.x0, &r.x1);
+  axis(plan.box.y0, plan.box.y1, plan.inner_height, src_height, &r.y0, &r.y1);
+  return r;
 }
 
 StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter,
@@ -743,8 +844,8 @@ StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter,
       RoundHalfUpDiv(static_cast<int64_t>(std::min(src.height, src.width)) * max_side, longer);
   const int out_height = src.height >= src.width ? max_side : shorter;
   const int out_width = src.height >= src.width ? shorter : max_side;
-  return ResampleRegion(src, WholeImage(src), out_height, out_width, filter,
-                        ScratchBuffers(scratch, &local));
+  return ResampleRegion(WholeSource(src), WholeBox(src.height, src.width), out_height, out_width,
+                        filter, ScratchBuffers(scratch, &local));
 }
 
 namespace internal {

@@ -100,6 +100,21 @@ enum class Fit {
 StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
                           const uint8_t pad_rgb[3], ResizeScratch* scratch = nullptr);
 
+// ResizeFit of the full image that `src` is a window of (image.h, ImageWindow; e.g. from
+// DecodeWindow): the same bytes as ResizeFit on the whole image, as long as the window
+// holds every source pixel the resize reads, which FitReadRegion names. InvalidArgument
+// when it does not, or when the window is not inside its image.
+StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, Fit fit,
+                                Filter filter, const uint8_t pad_rgb[3],
+                                ResizeScratch* scratch = nullptr);
+
+// The source pixels that ResizeFit of a src_height x src_width image reads (a bound, a
+// pixel or two wider than the kernels reach): with Fit::kCrop the centred box and its
+// kernels' reach, with kStretch and kPad the whole image. The whole image for
+// non-positive sizes.
+Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, Fit fit,
+                     Filter filter);
+
 // Scales `src` so that its longer side is max_side, keeping the aspect ratio; if neither
 // side exceeds max_side, returns an exact copy (never upscales). The longer side becomes
 // max_side and the shorter one round-half-up(shorter * max_side / longer), at least 1,

@@ -799,5 +799,168 @@ TEST(JpegDecoderTest, DecodeJpegReturnsTheImageUpright) {
   EXPECT_GT(top_left[2], 180);
 }
 
+// --- Decoding a window ----------------------------------------------------------------
+
+// Noise over a gradient: every edge effect of a cropped decode would show.
+Bytes Noisy(int width, int height, int channels, uint32_t seed) {
+  Bytes p = Pattern(width, height, channels);
+  for (uint8_t& v : p) {
+    seed = seed * 1664525u + 1013904223u;
+    v = static_cast<uint8_t>(v / 2 + (seed >> 25));
+  }
+  return p;
+}
+
+// The pixels of `r` in a whole decode.
+Bytes Cut(const Image& whole, const Region& r) {
+  Bytes out;
+  for (int y = r.y0; y < r.y1; ++y) {
+    const uint8_t* row = whole.row(y) + static_cast<size_t>(r.x0) * whole.channels;
+    out.insert(out.end(), row, row + static_cast<size_t>(r.x1 - r.x0) * whole.channels);
+  }
+  return out;
+}
+
+struct WindowCase {
+  const char* name;
+  EncodeSpec spec;
+  int channels;  // decoded
+};
+
+std::vector<WindowCase> WindowCases() {
+  std::vector<WindowCase> cases;
+  EncodeSpec s444;
+  EncodeSpec s422;
+  s422.h_samp = 2;
+  EncodeSpec s420;
+  s420.h_samp = s420.v_samp = 2;
+  EncodeSpec s440;
+  s440.v_samp = 2;
+  EncodeSpec progressive = s420;
+  progressive.progressive = true;
+  EncodeSpec gray;
+  gray.in_space = JCS_GRAYSCALE;
+  EncodeSpec cmyk;
+  cmyk.in_space = JCS_CMYK;
+  cmyk.adobe_marker = 1;
+  cases.push_back({"4:4:4", s444, 3});
+  cases.push_back({"4:2:2", s422, 3});
+  cases.push_back({"4:2:0", s420, 3});
+  cases.push_back({"4:4:0", s440, 3});
+  cases.push_back({"progressive 4:2:0", progressive, 3});
+  cases.push_back({"4:2:0 to gray", s420, 1});
+  cases.push_back({"grayscale", gray, 1});
+  cases.push_back({"grayscale to RGB", gray, 3});
+  cases.push_back({"Adobe CMYK", cmyk, 3});
+  return cases;
+}
+
+// Every window, whatever the sampling, coding and output colour, holds exactly the
+// whole decode's pixels of the region: interior regions (cropped columns and skipped
+// rows, with margins at odd offsets), regions touching each edge, one pixel, single rows
+// and columns, and the whole image.
+TEST(JpegDecoderTest, WindowHoldsExactlyTheWholeDecodesPixels) {
+  constexpr int kWidth = 203, kHeight = 157;  // partial MCUs at the right and bottom
+  const Region regions[] = {
+      {37, 0, 165, kHeight}, {0, 21, kWidth, 136},    {17, 9, 190, 148},    {0, 0, 1, 1},
+      {202, 156, 203, 157},  {90, 0, 91, kHeight},    {0, 77, kWidth, 78},  {31, 33, 32, 100},
+      {1, 1, 202, 156},      {0, 0, kWidth, kHeight}, {150, 100, 203, 157}, {16, 16, 32, 32},
+  };
+  for (const WindowCase& wc : WindowCases()) {
+    const int in_channels = ComponentsOf(wc.spec.in_space);
+    const Bytes jpeg = Encode(Noisy(kWidth, kHeight, in_channels, 7), kWidth, kHeight, wc.spec);
+    const StatusOr<Image> whole = DecodeBytes(jpeg, Options(wc.channels));
+    ASSERT_TRUE(whole.ok()) << wc.name << ": " << whole.status().ToString();
+    for (const Region& r : regions) {
+      SCOPED_TRACE(testing::Message() << wc.name << ", region x " << r.x0 << ".." << r.x1 << ", y "
+                                      << r.y0 << ".." << r.y1);
+      int calls = 0;
+      const StatusOr<ImageWindow> window = DecodeJpegWindow(
+          jpeg.data(), jpeg.size(), Options(wc.channels), [&](int height, int width) {
+            ++calls;
+            EXPECT_EQ(height, kHeight);
+            EXPECT_EQ(width, kWidth);
+            return r;
+          });
+      ASSERT_TRUE(window.ok()) << window.status().ToString();
+      EXPECT_EQ(calls, 1);
+      EXPECT_EQ(window->left, r.x0);
+      EXPECT_EQ(window->top, r.y0);
+      EXPECT_EQ(window->full_width, kWidth);
+      EXPECT_EQ(window->full_height, kHeight);
+      EXPECT_EQ(window->image.width, r.x1 - r.x0);
+      EXPECT_EQ(window->image.height, r.y1 - r.y0);
+      EXPECT_EQ(window->image.channels, wc.channels);
+      EXPECT_TRUE(window->image.pixels == Cut(*whole, r));
+    }
+  }
+}
+
+TEST(JpegDecoderTest, WindowIsInDctScaledCoordinates) {
+  const Bytes jpeg = Encode(Noisy(200, 120, 3, 3), 200, 120, {});
+  DecodeOptions options = Options();
+  options.min_height = options.min_width = 50;  // 1/2: 100 x 60
+  const StatusOr<Image> whole = DecodeBytes(jpeg, options);
+  ASSERT_TRUE(whole.ok());
+  ASSERT_EQ(whole->width, 100);
+  const Region r = {21, 5, 80, 60};
+  const auto window =
+      DecodeJpegWindow(jpeg.data(), jpeg.size(), options, [&](int, int) { return r; });
+  ASSERT_TRUE(window.ok()) << window.status().ToString();
+  EXPECT_EQ(window->full_width, 100);
+  EXPECT_EQ(window->full_height, 60);
+  EXPECT_TRUE(window->image.pixels == Cut(*whole, r));
+}
+
+// The region is in upright coordinates; a rotated file is decoded whole, turned and cut.
+TEST(JpegDecoderTest, WindowOfARotatedImageIsCutFromTheUprightImage) {
+  const Bytes jpeg = WithExif(64, 48, 6);  // 90 degrees: upright it is 48 x 64
+  const StatusOr<Image> upright = DecodeBytes(jpeg);
+  ASSERT_TRUE(upright.ok());
+  ASSERT_EQ(upright->width, 48);
+  const Region r = {5, 10, 40, 50};
+  const auto window =
+      DecodeJpegWindow(jpeg.data(), jpeg.size(), Options(), [&](int height, int width) {
+        EXPECT_EQ(height, 64);
+        EXPECT_EQ(width, 48);
+        return r;
+      });
+  ASSERT_TRUE(window.ok()) << window.status().ToString();
+  EXPECT_EQ(window->left, 5);
+  EXPECT_EQ(window->top, 10);
+  EXPECT_TRUE(window->image.pixels == Cut(*upright, r));
+}
+
+// Rows after the region are skipped, not ignored: their entropy-coded data is still read,
+// so a file cut short there fails as it does when decoded whole.
+TEST(JpegDecoderTest, WindowOfATruncatedFileIsStillAnError) {
+  const Bytes jpeg = ColourJpeg(64, 96);
+  const Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() * 3 / 4));
+  const auto window = DecodeJpegWindow(cut.data(), cut.size(), Options(), [](int, int) {
+    return Region{8, 0, 40, 16};  // the top rows only
+  });
+  ASSERT_FALSE(window.ok());
+  EXPECT_EQ(window.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(window.status().message().find("Premature end of JPEG file"), std::string::npos)
+      << window.status().message();
+}
+
+TEST(JpegDecoderTest, EmptyOrOutsideRegionMeansTheWholeImage) {
+  const Bytes jpeg = ColourJpeg(40, 30);
+  const StatusOr<Image> whole = DecodeBytes(jpeg);
+  ASSERT_TRUE(whole.ok());
+  for (const Region& r : {Region{10, 10, 10, 20}, Region{50, 0, 60, 30}, Region{-5, -5, 0, 0}}) {
+    const auto window =
+        DecodeJpegWindow(jpeg.data(), jpeg.size(), Options(), [&](int, int) { return r; });
+    ASSERT_TRUE(window.ok());
+    EXPECT_EQ(window->left, 0);
+    EXPECT_EQ(window->top, 0);
+    EXPECT_TRUE(window->image.pixels == whole->pixels);
+  }
+  const auto none = DecodeJpegWindow(jpeg.data(), jpeg.size(), Options(), NeededRegion());
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->image.pixels == whole->pixels);
+}
+
 }  // namespace
 }  // namespace shardpack::image

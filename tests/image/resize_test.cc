@@ -1113,5 +1113,84 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
   }
 }
 
+// The window of `src` that `r` names, as DecodeWindow would give it.
+ImageWindow WindowOf(const Image& src, const Region& r) {
+  ImageWindow w;
+  w.left = r.x0;
+  w.top = r.y0;
+  w.full_height = src.height;
+  w.full_width = src.width;
+  w.image = MakeImage(r.y1 - r.y0, r.x1 - r.x0, src.channels);
+  for (int y = r.y0; y < r.y1; ++y) {
+    std::copy_n(src.row(y) + static_cast<size_t>(r.x0) * src.channels,
+                static_cast<size_t>(r.x1 - r.x0) * src.channels, w.image.row(y - r.y0));
+  }
+  return w;
+}
+
+// Resizing only the window FitReadRegion names gives ResizeFit's bytes for every fit,
+// filter, both orientations of the crop, shrinking and enlarging, fractional crop boxes.
+TEST(ResizeFitWindowTest, TheReadRegionGivesTheWholeImagesBytes) {
+  struct Case {
+    int h, w, out_h, out_w;
+  };
+  const Case cases[] = {{280, 350, 256, 256}, {350, 280, 256, 256}, {37, 48, 17, 19},
+                        {64, 48, 20, 44},     {9, 130, 9, 11},      {40, 31, 80, 62},
+                        {123, 77, 224, 224},  {300, 301, 256, 256}, {5, 200, 3, 3}};
+  const uint8_t pad[3] = {10, 200, 30};
+  for (Filter filter : kAllFilters) {
+    for (Fit fit : {Fit::kCrop, Fit::kStretch, Fit::kPad}) {
+      for (int channels : {1, 3}) {
+        for (const Case& c : cases) {
+          SCOPED_TRACE(testing::Message()
+                       << "filter " << static_cast<int>(filter) << ", fit " << static_cast<int>(fit)
+                       << ", " << c.h << "x" << c.w << "x" << channels << " to " << c.out_h << "x"
+                       << c.out_w);
+          const Image src = NoiseImage(c.h, c.w, channels, static_cast<uint32_t>(c.h * c.w));
+          const StatusOr<Image> whole = ResizeFit(src, c.out_h, c.out_w, fit, filter, pad);
+          ASSERT_TRUE(whole.ok()) << whole.status().ToString();
+          const Region r = FitReadRegion(c.h, c.w, c.out_h, c.out_w, fit, filter);
+          ASSERT_GE(r.x0, 0);
+          ASSERT_LE(r.x1, c.w);
+          ASSERT_GE(r.y0, 0);
+          ASSERT_LE(r.y1, c.h);
+          if (fit != Fit::kCrop) {
+            EXPECT_EQ(r.x1 - r.x0, c.w);
+            EXPECT_EQ(r.y1 - r.y0, c.h);
+          }
+          ResizeScratch scratch;
+          const StatusOr<Image> part =
+              ResizeFitWindow(WindowOf(src, r), c.out_h, c.out_w, fit, filter, pad, &scratch);
+          ASSERT_TRUE(part.ok()) << part.status().ToString();
+          EXPECT_EQ(part->pixels, whole->pixels);
+        }
+      }
+    }
+  }
+  // The crop of a 4:3 photo to a square reads little more than the square.
+  const Region r = FitReadRegion(280, 350, 256, 256, Fit::kCrop, Filter::kLanczos3);
+  EXPECT_EQ(r.y1 - r.y0, 280);
+  EXPECT_LE(r.x1 - r.x0, 280 + 2 * 6);
+}
+
+TEST(ResizeFitWindowTest, AWindowLackingReadPixelsIsInvalidArgument) {
+  const Image src = NoiseImage(280, 350, 3, 5);
+  Region r = FitReadRegion(280, 350, 256, 256, Fit::kCrop, Filter::kLanczos3);
+  r.x0 += 4;  // a column the kernels of the first output pixels read
+  const StatusOr<Image> out =
+      ResizeFitWindow(WindowOf(src, r), 256, 256, Fit::kCrop, Filter::kLanczos3, nullptr);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("lacks source pixels"), std::string::npos)
+      << out.status().message();
+
+  ImageWindow outside = WindowOf(src, {0, 0, 350, 280});
+  outside.left = 1;  // 350 columns from column 1 of a 350-column image
+  const StatusOr<Image> bad =
+      ResizeFitWindow(outside, 256, 256, Fit::kCrop, Filter::kLanczos3, nullptr);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace shardpack::image
