@@ -1,10 +1,11 @@
 // Arbitrary bytes as a JPEG file (DecodeJpeg, lib/image/jpeg_decoder.h), with the
 // limits libjpeg-turbo's own fuzzers use: at most 1,048,576 pixels and 100 progressive
-// scans (../shared/reference/reliability.md §3). Each input is decoded twice: to RGB at
-// full size, and to gray with the largest DCT scaling, so that both output paths and the
-// scaled IDCTs run; EXIF orientation is applied both times. An image that comes back has
-// the promised layout, and all its bytes are read (ASan/MSan see any that were never
-// written).
+// scans (../shared/reference/reliability.md §3). Each input is decoded three times: to
+// RGB at full size, to gray with the largest DCT scaling, so that both output paths and
+// the scaled IDCTs run, and a window of it (DecodeJpegWindow: cropped columns, skipped
+// rows), whose pixels must be exactly the full decode's; EXIF orientation is applied each
+// time. An image that comes back has the promised layout, and all its bytes are read
+// (ASan/MSan see any that were never written).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -40,6 +41,27 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!full.ok()) return 0;
   Touch(*full, 3);
   FUZZ_CHECK(static_cast<uint64_t>(full->height) * full->width <= rgb.limits.max_pixels);
+
+  // A window whose corners come from the input's length, so that the corpus covers
+  // regions at every offset: it must hold exactly the full decode's pixels.
+  const int w = full->width, h = full->height;
+  const shardpack::image::Region region = {
+      static_cast<int>(size % 7) * w / 9, static_cast<int>(size % 5) * h / 7,
+      w - static_cast<int>(size % 3) * w / 11, h - static_cast<int>(size % 4) * h / 13};
+  auto window =
+      shardpack::image::DecodeJpegWindow(data, size, rgb, [&](int, int) { return region; });
+  if (window.ok()) {
+    const shardpack::image::Region r = shardpack::image::ClampRegion(region, h, w);
+    FUZZ_CHECK(window->left == r.x0 && window->top == r.y0 && window->full_width == w &&
+               window->full_height == h);
+    FUZZ_CHECK(window->image.width == r.x1 - r.x0 && window->image.height == r.y1 - r.y0);
+    Touch(window->image, 3);
+    for (int y = r.y0; y < r.y1; ++y) {
+      FUZZ_CHECK(std::equal(full->row(y) + static_cast<size_t>(r.x0) * 3,
+                            full->row(y) + static_cast<size_t>(r.x1) * 3,
+                            window->image.row(y - r.y0)));
+    }
+  }
 
   shardpack::image::DecodeOptions gray = FuzzOptions();
   gray.channels = 1;
