@@ -93,12 +93,14 @@ inline void StorePixel(uint32_t value, bool last, uint8_t* dst) {
 }
 
 // kRows rows at once, so that each weight vector is loaded once for all of them.
-template <int kRows>
+// kGroups > 0: the number of tap groups, known at compile time (fully unrolled); 0: any,
+// taken from taps.groups.
+template <int kRows, int kGroups>
 inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const HorizontalTaps& taps,
                  uint8_t* out, size_t out_stride) {
   const __m256i shuffle = PairShuffle();
   const int out_width = taps.out_size;
-  const int groups = taps.groups;
+  const int groups = kGroups > 0 ? kGroups : taps.groups;
   for (int x = 0; x < out_width; ++x) {
     uint8_t* dst = out + static_cast<size_t>(x) * 3;
     const bool last = x + 1 == out_width;
@@ -113,6 +115,7 @@ inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const Hori
     __m256i lo[kRows];
 #pragma GCC unroll 4
     for (int r = 0; r < kRows; ++r) hi[r] = lo[r] = _mm256_setzero_si256();
+#pragma GCC unroll 4
     for (int g = 0; g < groups; ++g, w += 32) {
       const __m256i wh = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
       const __m256i wl = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + 16));
@@ -140,6 +143,20 @@ inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const Hori
   }
 }
 
+template <int kGroups>
+void RowsOf(const uint8_t* in, size_t in_stride, int rows, int vector_end,
+            const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+  int r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    Rows<4, kGroups>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride,
+                     out_stride);
+  }
+  for (; r < rows; ++r) {
+    Rows<1, kGroups>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride,
+                     out_stride);
+  }
+}
+
 }  // namespace
 
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
@@ -149,12 +166,14 @@ void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int 
   // 16 <= in_width * 3. Pixels from vector_end on are summed one by one.
   const int slack = in_width * 3 - 12 * (taps.groups - 1) - 16;
   const int vector_end = slack < 0 ? 0 : slack / 3 + 1;
-  int r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    Rows<4>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride, out_stride);
-  }
-  for (; r < rows; ++r) {
-    Rows<1>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride, out_stride);
+  // Shrinking by up to about 1.2x (Lanczos) or 2.5x (bilinear) needs at most 8 taps: two
+  // groups, the common case, unrolled.
+  if (taps.groups == 2) {
+    RowsOf<2>(in, in_stride, rows, vector_end, taps, out, out_stride);
+  } else if (taps.groups == 3) {
+    RowsOf<3>(in, in_stride, rows, vector_end, taps, out, out_stride);
+  } else {
+    RowsOf<0>(in, in_stride, rows, vector_end, taps, out, out_stride);
   }
 }
 
