@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,31 @@ namespace shardpack::io {
 namespace {
 
 constexpr size_t kWriteBufferSize = 1 << 20;
+// Appends at least this large (a record's pixels) go to the file with what is buffered in
+// one writev, instead of being copied into the buffer first: the copy was 1.3% of a
+// conversion of 256x256 images.
+constexpr size_t kDirectWriteSize = 64 << 10;
+
+// Writes a, then b, whole: one writev while both remain, then plain writes.
+Status WriteBoth(int fd, std::string_view a, std::string_view b, const std::string& path) {
+  while (!a.empty()) {
+    iovec iov[2] = {{const_cast<char*>(a.data()), a.size()},
+                    {const_cast<char*>(b.data()), b.size()}};
+    const ssize_t w = ::writev(fd, iov, 2);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(path + ": write", errno);
+    }
+    const size_t n = static_cast<size_t>(w);
+    if (n < a.size()) {
+      a.remove_prefix(n);
+    } else {
+      b.remove_prefix(n - a.size());
+      a = {};
+    }
+  }
+  return WriteAll(fd, b.data(), b.size(), path);
+}
 
 class PosixWritableFile final : public WritableFile {
  public:
@@ -27,6 +53,11 @@ class PosixWritableFile final : public WritableFile {
   Status Append(std::string_view data) override {
     if (fd_ < 0) return FailedPreconditionError(path_ + ": append after close");
     size_ += data.size();
+    if (data.size() >= kDirectWriteSize) {
+      Status s = WriteBoth(fd_, buffer_, data, path_);
+      buffer_.clear();
+      return s;
+    }
     if (buffer_.size() + data.size() <= kWriteBufferSize) {
       buffer_.append(data);
       return Status::Ok();
