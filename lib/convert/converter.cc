@@ -523,10 +523,11 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   }
 
   const image::Filter filter = ToFilter(o.filter);
+  // Each worker thread keeps its resize working memory from image to image (one for both
+  // resize paths below).
+  thread_local image::ResizeScratch scratch;
   // The output geometry, applied to a decoded image.
   auto resize = [&](image::Image decoded, Item* item) {
-    // Each worker thread keeps its resize working memory from image to image.
-    thread_local image::ResizeScratch scratch;
     StatusOr<image::Image> out = std::move(decoded);
     if (o.height > 0) {
       image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
@@ -580,7 +581,6 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
           item->status = window.status();
           return;
         }
-        thread_local image::ResizeScratch scratch;
         auto out = image::ResizeFitWindow(*window, o.height, o.width, image::Fit::kCrop, filter,
                                           o.background, &scratch);
         if (!out.ok()) {
