@@ -100,13 +100,14 @@ ImageWindow CutWindow(Image image, const NeededRegion& needed);
 
 // As Decode, for a caller that reads only part of the image: `needed` (called once the
 // size is known) names that part, and the result holds exactly it, clamped to the image
-// (the whole image when `needed` is empty, or names an empty region). A JPEG stored
-// upright (EXIF orientation 1, or orientation not applied) is then decoded only in the
+// (the whole image when `needed` is empty, or names an empty region). A sequential JPEG
+// stored upright (EXIF orientation 1, or orientation not applied) is then decoded only in the
 // iMCU columns and the rows the region covers (libjpeg-turbo's jpeg_crop_scanline and
 // jpeg_skip_scanlines; a margin of one pixel is decoded and dropped where the cropped
 // decode's edge pixels would differ from the whole decode's). Skipped rows are still
 // entropy-decoded, so truncated or corrupt data fails the decode as it would the whole
-// decode. Other JPEGs and PNGs are decoded whole, then cut. Errors as Decode.
+// decode. Other JPEGs (rotated, progressive) and PNGs are decoded whole, then cut. Errors as
+// Decode.
 StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
                                    const NeededRegion& needed);
 

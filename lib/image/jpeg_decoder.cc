@@ -455,7 +455,9 @@ namespace {
 // DecodeJpegRaw, decoding only `needed` of the image (not null) when the image is stored
 // upright; *window gets the pixels and where they sit.
 Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& options,
-                      const NeededRegion* needed, int* exif_orientation, ImageWindow* window) {
+                      const NeededRegion* needed, bool* region_applied, int* exif_orientation,
+                      ImageWindow* window) {
+  if (region_applied != nullptr) *region_applied = false;
   if (exif_orientation != nullptr) *exif_orientation = 1;
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
   if (data == nullptr || size == 0) return CorruptionError("JPEG: empty input (0 bytes)");
@@ -487,10 +489,15 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
   const int width = static_cast<int>(s.cinfo.output_width);
   const int height = static_cast<int>(s.cinfo.output_height);
   // Stored upright: the region in output coordinates is the region to decode.
+  // Only an upright sequential JPEG is decoded in part. A progressive one is smoothed
+  // across blocks while its scans are incomplete (libjpeg's block smoothing reads the
+  // neighbouring blocks), so a cropped decode differs from the whole one well inside the
+  // edge (found by the fuzzer): it is decoded whole and cut by the caller.
   const bool upright = !options.apply_orientation || orientation == 1;
-  const Region keep = needed != nullptr && *needed && upright
-                          ? ClampRegion((*needed)(height, width), height, width)
-                          : Region{0, 0, width, height};
+  const bool windowed = needed != nullptr && *needed && upright && !s.cinfo.progressive_mode;
+  if (region_applied != nullptr) *region_applied = windowed;
+  const Region keep =
+      windowed ? ClampRegion((*needed)(height, width), height, width) : Region{0, 0, width, height};
   // A cropped decode's first and last column and row can differ from the whole decode's
   // (fancy upsampling sees no neighbour there): decode one more where the image goes on.
   const Region decode = {std::max(keep.x0 - 1, 0), std::max(keep.y0 - 1, 0),
@@ -542,7 +549,7 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
                               int* exif_orientation) {
   ImageWindow window;
   SHARDPACK_RETURN_IF_ERROR(
-      DecodeJpegInto(data, size, options, nullptr, exif_orientation, &window));
+      DecodeJpegInto(data, size, options, nullptr, nullptr, exif_orientation, &window));
   return std::move(window.image);
 }
 
@@ -550,10 +557,16 @@ StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
                                        const DecodeOptions& options, const NeededRegion& needed) {
   int orientation = 1;
   ImageWindow window;
-  SHARDPACK_RETURN_IF_ERROR(DecodeJpegInto(data, size, options, &needed, &orientation, &window));
-  if (!options.apply_orientation || orientation == 1) return window;
-  // Decoded whole (the region is in upright coordinates); orient, then cut.
-  return CutWindow(ApplyOrientation(std::move(window.image), orientation), needed);
+  bool region_applied = false;
+  SHARDPACK_RETURN_IF_ERROR(
+      DecodeJpegInto(data, size, options, &needed, &region_applied, &orientation, &window));
+  if (region_applied) return window;
+  // Decoded whole (rotated: the region is in upright coordinates; or progressive): orient
+  // when asked, then cut.
+  if (options.apply_orientation && orientation != 1) {
+    window.image = ApplyOrientation(std::move(window.image), orientation);
+  }
+  return CutWindow(std::move(window.image), needed);
 }
 
 StatusOr<Image> DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& options) {
