@@ -101,8 +101,10 @@ struct AxisWeights {
   std::vector<int> first;
   std::vector<int> count;
   std::vector<int32_t> weights;
-  // The weights split for the AVX2 horizontal pass (resize_kernels.h), when it runs.
+  // The weights split for the AVX2 passes (resize_kernels.h), when they run: packed for
+  // the horizontal one, pair_weights for the vertical one.
   std::vector<int16_t> packed;
+  std::vector<int32_t> pair_weights;
 
   internal::HorizontalTaps Taps() const {
     internal::HorizontalTaps taps;
@@ -426,6 +428,29 @@ void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& b
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
 }
 
+// Packs the vertical weights for the AVX2 pass when it will run.
+void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
+  if (!buffers.avx2) return;
+  axis->pair_weights.resize(
+      internal::PairWeightsSize(axis->out_size, internal::VerticalPairs(axis->ksize)));
+  internal::HorizontalTaps taps = axis->Taps();
+  internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
+}
+
+// The vertical pass: the AVX2 kernel where it runs, else the portable one. `axis` is the
+// vertical axis with its pair weights (PrepareVertical).
+void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const AxisWeights& axis,
+                  uint8_t* out, size_t out_stride, const ResizeScratch::Buffers& buffers) {
+  if (buffers.avx2) {
+    internal::HorizontalTaps taps = axis.Taps();
+    taps.pairs = internal::VerticalPairs(axis.ksize);
+    taps.pair_weights = axis.pair_weights.data();
+    internal::ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
+    return;
+  }
+  ResampleColumns(in, in_stride, row_bytes, axis, out, out_stride);
+}
+
 // The pixels a resampling reads: a height x width x channels image of which rows
 // [top, top + avail_height) and columns [left, left + avail_width) are at hand, row y
 // at pixels + (y - top) * stride. The whole image when left = top = 0 and avail_* are
@@ -488,6 +513,7 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
     return false;
   }
   if (need_horizontal) PrepareHorizontal(c, &horizontal, buffers);
+  if (need_vertical) PrepareVertical(&vertical, buffers);
   const uint8_t* origin = src.At(row_begin, col_begin);
   const int in_width = col_end - col_begin;
 
@@ -503,7 +529,7 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
     return true;
   }
   if (!need_horizontal) {
-    ResampleColumns(origin, src_stride, out_row_bytes, vertical, out, out_stride);
+    VerticalPass(origin, src_stride, out_row_bytes, vertical, out, out_stride, buffers);
     return true;
   }
 
@@ -518,11 +544,11 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
     const int rows = row_end - row_begin;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(rows) * out_row_bytes);
     HorizontalPass(c, origin, src_stride, in_width, rows, horizontal, temp, out_row_bytes, buffers);
-    ResampleColumns(temp, out_row_bytes, out_row_bytes, vertical, out, out_stride);
+    VerticalPass(temp, out_row_bytes, out_row_bytes, vertical, out, out_stride, buffers);
   } else {
     const size_t temp_stride = static_cast<size_t>(in_width) * c;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(out_height) * temp_stride);
-    ResampleColumns(origin, src_stride, temp_stride, vertical, temp, temp_stride);
+    VerticalPass(origin, src_stride, temp_stride, vertical, temp, temp_stride, buffers);
     HorizontalPass(c, temp, temp_stride, in_width, out_height, horizontal, out, out_stride,
                    buffers);
   }
@@ -639,6 +665,10 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   b.vertical.first.reserve(out_height);
   b.vertical.count.reserve(out_height);
   b.vertical.weights.reserve(static_cast<size_t>(out_height) * kv);
+  if (b.avx2) {
+    b.vertical.pair_weights.reserve(
+        internal::PairWeightsSize(out_height, internal::VerticalPairs(static_cast<int>(kv))));
+  }
   if (b.kernel_values.size() < kKernelValueRows * std::max(kh, kv)) {
     b.kernel_values.resize(kKernelValueRows * std::max(kh, kv));
   }
@@ -657,7 +687,9 @@ size_t ResizeScratch::capacity_bytes() const {
                  b.columns.capacity();
   for (const AxisWeights* axis : {&b.horizontal, &b.vertical}) {
     bytes += (axis->first.capacity() + axis->count.capacity()) * sizeof(int) +
-             axis->weights.capacity() * sizeof(int32_t) + axis->packed.capacity() * sizeof(int16_t);
+             axis->weights.capacity() * sizeof(int32_t) +
+             axis->packed.capacity() * sizeof(int16_t) +
+             axis->pair_weights.capacity() * sizeof(int32_t);
   }
   return bytes;
 }
@@ -884,6 +916,30 @@ void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps) {
   }
   taps->groups = groups;
   taps->packed = packed;
+}
+
+void PackVerticalWeights(int32_t* pair_weights, HorizontalTaps* taps) {
+  constexpr int32_t kLowMask = (1 << kWeightSplitBits) - 1;
+  const int pairs = VerticalPairs(taps->ksize);
+  // Two 16-bit halves in one int32, the first in the low word (vpmaddwd's pair order).
+  auto words = [](int32_t first, int32_t second) {
+    return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(first)) |
+                                static_cast<uint32_t>(static_cast<uint16_t>(second)) << 16);
+  };
+  for (int y = 0; y < taps->out_size; ++y) {
+    const int32_t* k = taps->weights + static_cast<size_t>(y) * taps->ksize;
+    const int n = taps->count[y];
+    int32_t* out = pair_weights + static_cast<size_t>(y) * pairs * 2;
+    for (int p = 0; p < pairs; ++p) {
+      const int32_t w0 = 2 * p < n ? k[2 * p] : 0;
+      const int32_t w1 = 2 * p + 1 < n ? k[2 * p + 1] : 0;
+      // Arithmetic shift: hi is floor(w / 2^11), lo the non-negative rest.
+      out[2 * p] = words(w0 >> kWeightSplitBits, w1 >> kWeightSplitBits);
+      out[2 * p + 1] = words(w0 & kLowMask, w1 & kLowMask);
+    }
+  }
+  taps->pairs = pairs;
+  taps->pair_weights = pair_weights;
 }
 
 void UsePortableKernels(ResizeScratch* scratch) { scratch->buffers().avx2 = false; }

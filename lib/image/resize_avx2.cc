@@ -157,7 +157,79 @@ void RowsOf(const uint8_t* in, size_t in_stride, int rows, int vector_end,
   }
 }
 
+// One pair of source rows into the vertical sums of 32 samples: the rows' bytes are
+// interleaved into 16-bit pairs {a[x], b[x]}, which vpmaddwd multiplies by the pair of
+// weights' high and low halves. Sums j = 0..3 hold samples {4j..4j+3, 16+4j..16+4j+3}
+// (the 128-bit lanes), the order in which FinishColumns packs them back.
+inline void AccumulateRowPair(__m256i a, __m256i b, int32_t weight_hi, int32_t weight_lo,
+                              __m256i hi[4], __m256i lo[4]) {
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256i wh = _mm256_set1_epi32(weight_hi);
+  const __m256i wl = _mm256_set1_epi32(weight_lo);
+  const __m256i ab_low = _mm256_unpacklo_epi8(a, b);
+  const __m256i ab_high = _mm256_unpackhi_epi8(a, b);
+  const __m256i pairs[4] = {_mm256_unpacklo_epi8(ab_low, zero), _mm256_unpackhi_epi8(ab_low, zero),
+                            _mm256_unpacklo_epi8(ab_high, zero),
+                            _mm256_unpackhi_epi8(ab_high, zero)};
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    hi[j] = _mm256_add_epi32(hi[j], _mm256_madd_epi16(pairs[j], wh));
+    lo[j] = _mm256_add_epi32(lo[j], _mm256_madd_epi16(pairs[j], wl));
+  }
+}
+
+// Recombines, rounds, shifts and clips the sums of AccumulateRowPair: 32 bytes in order.
+inline __m256i FinishColumns(const __m256i hi[4], const __m256i lo[4]) {
+  const __m256i half = _mm256_set1_epi32(kRoundingHalf);
+  __m256i v[4];
+#pragma GCC unroll 4
+  for (int j = 0; j < 4; ++j) {
+    const __m256i sum = _mm256_add_epi32(_mm256_slli_epi32(hi[j], kWeightSplitBits), lo[j]);
+    v[j] = _mm256_srai_epi32(_mm256_add_epi32(sum, half), kPrecisionBits);
+  }
+  // Per lane: {0-3, 4-7} and {8-11, 12-15} as int16, then bytes 0-15 (lane 1: 16-31).
+  return _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
+}
+
 }  // namespace
+
+void ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+  constexpr size_t kStep = 32;
+  for (int y = 0; y < taps.out_size; ++y) {
+    const uint8_t* src = in + static_cast<size_t>(taps.first[y]) * in_stride;
+    const int n = taps.count[y];
+    const int32_t* w = taps.pair_weights + static_cast<size_t>(y) * taps.pairs * 2;
+    uint8_t* dst = out + static_cast<size_t>(y) * out_stride;
+    size_t i = 0;
+    for (; i + kStep <= row_bytes; i += kStep) {
+      __m256i hi[4];
+      __m256i lo[4];
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) hi[j] = lo[j] = _mm256_setzero_si256();
+      const uint8_t* p = src + i;
+      int t = 0;
+      for (; t + 1 < n; t += 2, p += 2 * in_stride) {
+        AccumulateRowPair(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + in_stride)), w[t],
+                          w[t + 1], hi, lo);
+      }
+      if (t < n) {
+        // The odd last tap: its pair's second weight is 0, and the row past it is not read.
+        AccumulateRowPair(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)),
+                          _mm256_setzero_si256(), w[t], w[t + 1], hi, lo);
+      }
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), FinishColumns(hi, lo));
+    }
+    // The last row_bytes % 32 samples, as the portable pass sums them.
+    const int32_t* k = taps.weights + static_cast<size_t>(y) * taps.ksize;
+    for (; i < row_bytes; ++i) {
+      int32_t sum = kRoundingHalf;
+      for (int t = 0; t < n; ++t) sum += src[t * in_stride + i] * k[t];
+      dst[i] = static_cast<uint8_t>(std::clamp(sum >> kPrecisionBits, 0, 255));
+    }
+  }
+}
 
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
                          const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {

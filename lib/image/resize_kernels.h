@@ -38,6 +38,11 @@ struct HorizontalTaps {
   const int32_t* weights = nullptr;
   int groups = 0;
   const int16_t* packed = nullptr;
+  // For the vertical pass: per output row, `pairs` pairs of taps {t, t + 1} (t even), each
+  // as two int32: the high halves {hi_t, hi_t+1} as 16-bit words, then the low halves;
+  // a tap past count[y] is 0. PackVerticalWeights fills it.
+  int pairs = 0;
+  const int32_t* pair_weights = nullptr;
 };
 
 // int16 values `packed` needs for out_size pixels of at most max_count taps, and the
@@ -51,6 +56,17 @@ inline size_t PackedSize(int out_size, int groups) {
 // weights; sets taps->groups and taps->packed.
 void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps);
 
+// int32 values `pair_weights` needs for out_size rows of at most ksize taps, and the
+// number of pairs per row.
+inline int VerticalPairs(int ksize) { return (ksize + 1) / 2; }
+inline size_t PairWeightsSize(int out_size, int pairs) {
+  return static_cast<size_t>(out_size) * pairs * 2;
+}
+
+// Fills taps->pair_weights (PairWeightsSize(out_size, VerticalPairs(ksize)) values at
+// `pair_weights`) from the int32 weights; sets taps->pairs and taps->pair_weights.
+void PackVerticalWeights(int32_t* pair_weights, HorizontalTaps* taps);
+
 // True when this CPU runs the AVX2 kernels (and this build has them).
 bool HaveAvx2();
 
@@ -59,6 +75,13 @@ bool HaveAvx2();
 // in_width * 3 of a row is read) becomes taps.out_size pixels at out (rows out_stride
 // apart). Same bytes as the portable pass.
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
+                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride);
+
+// Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
+// out_stride, row_bytes bytes) is the weighted sum of source rows first[y]..first[y] +
+// count[y] (at in, in_stride apart), with the weights packed by PackVerticalWeights. Same
+// bytes as the portable pass, any channel count.
+void ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
                          const HorizontalTaps& taps, uint8_t* out, size_t out_stride);
 
 }  // namespace shardpack::image::internal

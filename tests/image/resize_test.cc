@@ -1062,10 +1062,12 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
                  "output size 0x5");
 }
 
-// The AVX2 horizontal pass (where this CPU has it) against the portable one: the same
-// bytes for every filter, both pass orders, shrink ratios from slight to large (1 to 6
-// groups of taps), upscaling, fractional boxes (taps starting anywhere in the row, so the
-// last pixels of a row take the scalar path) and strided sources. Noise exercises every
+// The AVX2 passes (where this CPU has them) against the portable ones: the same bytes for
+// every filter, RGB and gray, both pass orders and each pass alone, shrink ratios from
+// slight to large (1 to 6 groups of horizontal taps; up to 181 vertical taps, odd and
+// even counts), upscaling, fractional boxes (taps starting anywhere in the row, so the
+// last pixels of a row take the scalar path), rows of fewer than 32 bytes and of 32k + r
+// bytes (the vertical pass's scalar tail), and strided sources. Noise exercises every
 // sample value and the extremes of the negative lobes.
 TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
   if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable kernels run";
@@ -1079,35 +1081,40 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
       {9, 130, 9, 11, 0.013f, 0.0f, 0.977f, 1.0f},    {40, 31, 80, 62, 0.0f, 0.0f, 1.0f, 1.0f},
       {5, 7, 3, 2, 0.0f, 0.0f, 1.0f, 1.0f},           {19, 200, 13, 3, 0.3f, 0.2f, 0.31f, 0.9f},
       {33, 97, 33, 96, 0.0f, 0.0f, 1.0f, 1.0f},       {2, 4, 2, 1, 0.0f, 0.0f, 1.0f, 1.0f},
+      {97, 33, 40, 33, 0.0f, 0.0f, 1.0f, 1.0f},       {600, 40, 20, 40, 0.0f, 0.0f, 1.0f, 1.0f},
+      {120, 75, 41, 75, 0.0f, 0.07f, 1.0f, 0.93f},
   };
   for (Filter filter : kAllFilters) {
     for (const Shape& sh : shapes) {
-      for (size_t pad : {size_t{0}, size_t{5}}) {
-        const size_t stride = static_cast<size_t>(sh.src_w) * 3 + pad;
-        std::vector<uint8_t> src(stride * sh.src_h);
-        uint32_t seed = static_cast<uint32_t>(sh.src_h * 7919 + sh.src_w + pad);
-        for (uint8_t& v : src) {
-          seed = seed * 1664525u + 1013904223u;
-          v = static_cast<uint8_t>(seed >> 24);
+      for (int channels : {3, 1}) {
+        for (size_t pad : {size_t{0}, size_t{5}}) {
+          const size_t stride = static_cast<size_t>(sh.src_w) * channels + pad;
+          std::vector<uint8_t> src(stride * sh.src_h);
+          uint32_t seed = static_cast<uint32_t>(sh.src_h * 7919 + sh.src_w + pad + channels);
+          for (uint8_t& v : src) {
+            seed = seed * 1664525u + 1013904223u;
+            v = static_cast<uint8_t>(seed >> 24);
+          }
+          const float x0 = sh.x0 * sh.src_w, x1 = sh.x1 * sh.src_w;
+          const float y0 = sh.y0 * sh.src_h, y1 = sh.y1 * sh.src_h;
+          const size_t out_stride = static_cast<size_t>(sh.out_w) * channels;
+          std::vector<uint8_t> vector_out(out_stride * sh.out_h), portable_out(vector_out.size());
+          ResizeScratch vector_scratch;
+          ResizeScratch portable_scratch;
+          internal::UsePortableKernels(&portable_scratch);
+          ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, channels, stride, x0, y0, x1,
+                                       y1, sh.out_h, sh.out_w, filter, vector_out.data(),
+                                       out_stride, &vector_scratch)
+                          .ok());
+          ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, channels, stride, x0, y0, x1,
+                                       y1, sh.out_h, sh.out_w, filter, portable_out.data(),
+                                       out_stride, &portable_scratch)
+                          .ok());
+          EXPECT_EQ(vector_out, portable_out)
+              << "filter " << static_cast<int>(filter) << ", " << channels << " channels, "
+              << sh.src_h << "x" << sh.src_w << " to " << sh.out_h << "x" << sh.out_w << ", pad "
+              << pad;
         }
-        const float x0 = sh.x0 * sh.src_w, x1 = sh.x1 * sh.src_w;
-        const float y0 = sh.y0 * sh.src_h, y1 = sh.y1 * sh.src_h;
-        const size_t out_stride = static_cast<size_t>(sh.out_w) * 3;
-        std::vector<uint8_t> vector_out(out_stride * sh.out_h), portable_out(vector_out.size());
-        ResizeScratch vector_scratch;
-        ResizeScratch portable_scratch;
-        internal::UsePortableKernels(&portable_scratch);
-        ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, 3, stride, x0, y0, x1, y1,
-                                     sh.out_h, sh.out_w, filter, vector_out.data(), out_stride,
-                                     &vector_scratch)
-                        .ok());
-        ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, 3, stride, x0, y0, x1, y1,
-                                     sh.out_h, sh.out_w, filter, portable_out.data(), out_stride,
-                                     &portable_scratch)
-                        .ok());
-        EXPECT_EQ(vector_out, portable_out)
-            << "filter " << static_cast<int>(filter) << ", " << sh.src_h << "x" << sh.src_w
-            << " to " << sh.out_h << "x" << sh.out_w << ", pad " << pad;
       }
     }
   }
