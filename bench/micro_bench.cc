@@ -2,8 +2,10 @@
 // Benchmark).
 #include <benchmark/benchmark.h>
 
+#include <cmath>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "format/example.h"
 #include "image/resize.h"
@@ -98,6 +100,44 @@ void BM_ResizeCrop(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations());
 }
 BENCHMARK(BM_ResizeCrop)->Arg(0)->Arg(1);
+
+// The loader's random-resized-crop: 64 boxes of a 256x256 sample (area 8-100%, aspect
+// 3/4-4/3, as torchvision draws them) to 224x224, bilinear; from upscaling 2.8x to
+// shrinking 1.1x. Arg: 0 portable kernels, 1 the vector ones where the CPU has them.
+void BM_ResizeRandomCrop(benchmark::State& state) {
+  constexpr int kSide = 256, kOut = 224;
+  std::string src = Random(static_cast<size_t>(kSide) * kSide * 3);
+  std::string out(static_cast<size_t>(kOut) * kOut * 3, '\0');
+  shardpack::image::ResizeScratch scratch;
+  if (state.range(0) == 0) shardpack::image::internal::UsePortableKernels(&scratch);
+  struct Box {
+    float x0, y0, x1, y1;
+  };
+  std::vector<Box> boxes;
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> area(0.08, 1.0),
+      log_ratio(std::log(3.0 / 4), std::log(4.0 / 3));
+  while (boxes.size() < 64) {
+    const double a = area(rng) * kSide * kSide, r = std::exp(log_ratio(rng));
+    const int w = static_cast<int>(std::lround(std::sqrt(a * r)));
+    const int h = static_cast<int>(std::lround(std::sqrt(a / r)));
+    if (w < 1 || h < 1 || w > kSide || h > kSide) continue;
+    const int x = static_cast<int>(rng() % (kSide - w + 1)),
+              y = static_cast<int>(rng() % (kSide - h + 1));
+    boxes.push_back({static_cast<float>(x), static_cast<float>(y), static_cast<float>(x + w),
+                     static_cast<float>(y + h)});
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const Box& b = boxes[i++ % boxes.size()];
+    benchmark::DoNotOptimize(shardpack::image::ResizeRegionInto(
+        reinterpret_cast<const uint8_t*>(src.data()), kSide, kSide, 3, kSide * 3, b.x0, b.y0, b.x1,
+        b.y1, kOut, kOut, shardpack::image::Filter::kBilinear,
+        reinterpret_cast<uint8_t*>(out.data()), kOut * 3, &scratch));
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+BENCHMARK(BM_ResizeRandomCrop)->Arg(0)->Arg(1);
 
 }  // namespace
 
