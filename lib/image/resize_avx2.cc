@@ -239,8 +239,11 @@ void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int 
   const int slack = in_width * 3 - 12 * (taps.groups - 1) - 16;
   const int vector_end = slack < 0 ? 0 : slack / 3 + 1;
   // Shrinking by up to about 1.2x (Lanczos) or 2.5x (bilinear) needs at most 8 taps: two
-  // groups, the common case, unrolled.
-  if (taps.groups == 2) {
+  // groups, the common case; bilinear and area upscaling (the loader's random-resized-crop)
+  // need one. Those counts are unrolled.
+  if (taps.groups == 1) {
+    RowsOf<1>(in, in_stride, rows, vector_end, taps, out, out_stride);
+  } else if (taps.groups == 2) {
     RowsOf<2>(in, in_stride, rows, vector_end, taps, out, out_stride);
   } else if (taps.groups == 3) {
     RowsOf<3>(in, in_stride, rows, vector_end, taps, out, out_stride);
