@@ -407,6 +407,7 @@ namespace {
 void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, int rows,
                     const AxisWeights& axis, uint8_t* out, size_t out_stride,
                     ResizeScratch::Buffers& buffers) {
+#if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx2.cc is built only for x86-64
   if (c == 3 && buffers.avx2) {
     internal::HorizontalTaps taps = axis.Taps();
     taps.groups = static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
@@ -414,6 +415,7 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
     internal::ResampleRowsRgbAvx2(in, in_stride, in_width, rows, taps, out, out_stride);
     return;
   }
+#endif
   ResampleRowsAnyChannels(c, in, in_stride, in_width, rows, axis, out, out_stride,
                           buffers.Columns(ColumnsBytes(in_width, rows, c)));
 }
@@ -441,6 +443,7 @@ void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
 // vertical axis with its pair weights (PrepareVertical).
 void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const AxisWeights& axis,
                   uint8_t* out, size_t out_stride, const ResizeScratch::Buffers& buffers) {
+#if defined(SHARDPACK_RESIZE_AVX2)
   if (buffers.avx2) {
     internal::HorizontalTaps taps = axis.Taps();
     taps.pairs = internal::VerticalPairs(axis.ksize);
@@ -448,6 +451,7 @@ void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const A
     internal::ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
     return;
   }
+#endif
   ResampleColumns(in, in_stride, row_bytes, axis, out, out_stride);
 }
 
