@@ -11,6 +11,11 @@ SCRIPT = textwrap.dedent(
     import numpy as np
     import shardpack
 
+    # Python installs its KeyboardInterrupt handler only where SIGINT is not ignored at
+    # start, and a shell starts background jobs with SIGINT ignored: install it here, so
+    # that the test does not depend on how the test run was started.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
     def interrupt_when_waiting(loader):
         # SIGINT once the main thread waits for a batch that is being made.
         deadline = time.monotonic() + 10
