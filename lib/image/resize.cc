@@ -106,8 +106,8 @@ struct AxisWeights {
   std::vector<int16_t> packed;
   std::vector<int32_t> pair_weights;
 
-  internal::HorizontalTaps Taps() const {
-    internal::HorizontalTaps taps;
+  internal::AxisTaps Taps() const {
+    internal::AxisTaps taps;
     taps.out_size = out_size;
     taps.ksize = ksize;
     taps.first = first.data();
@@ -409,7 +409,7 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
                     ResizeScratch::Buffers& buffers) {
 #if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx2.cc is built only for x86-64
   if (c == 3 && buffers.avx2) {
-    internal::HorizontalTaps taps = axis.Taps();
+    internal::AxisTaps taps = axis.Taps();
     taps.groups = static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
     taps.packed = axis.packed.data();
     internal::ResampleRowsRgbAvx2(in, in_stride, in_width, rows, taps, out, out_stride);
@@ -426,7 +426,7 @@ void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& b
   const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
   const int groups = internal::PackedGroups(max_count);
   axis->packed.resize(internal::PackedSize(axis->out_size, groups));
-  internal::HorizontalTaps taps = axis->Taps();
+  internal::AxisTaps taps = axis->Taps();
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
 }
 
@@ -435,7 +435,7 @@ void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (!buffers.avx2) return;
   axis->pair_weights.resize(
       internal::PairWeightsSize(axis->out_size, internal::VerticalPairs(axis->ksize)));
-  internal::HorizontalTaps taps = axis->Taps();
+  internal::AxisTaps taps = axis->Taps();
   internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
 }
 
@@ -443,16 +443,18 @@ void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
 // vertical axis with its pair weights (PrepareVertical).
 void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const AxisWeights& axis,
                   uint8_t* out, size_t out_stride, const ResizeScratch::Buffers& buffers) {
+  size_t done = 0;
 #if defined(SHARDPACK_RESIZE_AVX2)
   if (buffers.avx2) {
-    internal::HorizontalTaps taps = axis.Taps();
+    internal::AxisTaps taps = axis.Taps();
     taps.pairs = internal::VerticalPairs(axis.ksize);
     taps.pair_weights = axis.pair_weights.data();
-    internal::ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
-    return;
+    done = internal::ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
   }
 #endif
-  ResampleColumns(in, in_stride, row_bytes, axis, out, out_stride);
+  if (done < row_bytes) {
+    ResampleColumns(in + done, in_stride, row_bytes - done, axis, out + done, out_stride);
+  }
 }
 
 // The pixels a resampling reads: a height x width x channels image of which rows
@@ -895,8 +897,7 @@ bool HaveAvx2() {
 #endif
 }
 
-void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps) {
-  constexpr int32_t kLowMask = (1 << kWeightSplitBits) - 1;
+void PackHorizontalWeights(int groups, int16_t* packed, AxisTaps* taps) {
   for (int x = 0; x < taps->out_size; ++x) {
     const int32_t* k = taps->weights + static_cast<size_t>(x) * taps->ksize;
     const int n = taps->count[x];
@@ -906,9 +907,8 @@ void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps) {
         for (int pair = 0; pair < 2; ++pair) {
           const int t = g * 4 + lane * 2 + pair;
           const int32_t w = t < n ? k[t] : 0;
-          // Arithmetic shift: hi is floor(w / 2^11), lo the non-negative rest.
-          const auto hi = static_cast<int16_t>(w >> kWeightSplitBits);
-          const auto lo = static_cast<int16_t>(w & kLowMask);
+          const auto hi = static_cast<int16_t>(WeightHigh(w));
+          const auto lo = static_cast<int16_t>(WeightLow(w));
           for (int ch = 0; ch < 3; ++ch) {
             group[lane * 8 + ch * 2 + pair] = hi;
             group[16 + lane * 8 + ch * 2 + pair] = lo;
@@ -922,8 +922,7 @@ void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps) {
   taps->packed = packed;
 }
 
-void PackVerticalWeights(int32_t* pair_weights, HorizontalTaps* taps) {
-  constexpr int32_t kLowMask = (1 << kWeightSplitBits) - 1;
+void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps) {
   const int pairs = VerticalPairs(taps->ksize);
   // Two 16-bit halves in one int32, the first in the low word (vpmaddwd's pair order).
   auto words = [](int32_t first, int32_t second) {
@@ -937,9 +936,8 @@ void PackVerticalWeights(int32_t* pair_weights, HorizontalTaps* taps) {
     for (int p = 0; p < pairs; ++p) {
       const int32_t w0 = 2 * p < n ? k[2 * p] : 0;
       const int32_t w1 = 2 * p + 1 < n ? k[2 * p + 1] : 0;
-      // Arithmetic shift: hi is floor(w / 2^11), lo the non-negative rest.
-      out[2 * p] = words(w0 >> kWeightSplitBits, w1 >> kWeightSplitBits);
-      out[2 * p + 1] = words(w0 & kLowMask, w1 & kLowMask);
+      out[2 * p] = words(WeightHigh(w0), WeightHigh(w1));
+      out[2 * p + 1] = words(WeightLow(w0), WeightLow(w1));
     }
   }
   taps->pairs = pairs;

@@ -30,7 +30,7 @@ inline __m256i PairShuffle() {
 
 // The portable sum for one output pixel, for the pixels whose vector loads would read
 // past the end of the row.
-inline void PixelScalar(const uint8_t* row, const HorizontalTaps& taps, int x, uint8_t* dst) {
+inline void PixelScalar(const uint8_t* row, const AxisTaps& taps, int x, uint8_t* dst) {
   const int32_t* k = taps.weights + static_cast<size_t>(x) * taps.ksize;
   const uint8_t* p = row + static_cast<size_t>(taps.first[x]) * 3;
   int32_t s0 = kRoundingHalf;
@@ -96,7 +96,7 @@ inline void StorePixel(uint32_t value, bool last, uint8_t* dst) {
 // kGroups > 0: the number of tap groups, known at compile time (fully unrolled); 0: any,
 // taken from taps.groups.
 template <int kRows, int kGroups>
-inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const HorizontalTaps& taps,
+inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const AxisTaps& taps,
                  uint8_t* out, size_t out_stride) {
   const __m256i shuffle = PairShuffle();
   const int out_width = taps.out_size;
@@ -144,8 +144,8 @@ inline void Rows(const uint8_t* in, size_t in_stride, int vector_end, const Hori
 }
 
 template <int kGroups>
-void RowsOf(const uint8_t* in, size_t in_stride, int rows, int vector_end,
-            const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+void RowsOf(const uint8_t* in, size_t in_stride, int rows, int vector_end, const AxisTaps& taps,
+            uint8_t* out, size_t out_stride) {
   int r = 0;
   for (; r + 4 <= rows; r += 4) {
     Rows<4, kGroups>(in + r * in_stride, in_stride, vector_end, taps, out + r * out_stride,
@@ -193,16 +193,16 @@ inline __m256i FinishColumns(const __m256i hi[4], const __m256i lo[4]) {
 
 }  // namespace
 
-void ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
-                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                           const AxisTaps& taps, uint8_t* out, size_t out_stride) {
   constexpr size_t kStep = 32;
+  const size_t done = row_bytes / kStep * kStep;
   for (int y = 0; y < taps.out_size; ++y) {
     const uint8_t* src = in + static_cast<size_t>(taps.first[y]) * in_stride;
     const int n = taps.count[y];
     const int32_t* w = taps.pair_weights + static_cast<size_t>(y) * taps.pairs * 2;
     uint8_t* dst = out + static_cast<size_t>(y) * out_stride;
-    size_t i = 0;
-    for (; i + kStep <= row_bytes; i += kStep) {
+    for (size_t i = 0; i < done; i += kStep) {
       __m256i hi[4];
       __m256i lo[4];
 #pragma GCC unroll 4
@@ -221,18 +221,12 @@ void ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
       }
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), FinishColumns(hi, lo));
     }
-    // The last row_bytes % 32 samples, as the portable pass sums them.
-    const int32_t* k = taps.weights + static_cast<size_t>(y) * taps.ksize;
-    for (; i < row_bytes; ++i) {
-      int32_t sum = kRoundingHalf;
-      for (int t = 0; t < n; ++t) sum += src[t * in_stride + i] * k[t];
-      dst[i] = static_cast<uint8_t>(std::clamp(sum >> kPrecisionBits, 0, 255));
-    }
   }
+  return done;
 }
 
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride) {
+                         const AxisTaps& taps, uint8_t* out, size_t out_stride) {
   // The vector loads of a pixel whose taps start at `first` read 16 bytes from
   // first * 3 + 12 * g, g < groups: inside the row while first * 3 + 12 * (groups - 1) +
   // 16 <= in_width * 3. Pixels from vector_end on are summed one by one.

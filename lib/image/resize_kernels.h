@@ -23,14 +23,18 @@ inline constexpr int kPrecisionBits = 32 - 8 - 2;
 // without loss, and (sum(p * hi) << kWeightSplitBits) + sum(p * lo) is sum(p * w) exactly
 // (in wrapping 32-bit arithmetic, and the true sum fits in 32 bits).
 inline constexpr int kWeightSplitBits = 11;
+// The two halves: hi = floor(w / 2^11) (an arithmetic shift), lo the non-negative rest.
+inline int32_t WeightHigh(int32_t w) { return w >> kWeightSplitBits; }
+inline int32_t WeightLow(int32_t w) { return w & ((1 << kWeightSplitBits) - 1); }
 
-// The horizontal taps of one axis, as resize.cc computes them: output pixel x reads
-// count[x] source pixels from first[x] on, weighted by weights[x * ksize ...] (fixed
-// point, kPrecisionBits). `packed` holds the same weights split for the AVX2 kernel:
-// per output pixel, `groups` groups of four taps, each 16 int16 of high halves then 16 of
-// low halves, laid out as lane 0 = {w0, w1} x 3 channels + 2 zeros and lane 1 =
-// {w2, w3} x 3 + 2 zeros; taps past count[x] are 0. PackHorizontalWeights fills it.
-struct HorizontalTaps {
+// The taps of one axis, as resize.cc computes them: output sample x reads count[x]
+// source samples from first[x] on, weighted by weights[x * ksize ...] (fixed point,
+// kPrecisionBits). For the horizontal pass, `packed` holds the same weights split for
+// the AVX2 kernel: per output pixel, `groups` groups of four taps, each 16 int16 of high
+// halves then 16 of low halves, laid out as lane 0 = {w0, w1} x 3 channels + 2 zeros and
+// lane 1 = {w2, w3} x 3 + 2 zeros; taps past count[x] are 0. PackHorizontalWeights fills
+// it.
+struct AxisTaps {
   int out_size = 0;
   int ksize = 0;
   const int* first = nullptr;
@@ -54,7 +58,7 @@ inline size_t PackedSize(int out_size, int groups) {
 
 // Fills taps->packed (PackedSize(out_size, groups) values at `packed`) from the int32
 // weights; sets taps->groups and taps->packed.
-void PackHorizontalWeights(int groups, int16_t* packed, HorizontalTaps* taps);
+void PackHorizontalWeights(int groups, int16_t* packed, AxisTaps* taps);
 
 // int32 values `pair_weights` needs for out_size rows of at most ksize taps, and the
 // number of pairs per row.
@@ -65,7 +69,7 @@ inline size_t PairWeightsSize(int out_size, int pairs) {
 
 // Fills taps->pair_weights (PairWeightsSize(out_size, VerticalPairs(ksize)) values at
 // `pair_weights`) from the int32 weights; sets taps->pairs and taps->pair_weights.
-void PackVerticalWeights(int32_t* pair_weights, HorizontalTaps* taps);
+void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps);
 
 // True when this CPU runs the AVX2 kernels (and this build has them).
 bool HaveAvx2();
@@ -75,14 +79,15 @@ bool HaveAvx2();
 // in_width * 3 of a row is read) becomes taps.out_size pixels at out (rows out_stride
 // apart). Same bytes as the portable pass.
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride);
+                         const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
 // Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
-// out_stride, row_bytes bytes) is the weighted sum of source rows first[y]..first[y] +
-// count[y] (at in, in_stride apart), with the weights packed by PackVerticalWeights. Same
-// bytes as the portable pass, any channel count.
-void ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
-                         const HorizontalTaps& taps, uint8_t* out, size_t out_stride);
+// out_stride) is the weighted sum of source rows first[y]..first[y] + count[y] (at in,
+// in_stride apart), with the weights packed by PackVerticalWeights, for the first
+// row_bytes rounded down to 32 bytes of each row (the caller sums the rest). Same bytes as
+// the portable pass, any channel count. Returns the bytes done per row.
+size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                           const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
 }  // namespace shardpack::image::internal
 
