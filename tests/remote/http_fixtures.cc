@@ -134,11 +134,31 @@ std::string NginxServer::Url(const std::string& path) const {
   return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
 }
 
+// nginx writes a request's log line after sending the response, so a client that has its
+// answer can read the log before the line is there. The one nginx process handles events
+// in turn: once it has answered a later request, every earlier line is written. The
+// barrier's own line is left out of AccessLog().
+constexpr char kLogBarrier[] = "/.shardpack-log-barrier";
+
+void NginxServer::AwaitLog() const {
+  const int fd = Connect(port_);
+  if (fd < 0) return;
+  const std::string request = std::string("GET ") + kLogBarrier + " HTTP/1.0\r\n\r\n";
+  if (::write(fd, request.data(), request.size()) == static_cast<ssize_t>(request.size())) {
+    char buffer[4096];
+    while (::read(fd, buffer, sizeof buffer) > 0) {
+    }
+  }
+  ::close(fd);
+}
+
 std::vector<std::string> NginxServer::AccessLog() const {
+  AwaitLog();
   std::vector<std::string> lines;
   std::istringstream in(Slurp(work_dir_ + "/access.log"));
+  const std::string barrier = std::string(" ") + kLogBarrier + " ";
   for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
+    if (!line.empty() && line.find(barrier) == std::string::npos) lines.push_back(line);
   }
   return lines;
 }

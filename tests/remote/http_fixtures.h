@@ -38,6 +38,9 @@ class NginxServer {
   size_t CountRequests(const std::string& suffix) const;
 
  private:
+  // Returns once every request answered so far is in the access log.
+  void AwaitLog() const;
+
   std::string root_, work_dir_, error_;
   int port_ = 0;
   pid_t pid_ = -1;
