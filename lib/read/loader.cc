@@ -16,10 +16,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <sstream>
 #include <thread>
@@ -29,6 +31,8 @@
 #include "read/normalize.h"
 #include "read/sampler.h"
 #include "read/transform.h"
+#include "util/coding.h"
+#include "util/hash.h"
 
 namespace shardpack {
 namespace {
@@ -125,6 +129,7 @@ class Loader::Impl {
   LoaderOptions options;
   read::OrderSpec spec;
   std::vector<uint64_t> shard_records;
+  uint64_t shard_layout = 0;  // ShardLayoutDigest
   read::SampleTransformer transformer;
   size_t sample_bytes = 0;  // uint8 HWC bytes of one output sample
   bool gpu = false;
@@ -487,73 +492,168 @@ Status Batch::WaitOn(void* consumer_stream) {
 
 // ---- LoaderState ----
 
+namespace {
+
+const char* TailName(Tail t) {
+  switch (t) {
+    case Tail::kPartial:
+      return "partial";
+    case Tail::kDrop:
+      return "drop";
+    case Tail::kPad:
+      return "pad";
+  }
+  return "?";
+}
+
+// The items of each state version, in the order ToString writes them.
+constexpr std::array<std::string_view, 8> kStateItemsV1 = {
+    "epoch", "next_batch", "seed", "num_samples", "rank", "world_size", "batch_size", "shuffle"};
+constexpr std::array<std::string_view, 12> kStateItemsV2 = {
+    "epoch",      "next_batch", "seed",  "num_samples", "rank",         "world_size",
+    "batch_size", "shuffle",    "tail",  "block_size",  "block_window", "shard_layout"};
+
+Status BadState(const std::string& what) { return InvalidArgumentError("loader state: " + what); }
+
+// A decimal number in [min, max], the whole of `value`.
+StatusOr<uint64_t> StateNumber(std::string_view key, const std::string& value, uint64_t min,
+                               uint64_t max) {
+  uint64_t v = 0;
+  const char* end = value.data() + value.size();
+  auto [ptr, ec] = std::from_chars(value.data(), end, v);
+  if (value.empty() || ec != std::errc() || ptr != end) {
+    return BadState(std::string(key) + "=" + value + ": not a decimal number in " +
+                    std::to_string(min) + ".." + std::to_string(max));
+  }
+  if (v < min || v > max) {
+    return BadState(std::string(key) + "=" + value + ": outside " + std::to_string(min) + ".." +
+                    std::to_string(max));
+  }
+  return v;
+}
+
+}  // namespace
+
+uint64_t ShardLayoutDigest(const Manifest& manifest) {
+  std::string counts;
+  for (const ShardEntry& e : manifest.shards) {
+    uint8_t le[8];
+    EncodeFixed64(le, e.records);
+    counts.append(reinterpret_cast<const char*>(le), sizeof le);
+  }
+  const std::string hex = Xxh3Hex(counts.data(), counts.size());
+  uint64_t digest = 0;
+  std::from_chars(hex.data(), hex.data() + 16, digest, 16);
+  return digest;
+}
+
 std::string LoaderState::ToString() const {
+  char layout[17];
+  std::snprintf(layout, sizeof layout, "%016llx", static_cast<unsigned long long>(shard_layout));
   std::ostringstream out;
-  out << "shardpack-loader-state 1 epoch=" << epoch << " next_batch=" << next_batch
-      << " seed=" << seed << " num_samples=" << num_samples << " rank=" << rank
-      << " world_size=" << world_size << " batch_size=" << batch_size
-      << " shuffle=" << ShuffleName(shuffle);
+  out << "shardpack-loader-state " << kVersion << " epoch=" << epoch
+      << " next_batch=" << next_batch << " seed=" << seed << " num_samples=" << num_samples
+      << " rank=" << rank << " world_size=" << world_size << " batch_size=" << batch_size
+      << " shuffle=" << ShuffleName(shuffle) << " tail=" << TailName(tail)
+      << " block_size=" << block_size << " block_window=" << block_window
+      << " shard_layout=" << layout;
   return out.str();
 }
 
 StatusOr<LoaderState> LoaderState::Parse(const std::string& text) {
   std::istringstream in(text);
   std::string magic;
-  int version = 0;
+  std::string version;
   in >> magic >> version;
-  if (magic != "shardpack-loader-state" || version != 1) {
-    return InvalidArgumentError(
-        "loader state: expected \"shardpack-loader-state 1 ...\", found \"" + text.substr(0, 40) +
-        "\"");
+  if (magic != "shardpack-loader-state" || (version != "1" && version != "2")) {
+    return BadState("expected \"shardpack-loader-state 2 ...\" (or version 1), found \"" +
+                    text.substr(0, 40) + "\"");
   }
   LoaderState st;
+  st.version = version == "1" ? 1 : 2;
+  const std::span<const std::string_view> items =
+      st.version == 1 ? std::span<const std::string_view>(kStateItemsV1)
+                      : std::span<const std::string_view>(kStateItemsV2);
+  std::vector<bool> seen(items.size(), false);
+  constexpr uint64_t kIntMax = static_cast<uint64_t>(std::numeric_limits<int>::max());
   std::string item;
-  int seen = 0;
   while (in >> item) {
     const size_t eq = item.find('=');
-    if (eq == std::string::npos) return InvalidArgumentError("loader state: bad item " + item);
+    if (eq == std::string::npos) return BadState("\"" + item + "\" is not key=value");
     const std::string key = item.substr(0, eq);
     const std::string value = item.substr(eq + 1);
-    try {
-      if (key == "shuffle") {
-        if (value == "none") {
-          st.shuffle = ShuffleMode::kNone;
-        } else if (value == "global") {
-          st.shuffle = ShuffleMode::kGlobal;
-        } else if (value == "block") {
-          st.shuffle = ShuffleMode::kBlock;
-        } else {
-          return InvalidArgumentError("loader state: unknown shuffle " + value);
-        }
-      } else {
-        size_t used = 0;
-        const uint64_t v = std::stoull(value, &used);
-        if (used != value.size()) throw std::invalid_argument(value);
-        if (key == "epoch") {
-          st.epoch = v;
-        } else if (key == "next_batch") {
-          st.next_batch = v;
-        } else if (key == "seed") {
-          st.seed = v;
-        } else if (key == "num_samples") {
-          st.num_samples = v;
-        } else if (key == "rank") {
-          st.rank = static_cast<int>(v);
-        } else if (key == "world_size") {
-          st.world_size = static_cast<int>(v);
-        } else if (key == "batch_size") {
-          st.batch_size = static_cast<int>(v);
-        } else {
-          return InvalidArgumentError("loader state: unknown item " + key);
-        }
-      }
-    } catch (const std::exception&) {
-      return InvalidArgumentError("loader state: " + key + ": not a number: " + value);
+    const auto known = std::find(items.begin(), items.end(), key);
+    if (known == items.end()) {
+      return BadState("unknown item \"" + key + "\" in a version " + version + " state");
     }
-    ++seen;
+    const size_t k = static_cast<size_t>(known - items.begin());
+    if (seen[k]) return BadState("item \"" + key + "\" appears twice");
+    seen[k] = true;
+    if (key == "shuffle") {
+      if (value == "none") {
+        st.shuffle = ShuffleMode::kNone;
+      } else if (value == "global") {
+        st.shuffle = ShuffleMode::kGlobal;
+      } else if (value == "block") {
+        st.shuffle = ShuffleMode::kBlock;
+      } else {
+        return BadState("shuffle=" + value + ": expected none, global or block");
+      }
+    } else if (key == "tail") {
+      if (value == "partial") {
+        st.tail = Tail::kPartial;
+      } else if (value == "drop") {
+        st.tail = Tail::kDrop;
+      } else if (value == "pad") {
+        st.tail = Tail::kPad;
+      } else {
+        return BadState("tail=" + value + ": expected partial, drop or pad");
+      }
+    } else if (key == "shard_layout") {
+      uint64_t v = 0;
+      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v, 16);
+      if (value.size() != 16 || ec != std::errc() || ptr != value.data() + value.size()) {
+        return BadState("shard_layout=" + value + ": expected 16 hex digits");
+      }
+      st.shard_layout = v;
+    } else {
+      const bool small = key == "rank" || key == "world_size" || key == "batch_size" ||
+                         key == "block_size" || key == "block_window";
+      const uint64_t min = key == "world_size" || key == "batch_size" || key == "block_size" ||
+                                   key == "block_window"
+                               ? 1
+                               : 0;
+      SHARDPACK_ASSIGN_OR_RETURN(uint64_t v,
+                                 StateNumber(key, value, min, small ? kIntMax : UINT64_MAX));
+      if (key == "epoch") {
+        st.epoch = v;
+      } else if (key == "next_batch") {
+        st.next_batch = v;
+      } else if (key == "seed") {
+        st.seed = v;
+      } else if (key == "num_samples") {
+        st.num_samples = v;
+      } else if (key == "rank") {
+        st.rank = static_cast<int>(v);
+      } else if (key == "world_size") {
+        st.world_size = static_cast<int>(v);
+      } else if (key == "batch_size") {
+        st.batch_size = static_cast<int>(v);
+      } else if (key == "block_size") {
+        st.block_size = static_cast<int>(v);
+      } else {
+        st.block_window = static_cast<int>(v);
+      }
+    }
   }
-  if (seen != 8) {
-    return InvalidArgumentError("loader state: expected 8 items, found " + std::to_string(seen));
+  std::string missing;
+  for (size_t k = 0; k < items.size(); ++k) {
+    if (!seen[k]) missing += (missing.empty() ? "" : ", ") + std::string(items[k]);
+  }
+  if (!missing.empty()) return BadState("missing " + missing);
+  if (st.rank >= st.world_size) {
+    return BadState("rank " + std::to_string(st.rank) + " is not below world_size " +
+                    std::to_string(st.world_size));
   }
   return st;
 }
@@ -596,6 +696,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   for (const ShardEntry& e : impl->dataset->manifest().shards) {
     impl->shard_records.push_back(e.records);
   }
+  impl->shard_layout = ShardLayoutDigest(impl->dataset->manifest());
   auto transformer = read::SampleTransformer::Create(o, impl->dataset->manifest().image);
   if (!transformer.ok()) return transformer.status();
   impl->transformer = std::move(transformer).value();
@@ -609,10 +710,32 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
 
   const uint64_t n = impl->dataset->size();
   if (state != nullptr) {
-    if (state->seed != o.seed || state->num_samples != n || state->rank != o.rank ||
-        state->world_size != o.world_size || state->batch_size != o.batch_size ||
-        state->shuffle != o.shuffle) {
-      return bad("the state was saved for another configuration: " + state->ToString());
+    // Every value the order depends on, as the state has it and as it is now.
+    std::string differ;
+    auto check = [&differ](const char* field, const std::string& saved, const std::string& now) {
+      if (saved == now) return;
+      differ += std::string(differ.empty() ? "" : "; ") + field + " is " + saved +
+                " in the state, " + now + " now";
+    };
+    using std::to_string;
+    check("seed", to_string(state->seed), to_string(o.seed));
+    check("num_samples", to_string(state->num_samples), to_string(n));
+    check("rank", to_string(state->rank), to_string(o.rank));
+    check("world_size", to_string(state->world_size), to_string(o.world_size));
+    check("batch_size", to_string(state->batch_size), to_string(o.batch_size));
+    check("shuffle", ShuffleName(state->shuffle), ShuffleName(o.shuffle));
+    if (state->version >= 2) {
+      check("tail", TailName(state->tail), TailName(o.tail));
+      if (o.shuffle == ShuffleMode::kBlock) {
+        check("block_size", to_string(state->block_size), to_string(o.block_size));
+        check("block_window", to_string(state->block_window), to_string(o.block_window));
+        if (state->shard_layout != ShardLayoutDigest(impl->dataset->manifest())) {
+          check("shard_layout (the shards' record counts)", "another", "these");
+        }
+      }
+    }
+    if (!differ.empty()) {
+      return bad("the state was saved for another configuration: " + differ);
     }
     if (state->next_batch > read::BatchesPerEpoch(impl->spec, n)) {
       return bad("the state's next_batch " + std::to_string(state->next_batch) +
@@ -765,6 +888,10 @@ LoaderState Loader::state() const {
   s.world_size = o.world_size;
   s.batch_size = o.batch_size;
   s.shuffle = o.shuffle;
+  s.tail = o.tail;
+  s.block_size = o.block_size;
+  s.block_window = o.block_window;
+  s.shard_layout = impl_->shard_layout;
   return s;
 }
 

@@ -338,6 +338,13 @@ void BindLoader(nb::module_& m) {
         d["world_size"] = s.world_size;
         d["batch_size"] = s.batch_size;
         d["shuffle"] = s.shuffle;
+        d["version"] = s.version;
+        if (s.version >= 2) {
+          d["tail"] = s.tail;
+          d["block_size"] = s.block_size;
+          d["block_window"] = s.block_window;
+          d["shard_layout"] = s.shard_layout;
+        }
         return d;
       },
       nb::arg("text"), "LoaderState::Parse, as a dict.");

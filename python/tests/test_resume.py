@@ -34,7 +34,7 @@ def test_resume_mid_epoch_gives_identical_batches(dataset_path):
     full, _ = run(dataset_path, epochs=2)
     assert len(full) == 18  # 9 batches per epoch
     head, state = run(dataset_path, epochs=2, stop_after=12)
-    assert state["loader_state"].startswith("shardpack-loader-state 1 epoch=1 next_batch=3 ")
+    assert state["loader_state"].startswith("shardpack-loader-state 2 epoch=1 next_batch=3 ")
     tail, _ = run(dataset_path, epochs=2, state=state)
     resumed = head + tail
     assert [(e, i) for e, i, _, _ in resumed] == [(e, i) for e, i, _, _ in full]

@@ -60,7 +60,7 @@ def test_dataloader_adapter_passes_batches_through(dataset_path):
     reference = shardpack.Dataset(dataset_path)
     assert torch.cat(got).tolist() == [reference[int(i)].label for i in order]
     ds.set_epoch(1)
-    assert ds.state_dict()["loader_state"].startswith("shardpack-loader-state 1 epoch=1 ")
+    assert ds.state_dict()["loader_state"].startswith("shardpack-loader-state 2 epoch=1 ")
 
 
 def test_dataloader_adapter_refuses_worker_processes(dataset_path):

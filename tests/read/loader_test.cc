@@ -1,10 +1,12 @@
 #include "shardpack/loader.h"
 
 #include <gtest/gtest.h>
+
 #include <unistd.h>
 
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -525,7 +527,62 @@ TEST(LoaderOptionsTest, AStateForAnotherConfigurationIsRefused) {
   EXPECT_EQ(Loader::Create(ds, o, &s).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(LoaderOptionsTest, StateTextRoundTripsAndRejectsGarbage) {
+TEST(LoaderOptionsTest, AStateNamesEveryFieldThatDiffers) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 8});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.shuffle = ShuffleMode::kBlock;
+  o.block_size = 2;
+  o.block_window = 2;
+  LoaderState s = LoaderOrDie(ds, o)->state();
+  struct Case {
+    std::function<void(LoaderOptions&)> change;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {[](LoaderOptions& c) { c.tail = Tail::kDrop; }, "tail is partial in the state, drop now"},
+      {[](LoaderOptions& c) { c.tail = Tail::kPad; }, "tail is partial in the state, pad now"},
+      {[](LoaderOptions& c) { c.block_size = 4; }, "block_size is 2 in the state, 4 now"},
+      {[](LoaderOptions& c) { c.block_window = 3; }, "block_window is 2 in the state, 3 now"},
+      {[](LoaderOptions& c) { c.seed = 9; }, "seed is 0 in the state, 9 now"},
+      {[](LoaderOptions& c) { c.shuffle = ShuffleMode::kGlobal; },
+       "shuffle is block in the state, global now"},
+  };
+  for (const Case& c : cases) {
+    LoaderOptions changed = o;
+    c.change(changed);
+    auto other = Loader::Create(ds, changed, &s);
+    EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument) << c.message;
+    EXPECT_NE(other.status().message().find(c.message), std::string::npos)
+        << other.status().message();
+  }
+  // The block geometry does not shape a global shuffle: not checked there.
+  LoaderOptions global = o;
+  global.shuffle = ShuffleMode::kGlobal;
+  LoaderState g = LoaderOrDie(ds, global)->state();
+  global.block_size = 7;
+  EXPECT_OK(Loader::Create(ds, global, &g).status());
+}
+
+TEST(LoaderOptionsTest, ABlockStateForOtherShardSizesIsRefused) {
+  TempDir a;
+  TempDir b;
+  testing::WriteTestDataset(a.path(), {.samples = 8, .max_shard_records = 4});
+  testing::WriteTestDataset(b.path(), {.samples = 8, .max_shard_records = 3});
+  LoaderOptions o;
+  o.batch_size = 2;
+  o.shuffle = ShuffleMode::kBlock;
+  o.block_size = 2;
+  LoaderState s = LoaderOrDie(OpenOrDie(a.path()), o)->state();
+  auto other = Loader::Create(OpenOrDie(b.path()), o, &s);
+  EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(other.status().message().find("shard_layout"), std::string::npos)
+      << other.status().message();
+}
+
+TEST(LoaderOptionsTest, StateTextRoundTrips) {
   LoaderState s;
   s.epoch = 7;
   s.next_batch = 123;
@@ -535,13 +592,79 @@ TEST(LoaderOptionsTest, StateTextRoundTripsAndRejectsGarbage) {
   s.world_size = 8;
   s.batch_size = 256;
   s.shuffle = ShuffleMode::kBlock;
+  s.tail = Tail::kPad;
+  s.block_size = 32;
+  s.block_window = 5;
+  s.shard_layout = 0x0123456789abcdefull;
   auto back = LoaderState::Parse(s.ToString());
   ASSERT_OK(back.status());
   EXPECT_EQ(back->ToString(), s.ToString());
-  EXPECT_EQ(LoaderState::Parse("hello").status().code(), StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoaderState::Parse("shardpack-loader-state 1 epoch=x").status().code(),
-            StatusCode::kInvalidArgument);
-  EXPECT_EQ(LoaderState::Parse("shardpack-loader-state 1 epoch=1").status().code(),
+  EXPECT_EQ(back->version, 2);
+  EXPECT_EQ(back->tail, Tail::kPad);
+  EXPECT_EQ(back->block_size, 32);
+  EXPECT_EQ(back->block_window, 5);
+  EXPECT_EQ(back->shard_layout, 0x0123456789abcdefull);
+}
+
+TEST(LoaderOptionsTest, MalformedStatesAreRejectedNamingTheItem) {
+  const std::string good =
+      "shardpack-loader-state 2 epoch=1 next_batch=2 seed=3 num_samples=10 rank=0 "
+      "world_size=1 batch_size=2 shuffle=global tail=partial block_size=64 block_window=16 "
+      "shard_layout=00000000000000ff";
+  ASSERT_OK(LoaderState::Parse(good).status());
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"hello", "expected \"shardpack-loader-state 2"},
+      {"shardpack-loader-state 3 epoch=1", "expected \"shardpack-loader-state 2"},
+      {good + " epoch=5", "\"epoch\" appears twice"},
+      {good + " colour=red", "unknown item \"colour\""},
+      {good + " stray", "\"stray\" is not key=value"},
+      {"shardpack-loader-state 2 epoch=1 next_batch=2 seed=3 num_samples=10 rank=0 "
+       "world_size=1 batch_size=2 tail=partial block_size=64 block_window=16 "
+       "shard_layout=00000000000000ff",
+       "missing shuffle"},
+      {"shardpack-loader-state 2 epoch=1", "missing next_batch, seed"},
+      {std::string(good).replace(good.find("epoch=1"), 7, "epoch=x"), "epoch=x: not a decimal"},
+      {std::string(good).replace(good.find("epoch=1"), 7, "epoch=-1"), "epoch=-1: not a decimal"},
+      {std::string(good).replace(good.find("rank=0"), 6, "rank=4294967296"),
+       "rank=4294967296: outside 0..2147483647"},
+      {std::string(good).replace(good.find("batch_size=2"), 12, "batch_size=0"),
+       "batch_size=0: outside 1.."},
+      {std::string(good).replace(good.find("rank=0"), 6, "rank=1"),
+       "rank 1 is not below world_size 1"},
+      {std::string(good).replace(good.find("tail=partial"), 12, "tail=some"),
+       "tail=some: expected partial, drop or pad"},
+      {std::string(good).replace(good.find("shuffle=global"), 14, "shuffle=GLOBAL"),
+       "shuffle=GLOBAL: expected none, global or block"},
+      {std::string(good).replace(good.find("shard_layout=00000000000000ff"), 29,
+                                 "shard_layout=ff"),
+       "shard_layout=ff: expected 16 hex digits"},
+  };
+  for (const auto& [text, message] : bad) {
+    auto st = LoaderState::Parse(text);
+    EXPECT_EQ(st.status().code(), StatusCode::kInvalidArgument) << text;
+    EXPECT_NE(st.status().message().find(message), std::string::npos)
+        << text << " -> " << st.status().message();
+  }
+}
+
+TEST(LoaderOptionsTest, AVersion1StateStillResumes) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 8});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 2;
+  auto v1 = LoaderState::Parse(
+      "shardpack-loader-state 1 epoch=0 next_batch=2 seed=0 num_samples=8 rank=0 world_size=1 "
+      "batch_size=2 shuffle=global");
+  ASSERT_OK(v1.status());
+  EXPECT_EQ(v1->version, 1);
+  auto loader = Loader::Create(ds, o, &*v1);
+  ASSERT_OK(loader.status());
+  EXPECT_EQ((*loader)->state().next_batch, 2u);
+  EXPECT_EQ(LoaderState::Parse("shardpack-loader-state 1 epoch=0 next_batch=2 seed=0 "
+                               "num_samples=8 rank=0 world_size=1 batch_size=2")
+                .status()
+                .code(),
             StatusCode::kInvalidArgument);
 }
 

@@ -168,8 +168,23 @@ struct DistributedRank {
 StatusOr<DistributedRank> RankFromEnvironment();
 
 // Where a loader stands: the next batch Next() returns. Small and plain, so it can be
-// saved with a checkpoint (ToString / Parse: one line of text).
+// saved with a checkpoint (ToString / Parse: one line of text, docs/LOADER.md).
+//
+// It carries everything the order depends on (the order rules above), and Create refuses
+// a state whose values differ from the options and dataset it is given, naming each field
+// that differs (in the state vs now). Text format, version 2:
+//   shardpack-loader-state 2 epoch=E next_batch=B seed=S num_samples=N rank=R
+//     world_size=W batch_size=BS shuffle=none|global|block tail=partial|drop|pad
+//     block_size=K block_window=G shard_layout=<16 hex digits>
+// (one line; items in any order, each exactly once). Parse rejects a text that is not
+// that: another magic or version, a missing, unknown or repeated item, a value that is not
+// a decimal number in range or not one of the names. Version 1 texts (written before
+// tail, the block geometry and the shard layout were recorded) still parse: their
+// `version` is 1, and Create checks only the eight items they carry.
 struct LoaderState {
+  static constexpr int kVersion = 2;
+
+  int version = kVersion;  // of the text it was parsed from; ToString writes kVersion
   uint64_t epoch = 0;
   uint64_t next_batch = 0;  // batch index within the epoch
   // What the order depends on, checked when a loader is created from this state.
@@ -179,10 +194,21 @@ struct LoaderState {
   int world_size = 1;
   int batch_size = 0;
   ShuffleMode shuffle = ShuffleMode::kGlobal;
+  Tail tail = Tail::kPartial;
+  // kBlock's geometry; recorded whatever the shuffle, checked for kBlock only.
+  int block_size = 64;
+  int block_window = 16;
+  // ShardLayoutDigest of the dataset's shard record counts: blocks never cross a shard
+  // boundary, so kBlock's order depends on them (checked for kBlock only).
+  uint64_t shard_layout = 0;
 
   std::string ToString() const;
   static StatusOr<LoaderState> Parse(const std::string& text);
 };
+
+// A 64-bit digest of a dataset's shard record counts (the first half of the XXH3-128 of
+// the counts as little-endian uint64s), as LoaderState::shard_layout records it.
+uint64_t ShardLayoutDigest(const Manifest& manifest);
 
 struct LoaderStats {
   uint64_t batches = 0;
