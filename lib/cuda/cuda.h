@@ -180,7 +180,7 @@ Status StreamSynchronize(void* stream);
 // Queues the normalisation of read/normalize.h on `stream`: n images of h x w x c uint8 at
 // `device_nhwc` (c is 1 or 3) -> n x c x h x w elements of `type` at `device_out`, both in
 // the memory of the stream's device, not overlapping. The output bits equal
-// read::NormalizeHost's for the same `p`. InvalidArgument for c other than 1 or 3 or a
+// read::HostNormalizer's for the same `p`. InvalidArgument for c other than 1 or 3 or a
 // negative size; n, h or w of 0 queues nothing.
 Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
                       const read::NormalizeParams& p, read::NormalizeType type, void* device_out,

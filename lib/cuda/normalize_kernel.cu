@@ -1,4 +1,4 @@
-// cuda::NormalizeAsync: the kernel twin of read::NormalizeHost.
+// cuda::NormalizeAsync: the kernel twin of read::HostNormalizer.
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 

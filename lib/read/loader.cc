@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -135,6 +136,8 @@ class Loader::Impl {
   bool gpu = false;
   bool normalize = false;
   read::NormalizeParams norm;
+  // Host path with normalisation: the tables, built once per loader.
+  std::optional<read::HostNormalizer> host_normalizer;
   int chunk = 1;
 
   std::vector<std::unique_ptr<Batch::Slot>> slots;
@@ -298,9 +301,9 @@ class Loader::Impl {
     }
     if (normalize && !gpu) {
       const size_t out_bytes = sample_bytes * OutputElementBytes(options.output_type);
-      read::NormalizeHost(dst, 1, transformer.out_height(), transformer.out_width(),
-                          transformer.channels(), norm, NormalizeTypeOf(options.output_type),
-                          slot.host_out_memory.get() + static_cast<size_t>(i) * out_bytes);
+      host_normalizer->Run(dst, 1, transformer.out_height(), transformer.out_width(),
+                           transformer.channels(),
+                           slot.host_out_memory.get() + static_cast<size_t>(i) * out_bytes);
     }
     return Status::Ok();
   }
@@ -703,8 +706,12 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   impl->sample_bytes = static_cast<size_t>(impl->transformer.out_height()) *
                        impl->transformer.out_width() * impl->transformer.channels();
   impl->normalize = o.output_type != OutputType::kUint8;
-  if (impl->normalize) impl->norm = read::MakeNormalizeParams(o.mean, o.std);
   impl->gpu = o.device >= 0;
+  if (impl->normalize) {
+    SHARDPACK_RETURN_IF_ERROR(read::CheckNormalizeStatistics(o.mean, o.std).WithPrefix("loader"));
+    impl->norm = read::MakeNormalizeParams(o.mean, o.std);
+    if (!impl->gpu) impl->host_normalizer.emplace(impl->norm, NormalizeTypeOf(o.output_type));
+  }
   if (o.device < -1) return bad("device must be -1 (host) or a CUDA device number");
   if (impl->gpu) SHARDPACK_RETURN_IF_ERROR(cuda::CheckDevice(o.device));
 

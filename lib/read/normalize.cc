@@ -1,8 +1,10 @@
 #include "read/normalize.h"
 
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <cstdio>
 
 namespace shardpack::read {
 namespace {
@@ -63,18 +65,33 @@ void RunTables(const uint8_t* in_nhwc, int n, int h, int w, int c,
   }
 }
 
-template <typename T>
-void BuildAndRun(const uint8_t* in_nhwc, int n, int h, int w, int c, const NormalizeParams& p,
-                 void* out_nchw) {
-  std::array<Table<T>, 3> tables;
-  for (int ch = 0; ch < c && ch < 3; ++ch) FillTable(p.scale[ch], p.bias[ch], tables[ch]);
-  RunTables(in_nhwc, n, h, w, c, tables, out_nchw);
-}
+std::atomic<uint64_t> g_constructed{0};
 
 }  // namespace
 
 size_t NormalizeTypeSize(NormalizeType type) {
   return type == NormalizeType::kFloat16 ? sizeof(uint16_t) : sizeof(float);
+}
+
+Status CheckNormalizeStatistics(const std::array<float, 3>& mean,
+                                const std::array<float, 3>& stddev) {
+  for (int c = 0; c < 3; ++c) {
+    char value[64];
+    const bool mean_ok = std::isfinite(mean[c]) && mean[c] >= 0.0f && mean[c] <= 1.0f;
+    const bool std_ok = std::isfinite(stddev[c]) && stddev[c] > 0.0f && stddev[c] <= 1.0f;
+    if (mean_ok && std_ok) continue;
+    const bool is_mean = !mean_ok;
+    std::snprintf(value, sizeof value, "%g", is_mean ? mean[c] : stddev[c]);
+    const bool large = (is_mean ? mean[c] : stddev[c]) > 1.0f;
+    return InvalidArgumentError(
+        std::string("normalisation: ") + (is_mean ? "mean" : "std") + "[" + std::to_string(c) +
+        "] is " + value + "; expected " +
+        (is_mean ? "a value in [0, 1]" : "a value in (0, 1] (above 0: it divides)") +
+        ", in 0..1 pixel units as torchvision's (ImageNet: mean 0.485, 0.456, 0.406, std "
+        "0.229, 0.224, 0.225)" +
+        (large ? "; values in 0..255 units must be divided by 255" : ""));
+  }
+  return Status::Ok();
 }
 
 NormalizeParams MakeNormalizeParams(const std::array<float, 3>& mean,
@@ -132,17 +149,9 @@ float HalfToFloat(uint16_t bits) {
   return sign != 0 ? -magnitude : magnitude;
 }
 
-void NormalizeHost(const uint8_t* in_nhwc, int n, int h, int w, int c, const NormalizeParams& p,
-                   NormalizeType type, void* out_nchw) {
-  if (type == NormalizeType::kFloat16) {
-    BuildAndRun<uint16_t>(in_nhwc, n, h, w, c, p, out_nchw);
-  } else {
-    BuildAndRun<float>(in_nhwc, n, h, w, c, p, out_nchw);
-  }
-}
-
 HostNormalizer::HostNormalizer(const NormalizeParams& p, NormalizeType type)
     : type_(type), float32_{}, float16_{} {
+  g_constructed.fetch_add(1, std::memory_order_relaxed);
   for (int ch = 0; ch < 3; ++ch) {
     if (type == NormalizeType::kFloat16) {
       FillTable(p.scale[ch], p.bias[ch], float16_[ch]);
@@ -150,6 +159,10 @@ HostNormalizer::HostNormalizer(const NormalizeParams& p, NormalizeType type)
       FillTable(p.scale[ch], p.bias[ch], float32_[ch]);
     }
   }
+}
+
+uint64_t HostNormalizer::Constructed() {
+  return g_constructed.load(std::memory_order_relaxed);
 }
 
 void HostNormalizer::Run(const uint8_t* in_nhwc, int n, int h, int w, int c, void* out_nchw) const {

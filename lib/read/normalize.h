@@ -9,15 +9,20 @@
 // both, but the NaN bit patterns may differ.
 //
 //   NormalizeParams p = MakeNormalizeParams(options.mean, options.std);
-//   NormalizeHost(batch, n, h, w, 3, p, NormalizeType::kFloat16, out);
+//   HostNormalizer normalizer(p, NormalizeType::kFloat16);   // once: builds the tables
+//   normalizer.Run(batch, n, h, w, 3, out);                  // per image or batch
 //
-// Thread-safety: pure functions; concurrent calls on disjoint outputs are safe.
+// Thread-safety: the functions are pure; a HostNormalizer is immutable after construction,
+// and concurrent Runs on disjoint outputs are safe.
 #ifndef SHARDPACK_READ_NORMALIZE_H_
 #define SHARDPACK_READ_NORMALIZE_H_
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <string>
+
+#include "shardpack/status.h"
 
 namespace shardpack::read {
 
@@ -36,6 +41,12 @@ struct NormalizeParams {
   std::array<float, 3> bias = {0.0f, 0.0f, 0.0f};
 };
 
+// InvalidArgument unless mean and stddev are in torchvision's 0..1 units: every mean in
+// [0, 1], every stddev in (0, 1] (finite). The message names the channel and the value,
+// and says what to do with 0..255 values (divide by 255).
+Status CheckNormalizeStatistics(const std::array<float, 3>& mean,
+                                const std::array<float, 3>& stddev);
+
 // torchvision's convention, mean and stddev in 0..1 units:
 //   scale[c] = 1.0f / (255.0f * stddev[c]),  bias[c] = -mean[c] / stddev[c],
 // each computed in float. Compute them once, here, and hand the same values to the host and
@@ -52,24 +63,24 @@ uint16_t FloatToHalf(float value);
 // The inverse, exact (every binary16 value is a binary32 value); NaN payloads are kept.
 float HalfToFloat(uint16_t bits);
 
-// Normalises n images of h x w x c uint8 (c is 1 or 3), contiguous NHWC at `in_nhwc`, into
-// n x c x h x w elements of `type`, contiguous NCHW at `out_nchw` (which must hold
-// n * c * h * w * NormalizeTypeSize(type) bytes, suitably aligned for the type, and must
-// not overlap the input). n, h or w of 0 writes nothing. Each call first builds 256-entry
-// tables per channel (a few microseconds): callers that normalise one small image at a
-// time with the same parameters should keep a HostNormalizer instead.
-void NormalizeHost(const uint8_t* in_nhwc, int n, int h, int w, int c, const NormalizeParams& p,
-                   NormalizeType type, void* out_nchw);
-
-// NormalizeHost with its tables built once, in the constructor, for all three channels.
-// Immutable after construction: Run may be called from many threads at once.
+// Normalises images of h x w x c uint8 (c is 1 or 3) into c x h x w elements of its type,
+// with its tables (256 entries per channel, built with the reference arithmetic above)
+// built once, in the constructor. Immutable after construction: Run may be called from
+// many threads at once.
 class HostNormalizer {
  public:
   HostNormalizer(const NormalizeParams& p, NormalizeType type);
 
   NormalizeType type() const { return type_; }
-  // Same contract and output as NormalizeHost(in_nhwc, n, h, w, c, p, type, out_nchw).
+  // Normalises n images, contiguous NHWC at `in_nhwc`, into n x c x h x w elements,
+  // contiguous NCHW at `out_nchw` (which must hold n * c * h * w * NormalizeTypeSize(type())
+  // bytes, suitably aligned for the type, and must not overlap the input). n, h or w of 0
+  // writes nothing.
   void Run(const uint8_t* in_nhwc, int n, int h, int w, int c, void* out_nchw) const;
+
+  // HostNormalizers constructed in this process so far: tables are built only then (for
+  // tests that hold the loader to one set of tables per loader).
+  static uint64_t Constructed();
 
  private:
   NormalizeType type_;

@@ -219,7 +219,7 @@ TEST(CudaDeviceTest, MovedBufferOwnsTheMemory) {
   EXPECT_EQ(b.size(), 256u);
 }
 
-// NormalizeAsync against read::NormalizeHost, bit for bit, on random pixels (every byte
+// NormalizeAsync against read::HostNormalizer, bit for bit, on random pixels (every byte
 // value appears) with parameters that reach float16's subnormals and overflow too.
 struct NormalizeCase {
   NormalizeType type;
@@ -228,7 +228,7 @@ struct NormalizeCase {
 
 class NormalizeAsyncTest : public ::testing::TestWithParam<NormalizeCase> {};
 
-TEST_P(NormalizeAsyncTest, MatchesNormalizeHostBitForBit) {
+TEST_P(NormalizeAsyncTest, MatchesHostNormalizerBitForBit) {
   SKIP_WITHOUT_DEVICE();
   const auto [type, c] = GetParam();
   constexpr int kN = 5, kH = 37, kW = 53;
@@ -260,7 +260,7 @@ TEST_P(NormalizeAsyncTest, MatchesNormalizeHostBitForBit) {
     ASSERT_OK(CopyToHostAsync(out.data(), device_out.data(), out_bytes, stream.get()));
     ASSERT_OK(StreamSynchronize(stream.get()));
     std::vector<uint8_t> expected(out_bytes);
-    read::NormalizeHost(pixels, kN, kH, kW, c, p, type, expected.data());
+    read::HostNormalizer(p, type).Run(pixels, kN, kH, kW, c, expected.data());
     const auto* got = static_cast<const uint8_t*>(out.data());
     size_t mismatches = 0;
     for (size_t i = 0; i < out_bytes && mismatches < 10; ++i) {

@@ -455,12 +455,48 @@ TEST(LoaderOutputTest, HostNormalisationMatchesTheReference) {
       nhwc.insert(nhwc.end(), px.begin(), px.end());
     }
     std::vector<uint8_t> want(b->host_bytes());
-    read::NormalizeHost(nhwc.data(), 4, 3, 2, 3, read::MakeNormalizeParams(o.mean, o.std),
-                        type == OutputType::kFloat32 ? read::NormalizeType::kFloat32
-                                                     : read::NormalizeType::kFloat16,
-                        want.data());
+    read::HostNormalizer(read::MakeNormalizeParams(o.mean, o.std),
+                         type == OutputType::kFloat32 ? read::NormalizeType::kFloat32
+                                                      : read::NormalizeType::kFloat16)
+        .Run(nhwc.data(), 4, 3, 2, 3, want.data());
     EXPECT_EQ(std::memcmp(b->host_data(), want.data(), want.size()), 0);
   }
+}
+
+TEST(LoaderOutputTest, HostNormalisationTablesAreBuiltOncePerLoader) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 12, .height = 3, .width = 2});
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.output_type = OutputType::kFloat16;
+  const uint64_t before = read::HostNormalizer::Constructed();
+  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  EXPECT_EQ(ReadEpoch(*loader).size(), 3u);  // batches
+  ASSERT_OK(loader->StartEpoch(1));
+  EXPECT_EQ(ReadEpoch(*loader).size(), 3u);  // batches
+  EXPECT_EQ(read::HostNormalizer::Constructed() - before, 1u);
+}
+
+TEST(LoaderOutputTest, NormalisationStatisticsOutside0To1UnitsAreRefused) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 4});
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.output_type = OutputType::kFloat32;
+  o.mean = {123.675f, 116.28f, 103.53f};
+  auto loader = Loader::Create(ds, o);
+  EXPECT_EQ(loader.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(loader.status().message().find("loader: normalisation: mean[0] is 123.675"),
+            std::string::npos)
+      << loader.status().message();
+  o.mean = {0.5f, 0.5f, 0.5f};
+  o.std = {0.2f, 0.0f, 0.2f};
+  loader = Loader::Create(ds, o);
+  EXPECT_NE(loader.status().message().find("std[1] is 0"), std::string::npos)
+      << loader.status().message();
+  // uint8 output does not normalise: the statistics are not used, nor checked.
+  o.output_type = OutputType::kUint8;
+  EXPECT_OK(Loader::Create(ds, o).status());
 }
 
 TEST(LoaderOutputTest, VariableSizeDatasetsNeedATransform) {

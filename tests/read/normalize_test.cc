@@ -116,6 +116,12 @@ TEST(MakeNormalizeParamsTest, FollowsTorchvisionsConvention) {
   EXPECT_EQ(p.bias[2], -0.0f);
 }
 
+// One HostNormalizer per call, as the tests below want each case alone.
+void NormalizeHost(const uint8_t* in, int n, int h, int w, int c, const NormalizeParams& p,
+                   NormalizeType type, void* out) {
+  HostNormalizer(p, type).Run(in, n, h, w, c, out);
+}
+
 TEST(NormalizeHostTest, Float32IsScaleTimesPixelPlusBias) {
   const uint8_t in[] = {0, 1, 10, 255};
   float out[4];
@@ -206,7 +212,7 @@ TEST(NormalizeHostTest, EmptyBatchWritesNothing) {
   EXPECT_EQ(out[0], 42.0f);
 }
 
-TEST(HostNormalizerTest, GivesNormalizeHostsBytes) {
+TEST(HostNormalizerTest, ARunGivesTheSameBytesAsOneRunPerImage) {
   constexpr int kN = 3, kH = 5, kW = 7;
   std::vector<uint8_t> in(kN * kH * kW * 3);
   for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<uint8_t>(i * 37 + 11);
@@ -215,13 +221,38 @@ TEST(HostNormalizerTest, GivesNormalizeHostsBytes) {
     const HostNormalizer normalizer(p, type);
     EXPECT_EQ(normalizer.type(), type);
     for (const int c : {1, 3}) {
-      const size_t bytes = kN * kH * kW * c * NormalizeTypeSize(type);
-      std::vector<uint8_t> expected(bytes), got(bytes);
-      NormalizeHost(in.data(), kN, kH, kW, c, p, type, expected.data());
-      normalizer.Run(in.data(), kN, kH, kW, c, got.data());
-      EXPECT_EQ(got, expected) << "type " << static_cast<int>(type) << " c " << c;
+      const size_t image = kH * kW * c * NormalizeTypeSize(type);
+      std::vector<uint8_t> whole(kN * image), each(kN * image);
+      normalizer.Run(in.data(), kN, kH, kW, c, whole.data());
+      for (int n = 0; n < kN; ++n) {
+        normalizer.Run(in.data() + n * kH * kW * c, 1, kH, kW, c, each.data() + n * image);
+      }
+      EXPECT_EQ(whole, each) << "type " << static_cast<int>(type) << " c " << c;
     }
   }
+}
+
+TEST(CheckNormalizeStatisticsTest, TorchvisionUnitsPass) {
+  EXPECT_TRUE(CheckNormalizeStatistics({0.485f, 0.456f, 0.406f}, {0.229f, 0.224f, 0.225f}).ok());
+  EXPECT_TRUE(CheckNormalizeStatistics({0, 0.5f, 1}, {1, 0.5f, 1e-3f}).ok());
+}
+
+TEST(CheckNormalizeStatisticsTest, ZeroNegativeOrNonFiniteStdIsRefused) {
+  for (const float bad : {0.0f, -0.2f, std::nanf(""), INFINITY}) {
+    Status s = CheckNormalizeStatistics({0.5f, 0.5f, 0.5f}, {0.2f, bad, 0.2f});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_NE(s.message().find("std[1] is"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("(0, 1]"), std::string::npos) << s.message();
+  }
+}
+
+TEST(CheckNormalizeStatisticsTest, ValuesIn0To255UnitsAreRefusedWithTheFix) {
+  Status s = CheckNormalizeStatistics({123.675f, 116.28f, 103.53f}, {58.395f, 57.12f, 57.375f});
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("mean[0] is 123.675"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("divided by 255"), std::string::npos) << s.message();
+  s = CheckNormalizeStatistics({0.5f, 0.5f, 0.5f}, {0.2f, 0.2f, 57.375f});
+  EXPECT_NE(s.message().find("std[2] is 57.375"), std::string::npos) << s.message();
 }
 
 }  // namespace
