@@ -94,7 +94,7 @@ void BM_ResizeCrop(benchmark::State& state) {
   for (auto _ : state) {
     benchmark::DoNotOptimize(shardpack::image::ResizeRegionInto(
         reinterpret_cast<const uint8_t*>(src.data()), kH, kW, 3, kW * 3, x0, 0.0f, x0 + crop,
-        static_cast<float>(kH), kOut, kOut, shardpack::image::Filter::kLanczos3,
+        static_cast<float>(kH), kOut, kOut, shardpack::ResizeFilter::kLanczos3,
         reinterpret_cast<uint8_t*>(out.data()), kOut * 3, &scratch));
   }
   state.SetItemsProcessed(state.iterations());
@@ -132,7 +132,7 @@ void BM_ResizeRandomCrop(benchmark::State& state) {
     const Box& b = boxes[i++ % boxes.size()];
     benchmark::DoNotOptimize(shardpack::image::ResizeRegionInto(
         reinterpret_cast<const uint8_t*>(src.data()), kSide, kSide, 3, kSide * 3, b.x0, b.y0, b.x1,
-        b.y1, kOut, kOut, shardpack::image::Filter::kBilinear,
+        b.y1, kOut, kOut, shardpack::ResizeFilter::kBilinear,
         reinterpret_cast<uint8_t*>(out.data()), kOut * 3, &scratch));
   }
   state.SetItemsProcessed(state.iterations());

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "image_fixtures.h"
 #include "test_util.h"
 
 namespace shardpack {
@@ -68,6 +69,30 @@ TEST(CliTest, InfoDescribesTheDataset) {
   CliRun j = Shardpack("info --json " + dir.path());
   EXPECT_EQ(j.code, 0);
   EXPECT_NE(j.out.find("\"num_samples\": 7"), std::string::npos) << j.out;
+}
+
+TEST(CliTest, ConvertTakesTheFilterNamesOfTheManifestAndRefusesOthers) {
+  testing::TempDir src;
+  std::filesystem::create_directories(src.Join("c"));
+  testing::WriteFileOrDie(src.Join("c/a.png"),
+                          testing::EncodePng(testing::Pattern(20, 30, 3, 1), 20, 30, 3));
+  for (const char* filter : {"lanczos3", "lanczos", "area"}) {
+    testing::TempDir out;
+    CliRun r = Shardpack("convert --quiet --size 8x8 --filter " + std::string(filter) + " " +
+                         src.path() + " " + out.path());
+    EXPECT_EQ(r.code, 0) << filter << ": " << r.out;
+    const std::string manifest = testing::ReadFileOrDie(out.Join("manifest.json"));
+    const std::string written = std::string(filter) == "area" ? "area" : "lanczos3";
+    EXPECT_NE(manifest.find("\"filter\": \"" + written + "\""), std::string::npos) << manifest;
+  }
+  testing::TempDir out;
+  CliRun bad = Shardpack("convert --size 8x8 --filter nearest " + src.path() + " " + out.path());
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unknown resize filter \"nearest\""), std::string::npos) << bad.out;
+  CliRun fit = Shardpack("convert --size 8x8 --fit fill " + src.path() + " " + out.path());
+  EXPECT_EQ(fit.code, 2) << fit.out;
+  EXPECT_NE(fit.out.find("unknown fit mode \"fill\""), std::string::npos) << fit.out;
+  EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json")));
 }
 
 TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {

@@ -17,7 +17,7 @@ namespace shardpack::cli {
 
 // The command line of convert, as parsed.
 struct ConvertArgs {
-  std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos",
+  std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
                         background = "ffffff", list, input = "auto", lmdb_schema = "example", part;
   int max_side = 0, channels = 3, threads = 0, max_scans = 500;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
@@ -105,15 +105,17 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--fit", a->fit,
                   "With --size: stretch, crop (shorter side, centre crop) "
                   "or pad (longer side, padded with --background)")
-      ->check(CLI::IsMember({"stretch", "crop", "pad"}))
+      ->check(NameCheck(ParseFitMode))
       ->capture_default_str();
   auto* max_side = cmd->add_option("--max-side", a->max_side, "Longer side at most N, aspect kept")
                        ->check(CLI::PositiveNumber);
   auto* keep = cmd->add_flag("--keep", a->keep, "Keep the decoded size");
   size->excludes(max_side)->excludes(keep);
   max_side->excludes(keep);
-  cmd->add_option("--filter", a->filter, "Resampling filter (antialiased)")
-      ->check(CLI::IsMember({"area", "bilinear", "bicubic", "lanczos"}))
+  cmd->add_option("--filter", a->filter,
+                  "Resampling filter (antialiased): area, bilinear, bicubic or lanczos3 "
+                  "(also: lanczos)")
+      ->check(NameCheck(ParseResizeFilter))
       ->capture_default_str();
   cmd->add_option("--channels", a->channels, "3 (RGB) or 1 (gray)")
       ->check(CLI::IsMember({1, 3}))
@@ -177,9 +179,7 @@ std::function<int()> AddConvert(CLI::App& app) {
                      a->size.c_str());
         return kExitUsage;
       }
-      o.fit = a->fit == "stretch" ? FitMode::kStretch
-              : a->fit == "pad"   ? FitMode::kPad
-                                  : FitMode::kCrop;
+      o.fit = *ParseFitMode(a->fit);  // checked by NameCheck
     } else if (a->max_side > 0) {
       o.max_side = a->max_side;
     } else if (a->keep) {
@@ -190,10 +190,7 @@ std::function<int()> AddConvert(CLI::App& app) {
                    "or --keep\n");
       return kExitUsage;
     }
-    o.filter = a->filter == "area"       ? ResizeFilter::kArea
-               : a->filter == "bilinear" ? ResizeFilter::kBilinear
-               : a->filter == "bicubic"  ? ResizeFilter::kBicubic
-                                         : ResizeFilter::kLanczos3;
+    o.filter = *ParseResizeFilter(a->filter);  // checked by NameCheck
     unsigned r, g, b;
     if (a->background.size() != 6 ||
         std::sscanf(a->background.c_str(), "%2x%2x%2x", &r, &g, &b) != 3) {

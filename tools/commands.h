@@ -8,12 +8,25 @@
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <string>
 
 namespace shardpack::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFaults = 1;
 inline constexpr int kExitUsage = 2;
+
+// A CLI11 check from one of shardpack's name parsers (ParseResizeFilter, ParseFitMode):
+// an unknown name fails with the parser's message, which lists the accepted names.
+template <typename Parse>
+CLI::Validator NameCheck(Parse parse) {
+  return CLI::Validator(
+      [parse](std::string& name) {
+        auto parsed = parse(name);
+        return parsed.ok() ? std::string() : parsed.status().message();
+      },
+      "NAME");
+}
 
 // Each Add* registers a subcommand and returns the function that runs it.
 std::function<int()> AddConvert(CLI::App& app);

@@ -2,7 +2,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/enumerable_thread_specific.h>
 #include <oneapi/tbb/parallel_pipeline.h>
 #include <oneapi/tbb/task_arena.h>
 
@@ -118,46 +118,6 @@ size_t PipelineTokens(const ConvertOptions& o, int threads) {
   return static_cast<size_t>(std::clamp(fit, fewest, most));
 }
 
-image::Filter ToFilter(ResizeFilter f) {
-  switch (f) {
-    case ResizeFilter::kArea:
-      return image::Filter::kArea;
-    case ResizeFilter::kBilinear:
-      return image::Filter::kBilinear;
-    case ResizeFilter::kBicubic:
-      return image::Filter::kBicubic;
-    case ResizeFilter::kLanczos3:
-      return image::Filter::kLanczos3;
-  }
-  return image::Filter::kLanczos3;
-}
-
-const char* FilterName(ResizeFilter f) {
-  switch (f) {
-    case ResizeFilter::kArea:
-      return "area";
-    case ResizeFilter::kBilinear:
-      return "bilinear";
-    case ResizeFilter::kBicubic:
-      return "bicubic";
-    case ResizeFilter::kLanczos3:
-      return "lanczos3";
-  }
-  return "?";
-}
-
-const char* FitName(FitMode f) {
-  switch (f) {
-    case FitMode::kStretch:
-      return "stretch";
-    case FitMode::kCrop:
-      return "crop";
-    case FitMode::kPad:
-      return "pad";
-  }
-  return "?";
-}
-
 Status CheckOptions(const ConvertOptions& o) {
   int modes = (o.height > 0 || o.width > 0 ? 1 : 0) + (o.max_side > 0 ? 1 : 0) + (o.keep ? 1 : 0);
   if (modes != 1) {
@@ -170,6 +130,8 @@ Status CheckOptions(const ConvertOptions& o) {
       o.max_side > format::kMaxDimension) {
     return InvalidArgumentError("output size must be positive and at most 65500 a side");
   }
+  if (Status s = CheckResizeFilter(o.filter, "filter"); !s.ok()) return s;
+  if (Status s = CheckFitMode(o.fit, "fit"); !s.ok()) return s;
   if (o.channels != 1 && o.channels != 3) {
     return InvalidArgumentError("channels must be 1 or 3, not " + std::to_string(o.channels));
   }
@@ -229,13 +191,13 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tf
   if (!o.list_file.empty()) j["list_file"] = EscapeBytes(o.list_file);
   if (o.height > 0) {
     j["size"] = {{"height", o.height}, {"width", o.width}};
-    j["fit"] = FitName(o.fit);
+    j["fit"] = FitModeName(o.fit);
   } else if (o.max_side > 0) {
     j["max_side"] = o.max_side;
   } else {
     j["keep"] = true;
   }
-  j["filter"] = FilterName(o.filter);
+  j["filter"] = ResizeFilterName(o.filter);
   j["channels"] = o.channels;
   j["orientation"] = o.apply_orientation ? "applied" : "ignored";
   char bg[8];
@@ -522,20 +484,16 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     decode.min_height = decode.min_width = o.max_side;
   }
 
-  const image::Filter filter = ToFilter(o.filter);
-  // Each worker thread keeps its resize working memory from image to image (one for both
-  // resize paths below).
-  thread_local image::ResizeScratch scratch;
+  // The resize working memory, one per worker thread, kept from image to image (one for
+  // both resize paths below) and freed when this call returns.
+  tbb::enumerable_thread_specific<image::ResizeScratch> scratches;
   // The output geometry, applied to a decoded image.
-  auto resize = [&](image::Image decoded, Item* item) {
+  auto resize = [&](image::Image decoded, Item* item, image::ResizeScratch& scratch) {
     StatusOr<image::Image> out = std::move(decoded);
     if (o.height > 0) {
-      image::Fit fit = o.fit == FitMode::kStretch ? image::Fit::kStretch
-                       : o.fit == FitMode::kCrop  ? image::Fit::kCrop
-                                                  : image::Fit::kPad;
-      out = image::ResizeFit(*out, o.height, o.width, fit, filter, o.background, &scratch);
+      out = image::ResizeFit(*out, o.height, o.width, o.fit, o.filter, o.background, &scratch);
     } else if (o.max_side > 0) {
-      out = image::ResizeMaxSide(*out, o.max_side, filter, &scratch);
+      out = image::ResizeMaxSide(*out, o.max_side, o.filter, &scratch);
     }
     if (!out.ok()) {
       item->status = out.status();
@@ -544,6 +502,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     item->image = std::move(out).value();
   };
   auto process = [&](Item* item) {
+    image::ResizeScratch& scratch = scratches.local();
     try {
       if (item->input->record >= 0) {
         auto record = convert::DecodeRecordInput(*item->input, o.max_file_bytes, decode);
@@ -560,7 +519,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
           return;
         }
         if (item->filename.empty()) item->filename = item->input->relative;
-        resize(std::move(record->image), item);
+        resize(std::move(record->image), item, scratch);
         return;
       }
       item->filename = item->input->relative;
@@ -574,14 +533,14 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
         // window, with the same bytes as decoding and resizing the whole image.
         auto window =
             image::DecodeWindow(bytes.data(), bytes.size(), decode, [&](int height, int width) {
-              return image::FitReadRegion(height, width, o.height, o.width, image::Fit::kCrop,
-                                          filter);
+              return image::FitReadRegion(height, width, o.height, o.width, FitMode::kCrop,
+                                          o.filter);
             });
         if (!window.ok()) {
           item->status = window.status();
           return;
         }
-        auto out = image::ResizeFitWindow(*window, o.height, o.width, image::Fit::kCrop, filter,
+        auto out = image::ResizeFitWindow(*window, o.height, o.width, FitMode::kCrop, o.filter,
                                           o.background, &scratch);
         if (!out.ok()) {
           item->status = out.status();
@@ -595,7 +554,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
         item->status = decoded.status();
         return;
       }
-      resize(std::move(decoded).value(), item);
+      resize(std::move(decoded).value(), item, scratch);
     } catch (const std::bad_alloc&) {
       item->status = ResourceExhaustedError("out of memory decoding the image");
     } catch (const std::exception& e) {
@@ -656,10 +615,10 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   // enough ahead to cover a disk read at thousands of images per second.
   constexpr size_t kPrefetchAhead = 64;
   size_t prefetched = next;
-  // TBB caps its workers at the core count unless told otherwise; an explicit thread
-  // count is honoured (and the output is the same for any count).
-  tbb::global_control parallelism(tbb::global_control::max_allowed_parallelism,
-                                  static_cast<size_t>(threads));
+  // An arena of this call's own: the rest of the process's TBB use keeps its settings. TBB
+  // shares one pool of workers per process, at most the core count (or the application's
+  // tbb::global_control limit), so `threads` beyond that buys no more concurrency; the
+  // output is the same for any count.
   tbb::task_arena arena(threads);
   const size_t tokens = PipelineTokens(o, threads);
   arena.execute([&] {

@@ -46,15 +46,15 @@ struct Kernel {
   double support;
 };
 
-Kernel KernelFor(Filter filter) {
+Kernel KernelFor(ResizeFilter filter) {
   switch (filter) {
-    case Filter::kArea:
+    case ResizeFilter::kArea:
       return {BoxKernel, 0.5};
-    case Filter::kBilinear:
+    case ResizeFilter::kBilinear:
       return {TriangleKernel, 1.0};
-    case Filter::kBicubic:
+    case ResizeFilter::kBicubic:
       return {CubicKernel, 2.0};
-    case Filter::kLanczos3:
+    case ResizeFilter::kLanczos3:
       break;
   }
   return {Lanczos3Kernel, 3.0};
@@ -488,7 +488,7 @@ Source WholeSource(const Image& img) {
 // Pillow's ImagingResampleInner: resamples `box` of the source to out_height x out_width
 // at `out` (rows out_stride apart). Arguments are already validated. False, with out
 // untouched, when the source's window lacks a pixel the resampling reads.
-bool ResampleInto(const Source& src, const Box& box, int out_height, int out_width, Filter filter,
+bool ResampleInto(const Source& src, const Box& box, int out_height, int out_width, ResizeFilter filter,
                   uint8_t* out, size_t out_stride, ResizeScratch::Buffers& buffers) {
   const int c = src.channels;
   const size_t src_stride = src.stride;
@@ -568,7 +568,7 @@ ResizeScratch::Buffers& ScratchBuffers(ResizeScratch* scratch, ResizeScratch* lo
 
 // ResampleInto with a new output image; `buffers` is the caller's scratch.
 StatusOr<Image> ResampleRegion(const Source& src, const Box& box, int out_height, int out_width,
-                               Filter filter, ResizeScratch::Buffers& buffers) {
+                               ResizeFilter filter, ResizeScratch::Buffers& buffers) {
   Image out = NewImage(out_height, out_width, src.channels);
   if (!ResampleInto(src, box, out_height, out_width, filter, out.pixels.data(),
                     static_cast<size_t>(out_width) * src.channels, buffers)) {
@@ -647,7 +647,7 @@ ResizeScratch::Buffers& ResizeScratch::buffers() {
 }
 
 void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_height, int out_width,
-                            int channels, Filter filter) {
+                            int channels, ResizeFilter filter) {
   if (max_src_height <= 0 || max_src_width <= 0 || out_height <= 0 || out_width <= 0 ||
       channels <= 0) {
     return;
@@ -702,7 +702,7 @@ size_t ResizeScratch::capacity_bytes() const {
 
 Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                         size_t src_stride, float x0, float y0, float x1, float y1, int out_height,
-                        int out_width, Filter filter, uint8_t* out, size_t out_stride,
+                        int out_width, ResizeFilter filter, uint8_t* out, size_t out_stride,
                         ResizeScratch* scratch) {
   if (src == nullptr || out == nullptr || scratch == nullptr) {
     return InvalidArgumentError("resize: null source, output or scratch");
@@ -728,7 +728,7 @@ Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int c
   return Status::Ok();
 }
 
-StatusOr<Image> Resize(const Image& src, int out_height, int out_width, Filter filter) {
+StatusOr<Image> Resize(const Image& src, int out_height, int out_width, ResizeFilter filter) {
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
   SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
   ResizeScratch::Buffers buffers;
@@ -745,14 +745,14 @@ struct FitPlan {
   int inner_height, inner_width;
 };
 
-FitPlan PlanFit(int src_height, int src_width, int out_height, int out_width, Fit fit) {
+FitPlan PlanFit(int src_height, int src_width, int out_height, int out_width, FitMode fit) {
   FitPlan plan = {WholeBox(src_height, src_width), out_height, out_width};
   // Compare the aspect ratios exactly: src is relatively wider when W/H > out_W/out_H.
   const int64_t src_cross = static_cast<int64_t>(src_width) * out_height;
   const int64_t out_cross = static_cast<int64_t>(src_height) * out_width;
-  if (fit == Fit::kStretch || src_cross == out_cross) return plan;
+  if (fit == FitMode::kStretch || src_cross == out_cross) return plan;
   const bool wider = src_cross > out_cross;
-  if (fit == Fit::kCrop) {
+  if (fit == FitMode::kCrop) {
     // The centred box as ImageOps.fit computes it, in double, then handed over in single
     // precision as Python hands it to Pillow's C code.
     const double out_ratio = static_cast<double>(out_width) / out_height;
@@ -778,12 +778,12 @@ FitPlan PlanFit(int src_height, int src_width, int out_height, int out_width, Fi
   return plan;
 }
 
-StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, Fit fit, Filter filter,
+StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
                           const uint8_t pad_rgb[3], ResizeScratch* scratch) {
   ResizeScratch local;
   SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
-  if (fit == Fit::kPad && pad_rgb == nullptr) {
-    return InvalidArgumentError("resize: Fit::kPad needs a pad colour, got null");
+  if (fit == FitMode::kPad && pad_rgb == nullptr) {
+    return InvalidArgumentError("resize: FitMode::kPad needs a pad colour, got null");
   }
   const FitPlan plan = PlanFit(src.height, src.width, out_height, out_width, fit);
   if (plan.inner_height == out_height && plan.inner_width == out_width) {
@@ -816,14 +816,14 @@ StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, Fit 
 
 }  // namespace
 
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
                           const uint8_t pad_rgb[3], ResizeScratch* scratch) {
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
   return FitSource(WholeSource(src), out_height, out_width, fit, filter, pad_rgb, scratch);
 }
 
-StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, Fit fit,
-                                Filter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, FitMode fit,
+                                ResizeFilter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
   const Image& img = src.image;
   SHARDPACK_RETURN_IF_ERROR(CheckSource(img));
   SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src.full_height, src.full_width, img.channels));
@@ -846,8 +846,8 @@ StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_
   return FitSource(source, out_height, out_width, fit, filter, pad_rgb, scratch);
 }
 
-Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, Fit fit,
-                     Filter filter) {
+Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, FitMode fit,
+                     ResizeFilter filter) {
   const Region whole = {0, 0, src_width, src_height};
   if (src_height <= 0 || src_width <= 0 || out_height <= 0 || out_width <= 0) return whole;
   const FitPlan plan = PlanFit(src_height, src_width, out_height, out_width, fit);
@@ -867,7 +867,7 @@ Region FitReadRegion(int src_height, int src_width, int out_height, int out_widt
   return r;
 }
 
-StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter,
+StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, ResizeFilter filter,
                               ResizeScratch* scratch) {
   ResizeScratch local;
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));

@@ -16,7 +16,7 @@
 //   integers with rounding, and clipped to 0..255 after each pass.
 //
 // Results are byte-identical to Pillow 13's `Image.resize` for modes "L" and "RGB" (and
-// to `ImageOps.fit` for Fit::kCrop); the tests hold them to Pillow fixtures within +-1,
+// to `ImageOps.fit` for FitMode::kCrop); the tests hold them to Pillow fixtures within +-1,
 // the contract. Every function is deterministic: the output depends on nothing but the
 // arguments. Where the CPU has AVX2, the horizontal pass over RGB runs a hand-written
 // kernel (resize_avx2.cc, about 2x faster) and the other loops an AVX2 clone; both do the
@@ -44,19 +44,14 @@
 #include <memory>
 
 #include "image/image.h"
+#include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
 
 namespace shardpack::image {
 
-// The kernels, each Pillow's of the same name; "support" is the kernel's half-width in
-// source pixels at scale 1.
-enum class Filter {
-  kArea,      // Pillow BOX: box of support 0.5; downscaling averages the covered area,
-              // weighting partly covered pixels by their coverage.
-  kBilinear,  // Pillow BILINEAR: triangle, support 1.
-  kBicubic,   // Pillow BICUBIC: Keys cubic convolution with a = -0.5, support 2.
-  kLanczos3,  // Pillow LANCZOS: sinc(x) * sinc(x / 3), support 3.
-};
+// ResizeFilter and FitMode (shardpack/resize_filter.h) are the kernels (each Pillow's of the
+// same name) and the ways of fitting another aspect ratio; the geometry of each FitMode is
+// given at ResizeFit below.
 
 // Largest output side accepted, in pixels (libjpeg's JPEG_MAX_DIMENSION).
 inline constexpr int kMaxResizeSide = 65500;
@@ -67,60 +62,56 @@ class ResizeScratch;  // below
 // ratio changes. Same size as the source: an exact copy. Upscaling works too (the kernel
 // is then not stretched; kArea upscales like nearest neighbour). The result has src's
 // channel count.
-StatusOr<Image> Resize(const Image& src, int out_height, int out_width, Filter filter);
+StatusOr<Image> Resize(const Image& src, int out_height, int out_width, ResizeFilter filter);
 
-// How ResizeFit maps a source of another aspect ratio onto the output size.
-enum class Fit {
-  // Resize to exactly out_height x out_width; the aspect ratio may change.
-  kStretch,
-  // Scale so the output is covered (the side that is relatively shorter matches), and
-  // keep the centred part: only the source region that survives is resampled, straight
-  // to the output size, with a fractional source box where the crop is not pixel
-  // aligned (its coordinates in single precision, as Pillow takes them). This is
-  // Pillow's ImageOps.fit(image, size, method) (centering 0.5, no bleed), i.e.
-  // Image.resize(size, method, box=centred box). The filter centres stay inside the box;
-  // kernels wider than a pixel still read source pixels just outside it, as Pillow's do.
-  kCrop,
-  // Scale so the whole image fits (the side that is relatively longer matches), centre
-  // it and fill the rest with the pad colour. The other side is
-  // round-half-up(side * scale), at least 1; the image sits at offset
-  // floor((out - resized) / 2) from the top or left, so an odd margin leaves the extra
-  // pixel at the bottom or right. Like Pillow's ImageOps.pad except at exact halves,
-  // where Python's round() goes to even.
-  kPad,
-};
-
+// How ResizeFit maps a source of another aspect ratio onto the output size:
+//
+// - FitMode::kStretch: resize to exactly out_height x out_width; the aspect ratio may change.
+// - FitMode::kCrop: scale so the output is covered (the side that is relatively shorter
+//   matches), and keep the centred part: only the source region that survives is
+//   resampled, straight to the output size, with a fractional source box where the crop
+//   is not pixel aligned (its coordinates in single precision, as Pillow takes them). This
+//   is Pillow's ImageOps.fit(image, size, method) (centering 0.5, no bleed), i.e.
+//   Image.resize(size, method, box=centred box). The filter centres stay inside the box;
+//   kernels wider than a pixel still read source pixels just outside it, as Pillow's do.
+// - FitMode::kPad: scale so the whole image fits (the side that is relatively longer
+//   matches), centre it and fill the rest with the pad colour. The other side is
+//   round-half-up(side * scale), at least 1; the image sits at offset
+//   floor((out - resized) / 2) from the top or left, so an odd margin leaves the extra
+//   pixel at the bottom or right. Like Pillow's ImageOps.pad except at exact halves,
+//   where Python's round() goes to even.
+//
 // Resizes `src` to out_height x out_width according to `fit`. pad_rgb, read only for
-// Fit::kPad, is the fill colour as R, G, B; a gray image is filled with its BT.601 luma
+// FitMode::kPad, is the fill colour as R, G, B; a gray image is filled with its BT.601 luma
 // computed as libjpeg does ((19595 R + 38470 G + 7471 B + 32768) >> 16). pad_rgb may be
-// null except with Fit::kPad (InvalidArgument).
+// null except with FitMode::kPad (InvalidArgument).
 //
 // `scratch`, when not null, is the working memory (see ResizeScratch): a caller that
 // resizes many images gives each thread one, and only the returned image is allocated.
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, Fit fit, Filter filter,
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
                           const uint8_t pad_rgb[3], ResizeScratch* scratch = nullptr);
 
 // ResizeFit of the full image that `src` is a window of (image.h, ImageWindow; e.g. from
 // DecodeWindow): the same bytes as ResizeFit on the whole image, as long as the window
 // holds every source pixel the resize reads, which FitReadRegion names. InvalidArgument
 // when it does not, or when the window is not inside its image.
-StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, Fit fit,
-                                Filter filter, const uint8_t pad_rgb[3],
+StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, FitMode fit,
+                                ResizeFilter filter, const uint8_t pad_rgb[3],
                                 ResizeScratch* scratch = nullptr);
 
 // The source pixels that ResizeFit of a src_height x src_width image reads (a bound, a
-// pixel or two wider than the kernels reach): with Fit::kCrop the centred box and its
+// pixel or two wider than the kernels reach): with FitMode::kCrop the centred box and its
 // kernels' reach, with kStretch and kPad the whole image. The whole image for
 // non-positive sizes.
-Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, Fit fit,
-                     Filter filter);
+Region FitReadRegion(int src_height, int src_width, int out_height, int out_width, FitMode fit,
+                     ResizeFilter filter);
 
 // Scales `src` so that its longer side is max_side, keeping the aspect ratio; if neither
 // side exceeds max_side, returns an exact copy (never upscales). The longer side becomes
 // max_side and the shorter one round-half-up(shorter * max_side / longer), at least 1,
 // in exact integer arithmetic; a square stays square.
 // `scratch` as for ResizeFit.
-StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, Filter filter,
+StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, ResizeFilter filter,
                               ResizeScratch* scratch = nullptr);
 
 namespace internal {
@@ -154,7 +145,7 @@ class ResizeScratch {
   // max_src_height x max_src_width (any box in it), with this output size, channel count
   // and filter: such calls then allocate nothing. Does nothing for a non-positive value.
   void Reserve(int max_src_height, int max_src_width, int out_height, int out_width, int channels,
-               Filter filter);
+               ResizeFilter filter);
 
   // The buffers themselves: for resize.cc, the only place where Buffers is complete.
   struct Buffers;
@@ -164,7 +155,7 @@ class ResizeScratch {
   friend void internal::UsePortableKernels(ResizeScratch* scratch);
   friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                                  size_t src_stride, float x0, float y0, float x1, float y1,
-                                 int out_height, int out_width, Filter filter, uint8_t* out,
+                                 int out_height, int out_width, ResizeFilter filter, uint8_t* out,
                                  size_t out_stride, ResizeScratch* scratch);
   std::unique_ptr<Buffers> buffers_;
 };
@@ -173,7 +164,7 @@ class ResizeScratch {
 // Pillow's Image.resize(size, filter, box=(x0, y0, x1, y1))) to out_height x out_width
 // with `filter`, into caller-owned memory. Same arithmetic, so the same bytes, as Resize
 // and ResizeFit, which are built on it: ResizeRegionInto(whole image) == Resize, and the
-// centred box of Fit::kCrop gives ResizeFit(kCrop). The filter centres stay inside the
+// centred box of FitMode::kCrop gives ResizeFit(kCrop). The filter centres stay inside the
 // box; kernels wider than a pixel still read source pixels just outside it (never outside
 // the image).
 //
@@ -190,7 +181,7 @@ class ResizeScratch {
 // then untouched.
 Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                         size_t src_stride, float x0, float y0, float x1, float y1, int out_height,
-                        int out_width, Filter filter, uint8_t* out, size_t out_stride,
+                        int out_width, ResizeFilter filter, uint8_t* out, size_t out_stride,
                         ResizeScratch* scratch);
 
 }  // namespace shardpack::image

@@ -108,23 +108,8 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
   st.flip_ = options.random_flip;
   st.channels_ = spec.channels;
 
-  switch (options.filter) {
-    case ResizeFilter::kArea:
-      st.filter_ = image::Filter::kArea;
-      break;
-    case ResizeFilter::kBilinear:
-      st.filter_ = image::Filter::kBilinear;
-      break;
-    case ResizeFilter::kBicubic:
-      st.filter_ = image::Filter::kBicubic;
-      break;
-    case ResizeFilter::kLanczos3:
-      st.filter_ = image::Filter::kLanczos3;
-      break;
-    default:
-      return InvalidArgumentError("transform: unknown filter " +
-                                  std::to_string(static_cast<int>(options.filter)));
-  }
+  if (Status s = CheckResizeFilter(options.filter, "transform: filter"); !s.ok()) return s;
+  st.filter_ = options.filter;
 
   int out_h = options.output_height;
   int out_w = options.output_width;

@@ -42,7 +42,7 @@
 //   random_flip         the output is mirrored left-right with probability 1/2.
 //
 // Resampling is image::ResizeRegionInto with LoaderOptions::filter (Pillow's arithmetic,
-// ResizeFilter::kX is image::Filter::kX). A box that is a whole-pixel window of the
+// ResizeFilter::kX is ResizeFilter::kX). A box that is a whole-pixel window of the
 // output's size is copied, not resampled, whatever the filter.
 //
 // Randomness. Everything random comes from the key alone, never from thread, time or
@@ -153,7 +153,7 @@ class SampleTransformer {
 
  private:
   Transform transform_ = Transform::kNone;
-  image::Filter filter_ = image::Filter::kBilinear;
+  ResizeFilter filter_ = ResizeFilter::kBilinear;
   bool flip_ = false;
   int out_height_ = 0;
   int out_width_ = 0;

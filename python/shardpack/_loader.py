@@ -12,7 +12,7 @@ import numpy as np
 
 from shardpack import _shardpack
 from shardpack._dataset import Dataset
-from shardpack._util import enum_member
+from shardpack._util import enum_member, parsed_name
 
 __all__ = ["Loader", "Batch", "LoaderStats"]
 
@@ -221,7 +221,7 @@ class Loader:
         flip: mirror each sample left-right with probability 1/2.
         resize_shorter: center_crop's shorter side before cropping (0: 8/7 of output).
         scale, ratio: random_resized_crop's area fraction and aspect-ratio ranges.
-        filter: "area", "bilinear" (default), "bicubic" or "lanczos".
+        filter: "area", "bilinear" (default), "bicubic" or "lanczos3" (also: "lanczos").
         normalize: (mean, std) per channel in 0..1 units, or "imagenet"; output is
             NCHW float (``dtype`` float32 unless float16 is asked for).
         dtype: "uint8" (default without normalize), "float32" or "float16"; a float
@@ -310,7 +310,7 @@ class Loader:
         o.resize_shorter = int(resize_shorter)
         o.rrc_scale_min, o.rrc_scale_max = (float(v) for v in _pair(scale, "scale"))
         o.rrc_ratio_min, o.rrc_ratio_max = (float(v) for v in _pair(ratio, "ratio"))
-        o.filter = enum_member(_shardpack.ResizeFilter, filter, "filter")
+        o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
 
         if dtype is None:
             dtype = "uint8" if normalize is None else "float32"

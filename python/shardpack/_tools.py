@@ -6,7 +6,7 @@ import os
 from typing import List, Tuple
 
 from shardpack import _shardpack
-from shardpack._util import enum_member
+from shardpack._util import enum_member, parsed_name
 
 __all__ = [
     "convert",
@@ -172,7 +172,7 @@ def convert(
     format="tfrecord",
     lmdb_schema="example",
     input="auto",
-    filter="lanczos",
+    filter="lanczos3",
     channels=3,
     shard_size=64 << 20,
     shard_records=0,
@@ -220,12 +220,12 @@ def convert(
     o.backend = enum_member(_shardpack.Backend, format, "format")
     if size is not None:
         o.height, o.width = _size(size)
-        o.fit = enum_member(_shardpack.FitMode, fit, "fit")
+        o.fit = parsed_name(_shardpack.parse_fit_mode, fit, "fit")
     elif max_side is not None:
         o.max_side = int(max_side)
     else:
         o.keep = True
-    o.filter = enum_member(_shardpack.ResizeFilter, filter, "filter")
+    o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
     o.channels = int(channels)
     o.max_shard_bytes = int(shard_size)
     o.max_shard_records = int(shard_records)

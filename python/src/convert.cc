@@ -48,10 +48,13 @@ void BindConvert(nb::module_& m) {
   nb::enum_<Backend>(m, "Backend")
       .value("tfrecord", Backend::kTfrecord)
       .value("lmdb", Backend::kLmdb);
-  nb::enum_<FitMode>(m, "FitMode")
-      .value("stretch", FitMode::kStretch)
-      .value("crop", FitMode::kCrop)
-      .value("pad", FitMode::kPad);
+  nb::enum_<FitMode> fit(m, "FitMode");
+  for (size_t i = 0; i < FitModeNames().size(); ++i) {
+    fit.value(FitModeNames()[i].data(), static_cast<FitMode>(i));
+  }
+  m.def(
+      "parse_fit_mode", [](const std::string& name) { return ValueOrRaise(ParseFitMode(name)); },
+      nb::arg("name"), "shardpack::ParseFitMode: InvalidArgumentError for an unknown name.");
 
   nb::enum_<LmdbSchema>(m, "LmdbSchema")
       .value("example", LmdbSchema::kExample)

@@ -225,11 +225,16 @@ void BindLoader(nb::module_& m) {
       .value("uint8", OutputType::kUint8)
       .value("float32", OutputType::kFloat32)
       .value("float16", OutputType::kFloat16);
-  nb::enum_<ResizeFilter>(m, "ResizeFilter")
-      .value("area", ResizeFilter::kArea)
-      .value("bilinear", ResizeFilter::kBilinear)
-      .value("bicubic", ResizeFilter::kBicubic)
-      .value("lanczos", ResizeFilter::kLanczos3);
+  // The names are the C++ list's (resize_filter.h); parse_resize_filter also takes the
+  // aliases the CLI takes.
+  nb::enum_<ResizeFilter> filter(m, "ResizeFilter");
+  for (size_t i = 0; i < ResizeFilterNames().size(); ++i) {
+    filter.value(ResizeFilterNames()[i].data(), static_cast<ResizeFilter>(i));
+  }
+  m.def(
+      "parse_resize_filter",
+      [](const std::string& name) { return ValueOrRaise(ParseResizeFilter(name)); },
+      nb::arg("name"), "shardpack::ParseResizeFilter: InvalidArgumentError for an unknown name.");
 
   nb::class_<LoaderOptions>(m, "LoaderOptions", "shardpack::LoaderOptions (loader.h).")
       .def(nb::init<>())

@@ -83,3 +83,18 @@ def test_cuda_device_without_a_gpu_is_unavailable(dataset_path):
     with pytest.raises(shardpack.UnavailableError):
         shardpack.Loader(dataset_path, device="cuda:0")
     gc.collect()
+
+
+def test_filter_and_fit_names_are_the_libraries_and_others_are_refused(tmp_path, dataset_path):
+    for name in ("area", "bilinear", "bicubic", "lanczos3", "lanczos"):
+        shardpack.Loader(dataset_path, batch_size=2, transform="center_crop",
+                         output_size=(4, 4), filter=name, framework="numpy")
+    for bad in ("nearest", "Lanczos3", 3):
+        with pytest.raises(shardpack.InvalidArgumentError, match="filter"):
+            shardpack.Loader(dataset_path, batch_size=2, transform="center_crop",
+                             output_size=(4, 4), filter=bad, framework="numpy")
+    with pytest.raises(shardpack.InvalidArgumentError,
+                       match='unknown fit mode "fill": expected "stretch", "crop" or "pad"'):
+        shardpack.convert(str(tmp_path), str(tmp_path / "out"), size=8, fit="fill")
+    assert list(shardpack._shardpack.ResizeFilter.__members__) == [
+        "area", "bilinear", "bicubic", "lanczos3"]

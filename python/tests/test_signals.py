@@ -29,7 +29,7 @@ SCRIPT = textwrap.dedent(
             # A fresh loader: its first batch is slow (one thread, 40 large crops).
             ld = shardpack.Loader(sys.argv[1], batch_size=40, num_threads=1, prefetch=1,
                                   seed=attempt, output_size=1024,
-                                  transform="random_resized_crop", filter="lanczos",
+                                  transform="random_resized_crop", filter="lanczos3",
                                   framework="numpy")
             sender = threading.Thread(target=interrupt_when_waiting, args=(ld,))
             sender.start()

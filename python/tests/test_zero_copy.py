@@ -111,7 +111,7 @@ def test_gil_is_released_while_waiting_for_a_batch(variable_path):
         prefetch=1,
         output_size=512,
         transform="random_resized_crop",
-        filter="lanczos",
+        filter="lanczos3",
         framework="numpy",
     )
     counts = [0]

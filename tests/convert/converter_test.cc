@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <oneapi/tbb/global_control.h>
+
 #include <filesystem>
 
 #include "convert/input_scan.h"
@@ -196,6 +198,48 @@ TEST(ConvertTest, GeometryModesGiveTheRightShapes) {
     }
     EXPECT_TRUE(VerifyDataset(out.path())->ok());
   }
+}
+
+TEST(ConvertTest, AFilterOrFitOutsideTheEnumIsRefusedNotTakenAsADefault) {
+  Tree tree;
+  for (int bad : {-1, 4, 100}) {
+    ConvertOptions o = Options16();
+    o.filter = static_cast<ResizeFilter>(bad);
+    TempDir out;
+    auto s = Convert(tree.dir.path(), out.path(), o);
+    ASSERT_FALSE(s.ok()) << bad;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("filter is not a resize filter (value " +
+                                        std::to_string(bad) + ")"),
+              std::string::npos)
+        << s.status().message();
+    EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json")));
+  }
+  ConvertOptions o = Options16();
+  o.fit = static_cast<FitMode>(3);
+  TempDir out;
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("fit is not a fit mode (value 3)"), std::string::npos)
+      << s.status().message();
+}
+
+TEST(ConvertTest, LeavesTheProcesssTbbSettingsAsTheyAre) {
+  // An application's own limit, above the thread count convert is given.
+  tbb::global_control application(tbb::global_control::max_allowed_parallelism, 4);
+  ASSERT_EQ(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism), 4u);
+  Tree tree;
+  ConvertOptions o = Options16(/*threads=*/1);
+  std::vector<size_t> seen;
+  o.progress = [&](const ConvertProgress&) {
+    seen.push_back(
+        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+  };
+  TempDir out;
+  auto s = Convert(tree.dir.path(), out.path(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_FALSE(seen.empty());
+  for (size_t value : seen) EXPECT_EQ(value, 4u);
 }
 
 TEST(ConvertTest, ListFileInputsUseTheirLabels) {

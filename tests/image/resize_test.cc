@@ -15,8 +15,8 @@
 namespace shardpack::image {
 namespace {
 
-constexpr Filter kAllFilters[] = {Filter::kArea, Filter::kBilinear, Filter::kBicubic,
-                                  Filter::kLanczos3};
+constexpr ResizeFilter kAllFilters[] = {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic,
+                                  ResizeFilter::kLanczos3};
 
 Image MakeImage(int height, int width, int channels, uint8_t value = 0) {
   Image img;
@@ -68,8 +68,8 @@ int MaxAbsDiff(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b) {
 }
 
 struct PillowCase {
-  Fit fit;  // kStretch: Image.resize(size, filter); kCrop: ImageOps.fit(image, size, filter)
-  Filter filter;
+  FitMode fit;  // kStretch: Image.resize(size, filter); kCrop: ImageOps.fit(image, size, filter)
+  ResizeFilter filter;
   int src_height;
   int src_width;
   int out_height;
@@ -96,23 +96,23 @@ struct PillowCase {
 // blocks of the horizontal pass, with the horizontal pass first (48x37) and second
 // (48x64 to 44x20, where the height shrinks most).
 const PillowCase kPillowCases[] = {
-    {Fit::kStretch, Filter::kArea, 12, 16, 5, 7, 3,
+    {FitMode::kStretch, ResizeFilter::kArea, 12, 16, 5, 7, 3,
      "1f6fbf6b918b788898879767966676a272976e3e8e89847f647b768f5faf7b75c55baba588a061c191617484"
      "94577da275c55556a676c1516186817b5565b57670966ea2647399697bcb456a658a6f699d496e946cbc8ca5"
      "756f8555a59464b451a1b1769c96bb8b5b"},
-    {Fit::kStretch, Filter::kBilinear, 12, 16, 5, 7, 3,
+    {FitMode::kStretch, ResizeFilter::kBilinear, 12, 16, 5, 7, 3,
      "3d7fa16b8d837f769880847d806b8c887e928f6074817a826885797c71ab7f76b16fa49687a369bb86648986"
      "85618f836ba7686d9d6d826b7f7984795c75a26e788d62997e739c7079b84f7967827967984d6f95619889a3"
      "84668a62987b72a9648e9d6da293b0916a"},
-    {Fit::kStretch, Filter::kBicubic, 12, 16, 5, 7, 3,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 12, 16, 5, 7, 3,
      "337ea66e8e807c779a81887783658e8a80948c5d75887d7f6781718067b1806dbf65b19885ab60cb875c8e86"
      "845b8c8e69b1606ca2678b607d7a84775673aa6f748d5fa07a729c6b78c641775d8777619e436e975a9c8fab"
      "815e8d5b9e7d6db362929d6daa93bc9164"},
-    {Fit::kStretch, Filter::kLanczos3, 12, 16, 5, 7, 3,
+    {FitMode::kStretch, ResizeFilter::kLanczos3, 12, 16, 5, 7, 3,
      "2e7ca8738e7f787a9b818c72895e92858196895e748a817f6b7c697e65ba8263c760b49981b65dd984559689"
      "7e538c9b69b95770a9608a5c7f7b83725071b16d718d5ea37a71986678cd3b79568c7160a33d7298539c93b3"
      "7e588b5aa97b68b96591986cb292c68f61"},
-    {Fit::kStretch, Filter::kArea, 12, 16, 23, 30, 3,
+    {FitMode::kStretch, ResizeFilter::kArea, 12, 16, 23, 30, 3,
      "0050a00050a01363b31363b32676c62676c63989d94c9cec4c9cec5fafff5fafff72c21272c21285d52585d5"
      "2598e83898e838abfb4babfb4bbe0e5ebe0e5ed12171e43484e43484f74797f747970a5aaa0a5aaa1d6dbd1d"
      "6dbd0050a00050a01363b31363b32676c62676c63989d94c9cec4c9cec5fafff5fafff72c21272c21285d525"
@@ -161,7 +161,7 @@ const PillowCase kPillowCases[] = {
      "55a5f555a5f5adfd4dadfd4d0555a50555a5a5f545fd4d9dfd4d9d55a5f555a5f5f54595f545954d9ded4d9d"
      "eded3d8ded3d8d4595e54595e59ded3d9ded3d3d8ddd95e53595e535ed3d8ded3d8d8ddd2d8ddd2de53585e5"
      "3585"},
-    {Fit::kStretch, Filter::kBilinear, 12, 16, 23, 30, 3,
+    {FitMode::kStretch, ResizeFilter::kBilinear, 12, 16, 23, 30, 3,
      "0050a00656a61060b01a6aba2474c42e7ece3888d84393e34d9ded57a7f761b1e76bbb6975c5157fcf1f89d9"
      "2994e4349eee3ea8f848b2a452bc265cc61666d02070db2b7be53585ef3f8fdf49996153a30d5dad1767b71d"
      "6dbd0959a91161b11e6ebe2c7cb139899847979e54a4ac628eba7077c77d85d58492d06aa07c5eae466bbb53"
@@ -210,7 +210,7 @@ const PillowCase kPillowCases[] = {
      "55a5f56fbfc39eee696fbf6d16669c4a9a7ba0f048d1a171f750a09e7fcf659bebba68b8d954a47f83d37287"
      "d7c853a3bb57a76186d665b5a794e44e73c3824090d869b98998df38c78667e34d83b0a2509cc13ccb676be5"
      "3585"},
-    {Fit::kStretch, Filter::kBicubic, 12, 16, 23, 30, 3,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 12, 16, 23, 30, 3,
      "004c9c0151a00b5ba91565bc1e6ed22775de2f7fe53994ef42a9f84ab2ff56baf96cc35b7dcc0086d4058de1"
      "1b93f52f9aff3ca2ff44b4b54dca1756d6005fdd1767e72170f02a7bff3290f13ea35354ac0066b50070bf0e"
      "74c40554a30b5bae1968c22678b832899e429aa152a3b25f8ec26a79d17a87e47f9add6aa7725fb3316cc245"
@@ -259,7 +259,7 @@ const PillowCase kPillowCases[] = {
      "50a0ff73c2cdb0ff6272c9680060aa29a07e99ff3ee9a767ff41ab9380ea51affecf67b6fc4999798ada6390"
      "e0d94d9dce4da65a88e960c3a9a2f33376c67a3686ec5fc091a3ed28e27c5af63781aea74791cf32cd626ded"
      "288d"},
-    {Fit::kStretch, Filter::kLanczos3, 12, 16, 23, 30, 3,
+    {FitMode::kStretch, ResizeFilter::kLanczos3, 12, 16, 23, 30, 3,
      "004b9e00509b0a5b9f1663b91e65da2267ec2675f03197ed3bb6fc41bdff4fbcf86bc55982cf008cd6008fe3"
      "1e95f42f93ff3c98ff44b0ba4dd21a56e4005be8165ee52666f42374ff268ff138a7525ab00072b70078c211"
      "75c704549e0957b11864ca2378bf2e8e9e43a79959abae638cbe6b71d57c81e87f9fdd6ca97360b42d6cc53f"
@@ -308,9 +308,9 @@ const PillowCase kPillowCases[] = {
      "4597fe7bc8ccb7ff6c6cc56c0065ab0ab07f8dff39ffa857ff33b58779ff4fbaffd86eb4ff46977c88d95d96"
      "e2d65a98d74aab6582ef63d19da2f82577bb7a317ef74fc6a1adf523fa7a49f93478ada5438fd233c86a6bf5"
      "1b93"},
-    {Fit::kStretch, Filter::kLanczos3, 12, 16, 5, 7, 1,
+    {FitMode::kStretch, ResizeFilter::kLanczos3, 12, 16, 5, 7, 1,
      "2e7378818985898a6b7e826081d9965369708a7b506d5e717879713d53b38b7b656cc6"},
-    {Fit::kStretch, Filter::kBicubic, 12, 16, 23, 30, 1,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 12, 16, 23, 30, 1,
      "00010b151e272f39424a566c7d868d939aa2b4cad6dde7f0fff15300000e050b19263242525f6a7a7f6a5f6c"
      "7e96aabcb09699aabac9e2d56a2a3c4a152036495e7896a8b9dbd2652338629bcbeba62e22466079909e999e"
      "b4c12533517393867195c6f5e75500225eadc9b671181e48453f5777a1c6e3f234466b9dc5730a429cd3cb45"
@@ -327,7 +327,7 @@ const PillowCase kPillowCases[] = {
      "5882acd2e7b98fc7cf3f001b60b6ae59322c4e754a1d355f8bb3d5e6384d788f9cc9f2c691a7a755253168c9"
      "a92017597d8b59294b7689a4cfe448669e7c315fb8dede996da6b46164d4c246478a79535d7aafcba297ceea"
      "5073b072002999e9ff9351cffc7963d9ce5a60a276365fa3e2f6ae91cded"},
-    {Fit::kStretch, Filter::kArea, 12, 16, 5, 20, 3,
+    {FitMode::kStretch, ResizeFilter::kArea, 12, 16, 5, 20, 3,
      "1060b02e7ece4d9d6d4d9d6d6bbb8b8a5aaaa878c847976747976765b585a87848c696666535856535858353"
      "a3a272c2c090605f2f7f5f2f7f7d4d9d5dada8b55a557a75707a757040908a726d687570c0a84d9da84d9d55"
      "a5f5a045954d9d9868b8b268b8b282d27860b055b85d5895e53595e535ed3d8dab7b4b3c8cdc9666b69666b6"
@@ -335,29 +335,29 @@ const PillowCase kPillowCases[] = {
      "c88151a1a348984898935bab515bab516ebe64817c77948f8a52a24752a24765b55a90e0308b868049439349"
      "43935c56a66f69b9827c773f8f8a3f8f8a524d9d4696e692e2325f2f7f5f2f7fcf9f6fc090608c5cac7d4d9d"
      "7d4d9d4999e9de2e7e2a7aca77c79777c79767b78758a878a474c495e53595e535e13181"},
-    {Fit::kStretch, Filter::kBicubic, 12, 16, 12, 7, 3,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 12, 16, 12, 7, 3,
      "0d5dad3787e163b3a48ee924bb695ae12c863a60b03c95b2a2a83d974ba17e4e9e654ba35aafb2c03a567390"
      "7667646374657c6b5bb85c97b656b063b29d4f7654a6509b7c7d7fcdad72c677be9f9fad7acd8566b49a516e"
      "75819455b15988b860bc7b909c35c0775f79958283877a46a3866a935c766e648c7e7b9886a27b67b72078cb"
      "75ca4178ac76d62882859375156dbfaa964a83db237dcd196bbb272575bb1868ba1060b06a55a5277fd95bab"
      "9c86e11cb36152d9247e3258a8348daa9aa0358f3c9976aa965d579b52b2aab8a34e69886ece5c5b6e5d7463"
      "53b0548fa64ea8a7aa957b66be9e8ba074af76c59e6abe6fb69797a572c57d5e"},
-    {Fit::kStretch, Filter::kBicubic, 12, 16, 5, 16, 3,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 12, 16, 5, 16, 3,
      "1767c23d93a9647c665aaa8a8b748ab960b032887b5eaea1ba5e4fa1847e5e4f9e8273928275cba89f487354"
      "709746965fbaabb14b5e77737256a6756962766b70ccb54fa053a3f4a33f9b56919c6ac89d6dcc8e6eb354c4"
      "665898de37fe3b8bb27b41638bba988f944a9a6a4675a352b278a2cb336bbb233993c3b249718c7e6f625482"
      "9b8d55709b992b7bb37b53a3b33b9640949652a06665ac7c6b87809499894fab3a6aba488edc368e917c5e33"
      "917449947866b081758a3282933952a2368ede7dcd58654665c7a867be755ea44ba65d4ea64595ecd6587450"
      "68b55dac9d5faf9056a4979e8ca29eee36e42d7d"},
-    {Fit::kCrop, Filter::kBicubic, 12, 16, 7, 5, 3,
+    {FitMode::kCrop, ResizeFilter::kBicubic, 12, 16, 7, 5, 3,
      "8c76b766968786a558a573648644a28383656d5ab98f5aba6770b45bbfa45665a4a175b86881bf6ca67f6ec9"
      "763b88977dcc3757a373ab4c80825c6b60b57679cd2978cf206e838b713f93a5608254669a7bb87a886b765b"
      "66a8c28775785bb7905ebb6187ae60c388"},
-    {Fit::kCrop, Filter::kLanczos3, 12, 16, 4, 9, 3,
+    {FitMode::kCrop, ResizeFilter::kLanczos3, 12, 16, 4, 9, 3,
      "8e7b8d7370605a887b915dcf8d61d061a2af64df8d949c46dd8d598a92758d84884466ad899985589297887c"
      "6c809460a69259a67595a06d8056a89347ab7082e60c6ab8408a51a77d4d773d8bb40458c1745c9f40ab6d82"
      "8799618e727de3308282657032ac8f7387406c8f"},
-    {Fit::kCrop, Filter::kBilinear, 12, 16, 9, 40, 1,
+    {FitMode::kCrop, ResizeFilter::kBilinear, 12, 16, 9, 40, 1,
      "7984b0dbcdac885a2c4d88a8784771bae1a66b4d3a3355766d564e72968e77719dc8bd9e93bee9f485899aaa"
      "b1b6ab743d517e9466385ea2c89a6b4b312958877f655566767d828ba5beaa867ab2e9f7928d786383b3cb98"
      "645d656344244984a98a6b523b376a9c98816b56416191b6b5b494695ba2e9fb9e9262325da6d2a5785f4b3a"
@@ -367,7 +367,7 @@ const PillowCase kPillowCases[] = {
      "aca49c948c847c6f53372a2119110907d0c8a7857a75716d68645f60728485807c7874706b6765635f5a5652"
      "4d49443e31231d1814100c0bdcd3ae897f7f7e7e7d7c7c7b7a79787877777675756d53393131302f2e2e2d2d"
      "2c2b23170f0f0e0e"},
-    {Fit::kStretch, Filter::kLanczos3, 37, 48, 19, 21, 3,
+    {FitMode::kStretch, ResizeFilter::kLanczos3, 37, 48, 19, 21, 3,
      "227fa974908d777d9d7f9d5b915384946f9875528857a9ad9c905981a174a4556b775d9a5780786470aa83c2"
      "2fae9772928277967a7f42839186759253907c797b8d6d82568166ab8654cc5fa7b06bbd72c38c46a8a45ba3"
      "44a67f81903ca68c7b8b67a77f66814d7f7474825f6c6b7682816cae8688945fc16969635ece958c76657694"
@@ -396,7 +396,7 @@ const PillowCase kPillowCases[] = {
      "967d65b986718166ba62c35869948b7a704d8b4c96b0759e90788da3a495458f5da0829290c8914f7a729a97"
      "4ba6529a726cae74a1873eb262596e37937b817d4b92747184a18491688f9064a05e89786cc75caa7a60b497"
      "b0815299816b6957a7"},
-    {Fit::kStretch, Filter::kBicubic, 64, 48, 20, 44, 3,
+    {FitMode::kStretch, ResizeFilter::kBicubic, 64, 48, 20, 44, 3,
      "287bc7607f8561806d639e819c67958064a1489bb1a76a7c9779806377a27a8e957a8aaba78f46916c68985f"
      "9562ba7c96ad848f7787a7576f95877358acb685973682419669749a8e7f74677f596a8e8aa04f7f5954b762"
      "a45396aa4b807c6692935b8489857465a293a348a1967d5584b355856c828c709c8176a759a253678a4f9eb1"
@@ -457,7 +457,7 @@ const PillowCase kPillowCases[] = {
      "78c644765da7645f968767b27f6b817c85a93b8bdf6165c29e5a7a889087a87a55899d4c7e7367d83398c525"
      "588c7b69749397599967857c7b65a0728dbc3266b468458a9f9451766d6a7763607f798c83357f9d7c5aa2ae"
      "478178707b6b5d5d78c18a75aa748d7c8c9d6c4e85e74567a492908c93987b9c6d5999846b715da3c62d7fcd"},
-    {Fit::kStretch, Filter::kBilinear, 37, 48, 17, 31, 1,
+    {FitMode::kStretch, ResizeFilter::kBilinear, 37, 48, 17, 31, 1,
      "27576f93509e807e99836678949a739e806b5e855191a38c86a8555e86814975795f817a8f616d96b7aa9c90"
      "98595b6d9e919c647c4e70728d767bb08e688786565b875e95799776b368767d8a7c8d8384886489737d90b9"
      "7b7c6d687a9f59597472777870612543818893a2a2748361493e92b8aab2cf885171776a526c9c9646976564"
@@ -470,7 +470,7 @@ const PillowCase kPillowCases[] = {
      "59796cabac96776f828194756e82a08377b2505f657063838cac724d828470939f647e7a8e62aa57586f625e"
      "675d93c7b875707a8b8a718772322d7ba09cb9bb996d5a66588e6e839f8790a65f6da86f6c7980488e957677"
      "8ba4827e6c558d80867ea06b68b1bd7b89a15a5582979da66b756d5264847c8e9f9a856158706eadaa796f"},
-    {Fit::kCrop, Filter::kArea, 37, 48, 23, 17, 3,
+    {FitMode::kCrop, ResizeFilter::kArea, 37, 48, 23, 17, 3,
      "744494b181915f2f7f5f6fbf5eae7e8c9c6c89996977c797b747577646966474846171818f5faf4f9f6f8ede"
      "2ebc8c5c79899979c999439363a4f444aa7a4aafff4f9161b1db2b7b3c8cdc4292624797e7a9794973c393d4"
      "24745aaa7adf2f7f4191618b5bab74c494b181518ede2ec797678050a08c5cac8999692676c65faf7f986838"
@@ -522,7 +522,7 @@ TEST(ResizeTest, MatchesPillowWithinOne) {
 TEST(ResizeTest, SameSizeIsAnExactCopy) {
   for (int channels : {1, 3}) {
     const Image src = NoiseImage(9, 13, channels, 7);
-    for (Filter filter : kAllFilters) {
+    for (ResizeFilter filter : kAllFilters) {
       StatusOr<Image> out = Resize(src, 9, 13, filter);
       ASSERT_TRUE(out.ok()) << out.status().ToString();
       EXPECT_EQ(out->pixels, src.pixels);
@@ -539,7 +539,7 @@ TEST(ResizeTest, ConstantImageStaysConstantForEveryFilterAndRatio) {
   for (int channels : {1, 3}) {
     for (uint8_t value : {uint8_t{0}, uint8_t{1}, uint8_t{137}, uint8_t{254}, uint8_t{255}}) {
       const Image src = MakeImage(24, 32, channels, value);
-      for (Filter filter : kAllFilters) {
+      for (ResizeFilter filter : kAllFilters) {
         for (const auto& size : sizes) {
           SCOPED_TRACE(testing::Message()
                        << "filter " << static_cast<int>(filter) << ", " << size[0] << "x" << size[1]
@@ -549,7 +549,7 @@ TEST(ResizeTest, ConstantImageStaysConstantForEveryFilterAndRatio) {
           ASSERT_EQ(out->pixels.size(), static_cast<size_t>(size[0]) * size[1] * channels);
           EXPECT_TRUE(std::all_of(out->pixels.begin(), out->pixels.end(),
                                   [&](uint8_t v) { return v == value; }));
-          StatusOr<Image> crop = ResizeFit(src, size[0], size[1], Fit::kCrop, filter, nullptr);
+          StatusOr<Image> crop = ResizeFit(src, size[0], size[1], FitMode::kCrop, filter, nullptr);
           ASSERT_TRUE(crop.ok()) << crop.status().ToString();
           EXPECT_TRUE(std::all_of(crop->pixels.begin(), crop->pixels.end(),
                                   [&](uint8_t v) { return v == value; }));
@@ -563,7 +563,7 @@ TEST(ResizeTest, AreaDownscaleByIntegerFactorIsBlockAverage) {
   for (int channels : {1, 3}) {
     for (int factor : {2, 3, 4}) {
       const Image src = NoiseImage(12 * factor, 8 * factor, channels, 42 + factor);
-      StatusOr<Image> out = Resize(src, 12, 8, Filter::kArea);
+      StatusOr<Image> out = Resize(src, 12, 8, ResizeFilter::kArea);
       ASSERT_TRUE(out.ok()) << out.status().ToString();
       for (int y = 0; y < 12; ++y) {
         for (int x = 0; x < 8; ++x) {
@@ -586,7 +586,7 @@ TEST(ResizeTest, AreaDownscaleByIntegerFactorIsBlockAverage) {
 
 TEST(ResizeTest, AreaDownscaleToOnePixelIsTheMean) {
   const Image src = NoiseImage(30, 20, 3, 5);
-  StatusOr<Image> out = Resize(src, 1, 1, Filter::kArea);
+  StatusOr<Image> out = Resize(src, 1, 1, ResizeFilter::kArea);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->pixels.size(), 3u);
   for (int c = 0; c < 3; ++c) {
@@ -599,7 +599,7 @@ TEST(ResizeTest, AreaDownscaleToOnePixelIsTheMean) {
 TEST(ResizeTest, UpscaleKeepsTheValueRange) {
   Image src = MakeImage(2, 2, 1);
   src.pixels = {0, 255, 255, 0};
-  for (Filter filter : kAllFilters) {
+  for (ResizeFilter filter : kAllFilters) {
     StatusOr<Image> out = Resize(src, 7, 9, filter);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->height, 7);
@@ -614,9 +614,9 @@ TEST(ResizeTest, UpscaleKeepsTheValueRange) {
 
 TEST(ResizeTest, StretchIsResize) {
   const Image src = NoiseImage(20, 30, 3, 9);
-  for (Filter filter : kAllFilters) {
+  for (ResizeFilter filter : kAllFilters) {
     StatusOr<Image> a = Resize(src, 11, 7, filter);
-    StatusOr<Image> b = ResizeFit(src, 11, 7, Fit::kStretch, filter, nullptr);
+    StatusOr<Image> b = ResizeFit(src, 11, 7, FitMode::kStretch, filter, nullptr);
     ASSERT_TRUE(a.ok() && b.ok());
     EXPECT_EQ(a->pixels, b->pixels);
   }
@@ -630,12 +630,12 @@ TEST(ResizeFitTest, CropKeepsTheCentreOfAWideImage) {
       src.row(y)[x * 3 + (x < 4 ? 0 : x < 12 ? 1 : 2)] = 200;
     }
   }
-  for (Filter filter : kAllFilters) {
-    StatusOr<Image> out = ResizeFit(src, 4, 4, Fit::kCrop, filter, nullptr);
+  for (ResizeFilter filter : kAllFilters) {
+    StatusOr<Image> out = ResizeFit(src, 4, 4, FitMode::kCrop, filter, nullptr);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     ASSERT_EQ(out->height, 4);
     ASSERT_EQ(out->width, 4);
-    if (filter == Filter::kArea) {
+    if (filter == ResizeFilter::kArea) {
       for (size_t i = 0; i < out->pixels.size(); i += 3) {
         EXPECT_EQ(out->pixels[i + 0], 0) << "pixel " << i / 3;
         EXPECT_EQ(out->pixels[i + 1], 200) << "pixel " << i / 3;
@@ -661,7 +661,7 @@ TEST(ResizeFitTest, CropKeepsTheCentreOfAWideImage) {
 TEST(ResizeFitTest, CropKeepsTheCentreOfATallImage) {
   Image src = MakeImage(10, 2, 1);
   for (int y = 3; y < 7; ++y) std::fill(src.row(y), src.row(y) + 2, 255);
-  StatusOr<Image> out = ResizeFit(src, 4, 2, Fit::kCrop, Filter::kLanczos3, nullptr);
+  StatusOr<Image> out = ResizeFit(src, 4, 2, FitMode::kCrop, ResizeFilter::kLanczos3, nullptr);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->pixels, std::vector<uint8_t>(8, 255));
 }
@@ -669,7 +669,7 @@ TEST(ResizeFitTest, CropKeepsTheCentreOfATallImage) {
 TEST(ResizeFitTest, PadCentresAWideImageWithThePadColour) {
   const uint8_t pad[3] = {10, 20, 30};
   const Image src = MakeImage(6, 12, 3, 200);
-  StatusOr<Image> out = ResizeFit(src, 8, 8, Fit::kPad, Filter::kBilinear, pad);
+  StatusOr<Image> out = ResizeFit(src, 8, 8, FitMode::kPad, ResizeFilter::kBilinear, pad);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   ASSERT_EQ(out->height, 8);
   ASSERT_EQ(out->width, 8);
@@ -694,7 +694,7 @@ TEST(ResizeFitTest, PadPutsTheOddPixelRightOfATallImage) {
   const uint8_t pad[3] = {0, 0, 0};
   const Image src = MakeImage(10, 4, 1, 99);
   // 10x4 into 5x5: scale 1/2, so 5x2 with 3 columns of margin: 1 left, 2 right.
-  StatusOr<Image> out = ResizeFit(src, 5, 5, Fit::kPad, Filter::kArea, pad);
+  StatusOr<Image> out = ResizeFit(src, 5, 5, FitMode::kPad, ResizeFilter::kArea, pad);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   for (int y = 0; y < 5; ++y) {
     EXPECT_EQ(std::vector<uint8_t>(out->row(y), out->row(y) + 5),
@@ -706,7 +706,7 @@ TEST(ResizeFitTest, PadPutsTheOddPixelRightOfATallImage) {
 TEST(ResizeFitTest, PadFillsGrayWithTheLumaOfThePadColour) {
   const uint8_t pad[3] = {255, 128, 0};  // luma (19595*255 + 38470*128 + 32768) >> 16 = 151
   const Image src = MakeImage(2, 4, 1, 7);
-  StatusOr<Image> out = ResizeFit(src, 4, 4, Fit::kPad, Filter::kBicubic, pad);
+  StatusOr<Image> out = ResizeFit(src, 4, 4, FitMode::kPad, ResizeFilter::kBicubic, pad);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ(out->pixels, (std::vector<uint8_t>{151, 151, 151, 151, 7, 7, 7, 7,  //
                                                7, 7, 7, 7, 151, 151, 151, 151}));
@@ -717,7 +717,7 @@ TEST(ResizeFitTest, PadRoundsTheResizedSideHalfUp) {
   // 4x6 into width 9: height 4 * 9 / 6 = 6 exactly; into width 3: 4 * 3 / 6 = 2;
   // 5x6 into width 3: 2.5 rounds up to 3.
   const Image src = MakeImage(5, 6, 1, 50);
-  StatusOr<Image> out = ResizeFit(src, 6, 3, Fit::kPad, Filter::kArea, pad);
+  StatusOr<Image> out = ResizeFit(src, 6, 3, FitMode::kPad, ResizeFilter::kArea, pad);
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   // 3 content rows in 6: offset floor(3 / 2) = 1.
   EXPECT_EQ(out->pixels, (std::vector<uint8_t>{0, 0, 0, 50, 50, 50, 50, 50, 50,  //
@@ -725,7 +725,7 @@ TEST(ResizeFitTest, PadRoundsTheResizedSideHalfUp) {
 }
 
 TEST(ResizeFitTest, PadWithoutAColourIsInvalidArgument) {
-  StatusOr<Image> out = ResizeFit(MakeImage(4, 8, 3), 4, 4, Fit::kPad, Filter::kArea, nullptr);
+  StatusOr<Image> out = ResizeFit(MakeImage(4, 8, 3), 4, 4, FitMode::kPad, ResizeFilter::kArea, nullptr);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("pad colour"), std::string::npos);
@@ -734,10 +734,10 @@ TEST(ResizeFitTest, PadWithoutAColourIsInvalidArgument) {
 TEST(ResizeFitTest, SameAspectRatioIsAPlainResize) {
   const uint8_t pad[3] = {1, 2, 3};
   const Image src = NoiseImage(20, 30, 3, 11);
-  StatusOr<Image> plain = Resize(src, 8, 12, Filter::kLanczos3);
+  StatusOr<Image> plain = Resize(src, 8, 12, ResizeFilter::kLanczos3);
   ASSERT_TRUE(plain.ok());
-  for (Fit fit : {Fit::kCrop, Fit::kPad}) {
-    StatusOr<Image> out = ResizeFit(src, 8, 12, fit, Filter::kLanczos3, pad);
+  for (FitMode fit : {FitMode::kCrop, FitMode::kPad}) {
+    StatusOr<Image> out = ResizeFit(src, 8, 12, fit, ResizeFilter::kLanczos3, pad);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->pixels, plain->pixels);
   }
@@ -746,7 +746,7 @@ TEST(ResizeFitTest, SameAspectRatioIsAPlainResize) {
 TEST(ResizeMaxSideTest, SmallImageIsCopiedUnchanged) {
   const Image src = NoiseImage(30, 40, 3, 3);
   for (int max_side : {40, 41, 1000}) {
-    StatusOr<Image> out = ResizeMaxSide(src, max_side, Filter::kBicubic);
+    StatusOr<Image> out = ResizeMaxSide(src, max_side, ResizeFilter::kBicubic);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->height, 30);
     EXPECT_EQ(out->width, 40);
@@ -769,7 +769,7 @@ TEST(ResizeMaxSideTest, ShorterSideRoundsHalfUpAndIsAtLeastOne) {
   };
   for (const Case& c : cases) {
     StatusOr<Image> out =
-        ResizeMaxSide(MakeImage(c.height, c.width, 1, 9), c.max_side, Filter::kArea);
+        ResizeMaxSide(MakeImage(c.height, c.width, 1, 9), c.max_side, ResizeFilter::kArea);
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ(out->height, c.out_height) << c.height << "x" << c.width;
     EXPECT_EQ(out->width, c.out_width) << c.height << "x" << c.width;
@@ -786,28 +786,28 @@ void ExpectInvalid(const StatusOr<Image>& out, const std::string& fragment) {
 
 TEST(ResizeTest, NonPositiveOrHugeOutputSizeIsInvalidArgument) {
   const Image src = MakeImage(4, 4, 3);
-  ExpectInvalid(Resize(src, 0, 4, Filter::kArea), "output size 0x4");
-  ExpectInvalid(Resize(src, 4, -1, Filter::kArea), "output size 4x-1");
-  ExpectInvalid(Resize(src, 4, kMaxResizeSide + 1, Filter::kArea), "must be in 1..65500");
-  ExpectInvalid(ResizeFit(src, -3, 4, Fit::kCrop, Filter::kArea, nullptr), "output size -3x4");
-  ExpectInvalid(ResizeMaxSide(src, 0, Filter::kArea), "max side 0");
+  ExpectInvalid(Resize(src, 0, 4, ResizeFilter::kArea), "output size 0x4");
+  ExpectInvalid(Resize(src, 4, -1, ResizeFilter::kArea), "output size 4x-1");
+  ExpectInvalid(Resize(src, 4, kMaxResizeSide + 1, ResizeFilter::kArea), "must be in 1..65500");
+  ExpectInvalid(ResizeFit(src, -3, 4, FitMode::kCrop, ResizeFilter::kArea, nullptr), "output size -3x4");
+  ExpectInvalid(ResizeMaxSide(src, 0, ResizeFilter::kArea), "max side 0");
 }
 
 TEST(ResizeTest, BadSourceIsInvalidArgument) {
-  ExpectInvalid(Resize(MakeImage(4, 4, 2), 2, 2, Filter::kArea), "2 channels, expected 1 or 3");
-  ExpectInvalid(Resize(MakeImage(4, 4, 4), 2, 2, Filter::kArea), "4 channels, expected 1 or 3");
-  ExpectInvalid(Resize(MakeImage(0, 4, 3), 2, 2, Filter::kArea), "source size 0x4");
+  ExpectInvalid(Resize(MakeImage(4, 4, 2), 2, 2, ResizeFilter::kArea), "2 channels, expected 1 or 3");
+  ExpectInvalid(Resize(MakeImage(4, 4, 4), 2, 2, ResizeFilter::kArea), "4 channels, expected 1 or 3");
+  ExpectInvalid(Resize(MakeImage(0, 4, 3), 2, 2, ResizeFilter::kArea), "source size 0x4");
   Image short_pixels = MakeImage(4, 4, 3);
   short_pixels.pixels.pop_back();
-  ExpectInvalid(Resize(short_pixels, 2, 2, Filter::kArea), "holds 47 bytes, expected 48");
-  ExpectInvalid(ResizeMaxSide(short_pixels, 2, Filter::kArea), "holds 47 bytes");
-  ExpectInvalid(ResizeFit(short_pixels, 2, 2, Fit::kStretch, Filter::kArea, nullptr),
+  ExpectInvalid(Resize(short_pixels, 2, 2, ResizeFilter::kArea), "holds 47 bytes, expected 48");
+  ExpectInvalid(ResizeMaxSide(short_pixels, 2, ResizeFilter::kArea), "holds 47 bytes");
+  ExpectInvalid(ResizeFit(short_pixels, 2, 2, FitMode::kStretch, ResizeFilter::kArea, nullptr),
                 "holds 47 bytes");
 }
 
 // ResizeRegionInto into a fresh contiguous buffer; fails the test on error.
 std::vector<uint8_t> RegionInto(const Image& src, float x0, float y0, float x1, float y1,
-                                int out_height, int out_width, Filter filter,
+                                int out_height, int out_width, ResizeFilter filter,
                                 ResizeScratch* scratch) {
   std::vector<uint8_t> out(static_cast<size_t>(out_height) * out_width * src.channels, 0);
   const Status s = ResizeRegionInto(src.pixels.data(), src.height, src.width, src.channels,
@@ -832,7 +832,7 @@ TEST(ResizeRegionIntoTest, WholeImageEqualsResize) {
   for (int channels : {1, 3}) {
     for (const RegionCase& rc : kRegionCases) {
       const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 17);
-      for (Filter filter : kAllFilters) {
+      for (ResizeFilter filter : kAllFilters) {
         SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
                                         << rc.src_height << "x" << rc.src_width << " to "
                                         << rc.out_height << "x" << rc.out_width << "x" << channels);
@@ -863,12 +863,12 @@ TEST(ResizeRegionIntoTest, CentredBoxEqualsResizeFitCrop) {
         h = src.width / out_ratio;
         y0 = (src.height - h) * 0.5;
       }
-      for (Filter filter : kAllFilters) {
+      for (ResizeFilter filter : kAllFilters) {
         SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
                                         << rc.src_height << "x" << rc.src_width << " to "
                                         << rc.out_height << "x" << rc.out_width << "x" << channels);
         StatusOr<Image> expected =
-            ResizeFit(src, rc.out_height, rc.out_width, Fit::kCrop, filter, nullptr);
+            ResizeFit(src, rc.out_height, rc.out_width, FitMode::kCrop, filter, nullptr);
         ASSERT_TRUE(expected.ok()) << expected.status().ToString();
         EXPECT_EQ(RegionInto(src, static_cast<float>(x0), static_cast<float>(y0),
                              static_cast<float>(x0 + w), static_cast<float>(y0 + h), rc.out_height,
@@ -890,22 +890,22 @@ TEST(ResizeRegionIntoTest, FractionalBoxesMatchPillowExactly) {
     int src_height, src_width, channels;
     float x0, y0, x1, y1;
     int out_height, out_width;
-    Filter filter;
+    ResizeFilter filter;
     const char* hex;
   };
   const BoxCase cases[] = {
-      {12, 16, 3, 2.5f, 3.0f, 13.25f, 8.0f, 5, 7, Filter::kBicubic,
+      {12, 16, 3, 2.5f, 3.0f, 13.25f, 8.0f, 5, 7, ResizeFilter::kBicubic,
        "64be702d84c1bd77c9a474c98b94b76fce939bb4784f8d82813f99ac65b54488dd57a76070c69389a21da396"
        "4a2883ca6dbd4952a65c9743724e9963ab587c1f71cd41918395e51d5cb570c752afd0106192b25e85d82580"
        "d0207aca1a76c60d36869b1d6dc51969b9"},
-      {37, 48, 1, 3.25f, 1.5f, 40.75f, 30.125f, 13, 17, Filter::kLanczos3,
+      {37, 48, 1, 3.25f, 1.5f, 40.75f, 30.125f, 13, 17, ResizeFilter::kLanczos3,
        "807a875587b797a7764f799a7d7a7476744d856b819ac57f797272969e88744981a24a77778c4d208475b295"
        "6a713083c0a7e09d5a8c61826269a676a084715877a88994a881715494c88f925f61859b82755664696775"
        "648668aa7d628877978e5d828ca3b66965797f694164849b988e5a2f78b8bedab7828e707da2769d61816d72"
        "917b8a63667f8a577298b27479575890ab756e7f6e7764655a9e4ba491559e78879e2b7698bdc2665c837a77"
        "7f618d74a898755973a388cdbf86ab6372a77d8e506a7f74a9a280535f9c8870907f9e675c625987b2597e7c"
        "7b8a"},
-      {37, 48, 3, 5.0f, 2.75f, 14.0f, 36.5f, 20, 9, Filter::kBilinear,
+      {37, 48, 3, 5.0f, 2.75f, 14.0f, 36.5f, 20, 9, ResizeFilter::kBilinear,
        "6986d6c94c9c56a6f6b4479750a0ad79c99070c09a74c448ce516e3585abb0af5064b4552e7eceb152517ba1"
        "6d5b817faa764aa3a16d83d34681d12171c11160b086915c9d81518d6b3b8b6e9c7a3e7fbb888eaf53a33e69"
        "b95393e3339ca16a6730807c4595925baba77076ba39893456a64494e4cb656b5459a94898b965b57e4292b3"
@@ -934,7 +934,7 @@ TEST(ResizeRegionIntoTest, FractionalBoxesMatchPillowExactly) {
 TEST(ResizeRegionIntoTest, WholePixelWindowIsAnExactCrop) {
   const Image src = NoiseImage(30, 40, 3, 29);
   ResizeScratch scratch;
-  for (Filter filter : kAllFilters) {
+  for (ResizeFilter filter : kAllFilters) {
     const std::vector<uint8_t> out = RegionInto(src, 7, 5, 27, 17, 12, 20, filter, &scratch);
     for (int y = 0; y < 12; ++y) {
       const uint8_t* expected = src.row(5 + y) + 7 * 3;
@@ -951,7 +951,7 @@ TEST(ResizeRegionIntoTest, StridesAreHonouredAndPaddingIsUntouched) {
   std::vector<uint8_t> padded(37 * kSrcStride, 0xEE);
   for (int y = 0; y < 37; ++y) std::copy_n(src.row(y), 48 * 3, padded.begin() + y * kSrcStride);
   ResizeScratch scratch;
-  for (Filter filter : kAllFilters) {
+  for (ResizeFilter filter : kAllFilters) {
     std::vector<uint8_t> out(19 * kOutStride, 0xAB);
     ASSERT_TRUE(ResizeRegionInto(padded.data(), 37, 48, 3, kSrcStride, 1.5f, 2.0f, 45.0f, 36.25f,
                                  19, 21, filter, out.data(), kOutStride, &scratch)
@@ -977,7 +977,7 @@ std::vector<std::vector<uint8_t>> RunMixedCalls(ResizeScratch* shared) {
   for (const RegionCase& rc : kRegionCases) {
     for (int channels : {3, 1}) {
       const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 37 + i);
-      const Filter filter = kAllFilters[i++ % 4];
+      const ResizeFilter filter = kAllFilters[i++ % 4];
       ResizeScratch fresh;
       ResizeScratch* scratch = shared != nullptr ? shared : &fresh;
       const float w = static_cast<float>(src.width);
@@ -1008,7 +1008,7 @@ TEST(ResizeRegionIntoTest, ScratchStopsGrowingOnceItHasSeenTheLargestCall) {
 }
 
 TEST(ResizeRegionIntoTest, ReservedScratchDoesNotGrowForAnyBoxOfTheBound) {
-  for (Filter filter : {Filter::kArea, Filter::kBilinear, Filter::kBicubic, Filter::kLanczos3}) {
+  for (ResizeFilter filter : {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic, ResizeFilter::kLanczos3}) {
     for (int channels : {1, 3}) {
       ResizeScratch scratch;
       scratch.Reserve(40, 30, 8, 11, channels, filter);
@@ -1043,7 +1043,7 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
   auto call = [&](float x0, float y0, float x1, float y1, size_t src_stride, size_t out_stride,
                   int channels, ResizeScratch* s) {
     return ResizeRegionInto(src.pixels.data(), 8, 10, channels, src_stride, x0, y0, x1, y1, 4, 5,
-                            Filter::kBilinear, out.data(), out_stride, s);
+                            ResizeFilter::kBilinear, out.data(), out_stride, s);
   };
   auto expect_invalid = [](const Status& s, const std::string& fragment) {
     EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
@@ -1057,7 +1057,7 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
   expect_invalid(call(0, 0, 10.5f, 8, 30, 15, 3, &scratch), "must be non-empty and inside");
   expect_invalid(call(3, 0, 3, 8, 30, 15, 3, &scratch), "must be non-empty");
   expect_invalid(call(0, 0, 10, std::nanf(""), 30, 15, 3, &scratch), "box");
-  expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5, Filter::kArea,
+  expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5, ResizeFilter::kArea,
                                   out.data(), 15, &scratch),
                  "output size 0x5");
 }
@@ -1084,7 +1084,7 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
       {97, 33, 40, 33, 0.0f, 0.0f, 1.0f, 1.0f},       {600, 40, 20, 40, 0.0f, 0.0f, 1.0f, 1.0f},
       {120, 75, 41, 75, 0.0f, 0.07f, 1.0f, 0.93f},
   };
-  for (Filter filter : kAllFilters) {
+  for (ResizeFilter filter : kAllFilters) {
     for (const Shape& sh : shapes) {
       for (int channels : {3, 1}) {
         for (size_t pad : {size_t{0}, size_t{5}}) {
@@ -1145,8 +1145,8 @@ TEST(ResizeFitWindowTest, TheReadRegionGivesTheWholeImagesBytes) {
                         {64, 48, 20, 44},     {9, 130, 9, 11},      {40, 31, 80, 62},
                         {123, 77, 224, 224},  {300, 301, 256, 256}, {5, 200, 3, 3}};
   const uint8_t pad[3] = {10, 200, 30};
-  for (Filter filter : kAllFilters) {
-    for (Fit fit : {Fit::kCrop, Fit::kStretch, Fit::kPad}) {
+  for (ResizeFilter filter : kAllFilters) {
+    for (FitMode fit : {FitMode::kCrop, FitMode::kStretch, FitMode::kPad}) {
       for (int channels : {1, 3}) {
         for (const Case& c : cases) {
           SCOPED_TRACE(testing::Message()
@@ -1161,7 +1161,7 @@ TEST(ResizeFitWindowTest, TheReadRegionGivesTheWholeImagesBytes) {
           ASSERT_LE(r.x1, c.w);
           ASSERT_GE(r.y0, 0);
           ASSERT_LE(r.y1, c.h);
-          if (fit != Fit::kCrop) {
+          if (fit != FitMode::kCrop) {
             EXPECT_EQ(r.x1 - r.x0, c.w);
             EXPECT_EQ(r.y1 - r.y0, c.h);
           }
@@ -1175,17 +1175,17 @@ TEST(ResizeFitWindowTest, TheReadRegionGivesTheWholeImagesBytes) {
     }
   }
   // The crop of a 4:3 photo to a square reads little more than the square.
-  const Region r = FitReadRegion(280, 350, 256, 256, Fit::kCrop, Filter::kLanczos3);
+  const Region r = FitReadRegion(280, 350, 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3);
   EXPECT_EQ(r.y1 - r.y0, 280);
   EXPECT_LE(r.x1 - r.x0, 280 + 2 * 6);
 }
 
 TEST(ResizeFitWindowTest, AWindowLackingReadPixelsIsInvalidArgument) {
   const Image src = NoiseImage(280, 350, 3, 5);
-  Region r = FitReadRegion(280, 350, 256, 256, Fit::kCrop, Filter::kLanczos3);
+  Region r = FitReadRegion(280, 350, 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3);
   r.x0 += 4;  // a column the kernels of the first output pixels read
   const StatusOr<Image> out =
-      ResizeFitWindow(WindowOf(src, r), 256, 256, Fit::kCrop, Filter::kLanczos3, nullptr);
+      ResizeFitWindow(WindowOf(src, r), 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3, nullptr);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("lacks source pixels"), std::string::npos)
@@ -1194,7 +1194,7 @@ TEST(ResizeFitWindowTest, AWindowLackingReadPixelsIsInvalidArgument) {
   ImageWindow outside = WindowOf(src, {0, 0, 350, 280});
   outside.left = 1;  // 350 columns from column 1 of a 350-column image
   const StatusOr<Image> bad =
-      ResizeFitWindow(outside, 256, 256, Fit::kCrop, Filter::kLanczos3, nullptr);
+      ResizeFitWindow(outside, 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
 }

@@ -523,9 +523,7 @@ TEST(SampleTransformerTest, CenterCropMatchesResizeThenCropWithinOne) {
     const SampleTransformer t = MustCreate(o, VariableSpec());
     TransformScratch scratch;
     const std::vector<uint8_t> ours = MustApply(t, pixels, 375, 500, 3, 0, &scratch);
-    StatusOr<image::Image> resized = image::Resize(
-        src, 256, 341,
-        filter == ResizeFilter::kBilinear ? image::Filter::kBilinear : image::Filter::kBicubic);
+    StatusOr<image::Image> resized = image::Resize(src, 256, 341, filter);
     ASSERT_TRUE(resized.ok()) << resized.status().ToString();
     std::vector<uint8_t> cropped;
     for (int y = 16; y < 240; ++y) {

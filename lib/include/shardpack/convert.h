@@ -30,12 +30,6 @@
 
 namespace shardpack {
 
-enum class FitMode {
-  kStretch,  // resize to height x width, aspect not kept
-  kCrop,     // resize the shorter side to fit, then centre-crop (the default)
-  kPad,      // resize the longer side to fit, centre, pad with the background colour
-};
-
 // Where the inputs come from.
 enum class InputFormat {
   // A TFRecord source when SRC is a regular file, a glob pattern, a shardpack TFRecord
@@ -83,7 +77,10 @@ struct ConvertOptions {
   bool shuffle = false;
   uint64_t seed = 0;
 
-  int num_threads = 0;  // 0: all cores
+  // Worker threads of this call, in a TBB task_arena of its own (nothing process-wide is
+  // changed). 0: all cores. TBB shares one pool per process, at most the core count (or
+  // the application's tbb::global_control limit): more threads than that add nothing.
+  int num_threads = 0;
 
   bool apply_orientation = true;            // EXIF orientation (JPEG Exif, PNG eXIf)
   uint8_t background[3] = {255, 255, 255};  // alpha and --fit pad are filled with it
