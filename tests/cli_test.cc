@@ -1,6 +1,7 @@
 // The shardpack binary's exit codes and output, run as a user would run it.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -18,8 +19,9 @@ struct CliRun {
   std::string out;
 };
 
+// Runs the CLI with `args`; a run still going after 60 s is killed and exits 124.
 CliRun Shardpack(const std::string& args) {
-  std::string cmd = std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
+  std::string cmd = "timeout 60 " + std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   CliRun r{-1, ""};
   if (p == nullptr) return r;
@@ -120,6 +122,57 @@ TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {
   EXPECT_EQ(Shardpack("preview " + empty.path() + " -o " + png).code, 2);
   EXPECT_EQ(Shardpack("preview " + dir.path()).code, 2);  // no -o
   EXPECT_EQ(Shardpack("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code, 2);
+}
+
+TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlocking) {
+  testing::TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 6, .max_shard_records = 3});
+  const std::string shard = dir.Join(m.shards[1].data.file);
+  std::filesystem::remove(shard);
+  ASSERT_EQ(::mkfifo(shard.c_str(), 0644), 0);
+  const std::string why = m.shards[1].data.file + ": not a regular file but a FIFO";
+  CliRun verify = Shardpack("verify " + dir.path());
+  EXPECT_EQ(verify.code, 1) << verify.out;
+  EXPECT_NE(verify.out.find(why), std::string::npos) << verify.out;
+  for (const std::string command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
+    CliRun r = Shardpack(command + " " + dir.path());
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_NE(r.out.find(why), std::string::npos) << command << ": " << r.out;
+  }
+
+  testing::TempDir fifo;
+  ASSERT_EQ(::mkfifo(fifo.Join("manifest.json").c_str(), 0644), 0);
+  for (const std::string command : {std::string("verify"), std::string("info"),
+                                    "preview -o " + dir.Join("p.png"), std::string("bench")}) {
+    CliRun r = Shardpack(command + " " + fifo.path());
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("manifest.json: not a regular file but a FIFO"), std::string::npos)
+        << command << ": " << r.out;
+  }
+}
+
+TEST(CliTest, ATruncatedLmdbShardIsAFaultNamingItInVerifyPreviewAndBench) {
+  testing::TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb,
+                                                      .samples = 12,
+                                                      .height = 40,
+                                                      .width = 40,
+                                                      .max_shard_records = 6});
+  const std::string shard = dir.Join(m.shards[1].data.file);
+  const std::string bytes = testing::ReadFileOrDie(shard);
+  testing::WriteFileOrDie(shard, bytes.substr(0, bytes.size() / 2));
+  CliRun verify = Shardpack("verify " + dir.path());
+  EXPECT_EQ(verify.code, 1) << verify.out;
+  EXPECT_NE(verify.out.find(m.shards[1].data.file), std::string::npos) << verify.out;
+  for (const std::string command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
+    CliRun r = Shardpack(command + " " + dir.path());
+    EXPECT_EQ(r.code, 1) << command << ": " << r.out;
+    EXPECT_NE(r.out.find(m.shards[1].data.file + ": the file is " +
+                         std::to_string(bytes.size() / 2) + " bytes"),
+              std::string::npos)
+        << command << ": " << r.out;
+    EXPECT_NE(r.out.find("it is truncated"), std::string::npos) << command << ": " << r.out;
+  }
 }
 
 }  // namespace

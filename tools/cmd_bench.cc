@@ -200,7 +200,7 @@ int Run(const Args& a) {
   auto opened = Dataset::Open(a.dst);
   if (!opened.ok()) {
     std::fprintf(stderr, "shardpack bench: %s\n", opened.status().message().c_str());
-    return kExitUsage;
+    return ExitCodeOf(opened.status());
   }
   std::shared_ptr<const Dataset> ds(std::move(opened).value());
   DatasetOptions raw_options;
@@ -243,11 +243,17 @@ int Run(const Args& a) {
         return kExitUsage;
       }
       // The baseline copies the samples of epoch 0's order from a mapping of its own.
+      const std::vector<uint64_t> order = (*loader)->EpochOrder(0);
       std::vector<std::span<const uint8_t>> samples;
-      samples.reserve(ds->size());
-      for (uint64_t i : (*loader)->EpochOrder(0)) {
+      samples.reserve(order.size());
+      for (uint64_t i : order) {
         SampleView v;
-        if ((*raw)->Get(i, &v).ok()) samples.push_back(v.pixels);
+        Status got = (*raw)->Get(i, &v);
+        if (!got.ok()) {
+          std::fprintf(stderr, "shardpack bench: %s\n", got.message().c_str());
+          return kExitFaults;
+        }
+        samples.push_back(v.pixels);
       }
       // Loader epochs and memcpy passes alternate, so that both see the same machine; each
       // pair gives a ratio. The first of each is a warm-up (pages mapped, caches filled).
@@ -273,6 +279,14 @@ int Run(const Args& a) {
         last = ReadRss();
         anon_growth.push_back((static_cast<double>(last.anon) - before.anon) / 1e6);
         copy_seconds.push_back(MemcpyEpoch(samples, threads, ring_bytes / threads));
+        // The baseline's reads of a shard that shrank meanwhile found zeros, not the file.
+        for (uint64_t i : order) {
+          Status intact = (*raw)->CheckIntact(i);
+          if (!intact.ok()) {
+            std::fprintf(stderr, "shardpack bench: %s\n", intact.message().c_str());
+            return kExitFaults;
+          }
+        }
         if (e > 0 || a.epochs == 1) ratios.push_back(copy_seconds.back() / seconds.back());
       }
       auto median_after_first = [](std::vector<double> v) {

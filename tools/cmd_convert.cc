@@ -235,7 +235,7 @@ std::function<int()> AddConvert(CLI::App& app) {
 
 namespace {
 
-int ExitCodeOf(const Status& s) {
+int ConvertExitCode(const Status& s) {
   return s.code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
 }
 
@@ -247,7 +247,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
   auto summary = Convert(a->src, a->dst, o);
   if (!summary.ok()) {
     std::fprintf(stderr, "shardpack convert: %s\n", summary.status().message().c_str());
-    return ExitCodeOf(summary.status());
+    return ConvertExitCode(summary.status());
   }
   const ConvertSummary& s = *summary;
   if (a->resume && s.resumed_from > 0) {

@@ -48,13 +48,13 @@ std::function<int()> AddPreview(CLI::App& app) {
     auto ds = Dataset::Open(a->dir);
     if (!ds.ok()) {
       std::fprintf(stderr, "shardpack preview: %s\n", ds.status().message().c_str());
-      return kExitUsage;
+      return ExitCodeOf(ds.status());
     }
     ContactSheetInfo info;
     auto sheet = RenderContactSheet(**ds, a->sheet, &info);
     if (!sheet.ok()) {
       std::fprintf(stderr, "shardpack preview: %s\n", sheet.status().message().c_str());
-      return sheet.status().code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+      return ExitCodeOf(sheet.status());
     }
     auto png = image::EncodePng(sheet->pixels.data(), sheet->height, sheet->width, 3);
     if (!png.ok()) {

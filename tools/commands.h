@@ -10,11 +10,20 @@
 #include <functional>
 #include <string>
 
+#include "shardpack/status.h"
+
 namespace shardpack::cli {
 
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFaults = 1;
 inline constexpr int kExitUsage = 2;
+
+// The exit code of a failure: 1 for damaged data (a corrupt record, a truncated or shrunk
+// shard), 2 for everything else (a missing dataset, a bad argument, the environment).
+inline int ExitCodeOf(const Status& s) {
+  return s.code() == StatusCode::kCorruption || s.code() == StatusCode::kIOError ? kExitFaults
+                                                                                 : kExitUsage;
+}
 
 // A CLI11 check from one of shardpack's name parsers (ParseResizeFilter, ParseFitMode):
 // an unknown name fails with the parser's message, which lists the accepted names.

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -286,6 +287,17 @@ bool IsCaffeKey(std::string_view key) {
 StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path,
                                                                  bool random_access, Keys keys) {
   if (::access(path.c_str(), R_OK) != 0) return ErrnoError(path + ": open", errno);
+  {
+    // LMDB's open of a FIFO would block for a writer; a directory is no shard either.
+    struct stat before {};
+    if (::stat(path.c_str(), &before) != 0) return ErrnoError(path + ": stat", errno);
+    if (!S_ISREG(before.st_mode)) {
+      return InvalidArgumentError(path + ": not a regular file but " +
+                                  (S_ISDIR(before.st_mode)    ? "a directory"
+                                   : S_ISFIFO(before.st_mode) ? "a FIFO"
+                                                              : "a special file"));
+    }
+  }
   MDB_env* raw = nullptr;
   int rc = mdb_env_create(&raw);
   if (rc != 0) return LmdbError(path + ": mdb_env_create", rc);
@@ -294,11 +306,29 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   if (random_access) flags |= MDB_NORDAHEAD;
   rc = mdb_env_open(raw, path.c_str(), flags, 0444);
   if (rc != 0) return LmdbError(path + ": mdb_env_open", rc);
+  MDB_envinfo info;
+  rc = mdb_env_info(raw, &info);
+  if (rc != 0) return LmdbError(path + ": mdb_env_info", rc);
+  MDB_stat env_stat;
+  rc = mdb_env_stat(raw, &env_stat);
+  if (rc != 0) return LmdbError(path + ": mdb_env_stat", rc);
   mdb_filehandle_t fd = -1;
   struct stat st {};
   if (mdb_env_get_fd(raw, &fd) != 0 || ::fstat(fd, &st) != 0) {
     return ErrnoError(path + ": stat", errno);
   }
+  // The meta page names the last page in use: a shorter file lost its tail (a truncated
+  // copy), and reading those pages would find nothing.
+  const uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
+  if (static_cast<uint64_t>(st.st_size) < needed) {
+    return CorruptionError(path + ": the file is " + std::to_string(st.st_size) +
+                           " bytes, but its meta page says it holds " +
+                           std::to_string(info.me_last_pgno + 1) + " pages of " +
+                           std::to_string(env_stat.ms_psize) + " bytes (" + std::to_string(needed) +
+                           " bytes): it is truncated");
+  }
+  std::unique_ptr<io::MappedRange> range;  // unregistered before env unmaps the map
+  const char* map = nullptr;
   Txn txn;
   rc = mdb_txn_begin(raw, nullptr, MDB_RDONLY, txn.out());
   if (rc != 0) return LmdbError(path + ": mdb_txn_begin", rc);
@@ -308,7 +338,7 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   MDB_stat db_stat;
   rc = mdb_stat(txn.get(), dbi, &db_stat);
   if (rc != 0) return LmdbError(path + ": mdb_stat", rc);
-  if (keys == Keys::kRecordNumbers && db_stat.ms_entries > 0) {
+  if (db_stat.ms_entries > 0) {
     MDB_cursor* cursor = nullptr;
     rc = mdb_cursor_open(txn.get(), dbi, &cursor);
     if (rc != 0) return LmdbError(path + ": mdb_cursor_open", rc);
@@ -316,8 +346,15 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
     rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST);
     mdb_cursor_close(cursor);
     if (rc != 0) return LmdbError(path + ": reading the first record", rc);
+    // LMDB does not say where its map is; the first key lies in it. Registered, the map
+    // survives the file shrinking under it: lost pages read zeros and mark the reader
+    // faulted instead of killing the process (io/mapped_range.h).
+    auto mapping = io::MappingAt(k.mv_data);
+    if (!mapping.ok()) return mapping.status().WithPrefix(path);
+    map = static_cast<const char*>(mapping->begin);
+    range = std::make_unique<io::MappedRange>(mapping->begin, mapping->size, PROT_READ);
     const std::string_view key = View(k);
-    if (!IsRecordNumberKey(key)) {
+    if (keys == Keys::kRecordNumbers && !IsRecordNumberKey(key)) {
       const std::string shown = EscapeBytes(key.substr(0, 40));
       if (IsCaffeKey(key)) {
         return NotSupportedError(
@@ -333,8 +370,9 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   // Committing the transaction that opened the handle keeps the handle for later ones.
   rc = txn.Commit();
   if (rc != 0) return LmdbError(path + ": mdb_txn_commit", rc);
-  return std::unique_ptr<LmdbShardReader>(new LmdbShardReader(
-      path, std::move(env), dbi, db_stat.ms_entries, static_cast<uint64_t>(st.st_size)));
+  return std::unique_ptr<LmdbShardReader>(
+      new LmdbShardReader(path, std::move(env), map, dbi, db_stat.ms_entries,
+                          static_cast<uint64_t>(st.st_size), std::move(range)));
 }
 
 LmdbShardReader::~LmdbShardReader() {
@@ -342,6 +380,9 @@ LmdbShardReader::~LmdbShardReader() {
 }
 
 Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
+  // LMDB asserts (and aborts) on some pages of zeros, such as a meta page naming root page
+  // 0: once the map has read zeros anywhere, nothing of this file goes through LMDB again.
+  if (faulted()) return FaultStatus(index);
   MDB_txn* txn = nullptr;
   {
     std::lock_guard<std::mutex> lock(pool_mu_);
@@ -359,10 +400,12 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
       return LmdbError(path_ + ": mdb_txn_renew", rc);
     }
   } else {
-    // mdb_txn_begin reads the meta pages before the transaction is ours to track: were the
-    // file truncated under the map, the SIGBUS there (which the loader's guard turns into
-    // an error) would leak it. This cold path (the pool is empty) checks the size first.
-    SHARDPACK_RETURN_IF_ERROR(CheckNotShrunk());
+    // A file known to have shrunk gets no new transaction (its meta pages may read as
+    // zeros); the hot path relies on faulted() instead, which the caller checks.
+    if (!CheckNotShrunk().ok()) {
+      return IOError(path_ + ": record " + std::to_string(index) + ": " +
+                     std::string(io::kShrunkWhileOpen));
+    }
     rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
     std::lock_guard<std::mutex> lock(pool_mu_);
@@ -379,6 +422,7 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
       reader->idle_txns_.push_back(txn);
     }
   } give_back{this, txn};
+  if (faulted()) return FaultStatus(index);  // the meta pages the transaction read were zeros
   const std::string key = LmdbKey(index);
   MDB_val k = Val(key), v;
   rc = mdb_get(txn, dbi_, &k, &v);
@@ -387,10 +431,29 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
                            " is missing");
   }
   if (rc != 0) return LmdbError(path_ + ": record " + std::to_string(index), rc);
+  // A damaged node can claim a value longer than the file (an overflow value's length is
+  // 32 bits): reading it would run off the map.
+  const uint64_t value_offset = static_cast<uint64_t>(static_cast<const char*>(v.mv_data) - map_);
+  if (map_ == nullptr || value_offset > file_bytes_ || v.mv_size > file_bytes_ - value_offset) {
+    return CorruptionError(path_ + ": record " + std::to_string(index) + ": a value of " +
+                           std::to_string(v.mv_size) + " bytes at offset " +
+                           std::to_string(value_offset) + " runs past the end of the file (" +
+                           std::to_string(file_bytes_) + " bytes)");
+  }
   // The map is read-only and nobody writes the dataset, so the bytes stay where they are
   // after the transaction ends.
   *value = View(v);
   return Status::Ok();
+}
+
+Status LmdbShardReader::FaultStatus(uint64_t index) const {
+  return IOError(path_ + ": record " + std::to_string(index) + ": " + FaultMessage());
+}
+
+std::string LmdbShardReader::FaultMessage() const {
+  if (!CheckNotShrunk().ok()) return std::string(io::kShrunkWhileMapped);
+  return "a page past the end of the file was read (the file is damaged): reading its "
+         "mapping raised SIGBUS";
 }
 
 Status LmdbShardReader::CheckNotShrunk() const {

@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "io/mapped_range.h"
 #include "shardpack/manifest.h"
 #include "shardpack/status.h"
 
@@ -114,6 +115,13 @@ class LmdbShardReader {
   ~LmdbShardReader();
 
   uint64_t entries() const { return entries_; }
+  // True once a read of the map found no file under it: the file shrank while open, or a
+  // damaged page reference pointed past its end. Those reads, in Get or of the values it
+  // returned, read zeros (io/mapped_range.h); FaultMessage() says which it was.
+  bool faulted() const { return range_ != nullptr && range_->faulted(); }
+  // Why faulted() is true: io::kShrunkWhileMapped when the file is shorter than when it was
+  // opened, else that the file is damaged.
+  std::string FaultMessage() const;
   // The value of record `index`.
   Status Get(uint64_t index, std::string_view* value) const;
   // Opens read transactions until the pool has made `readers` of them, so that that many
@@ -127,26 +135,32 @@ class LmdbShardReader {
   }
 
  private:
-  LmdbShardReader(std::string path, LmdbEnv env, unsigned dbi, uint64_t entries,
-                  uint64_t file_bytes)
+  LmdbShardReader(std::string path, LmdbEnv env, const void* map, unsigned dbi, uint64_t entries,
+                  uint64_t file_bytes, std::unique_ptr<io::MappedRange> range)
       : path_(std::move(path)),
         env_(std::move(env)),
+        range_(std::move(range)),
+        map_(static_cast<const char*>(map)),
         dbi_(dbi),
         entries_(entries),
         file_bytes_(file_bytes) {}
   // IOError when the file is now shorter than when it was opened.
   Status CheckNotShrunk() const;
+  // IOError "<path>: record N: " + FaultMessage().
+  Status FaultStatus(uint64_t index) const;
   Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn) const;
 
   std::string path_;
   LmdbEnv env_;
-  unsigned dbi_;  // MDB_dbi of the main database
+  // The environment's map, registered so that a read of a lost page is absorbed;
+  // unregistered (destroyed) before env_ unmaps it.
+  std::unique_ptr<io::MappedRange> range_;
+  const char* map_;  // where the map starts
+  unsigned dbi_;     // MDB_dbi of the main database
   uint64_t entries_;
   uint64_t file_bytes_;  // the file's size when opened
   // Every read transaction this reader made (MDB_txn*), aborted by the destructor, and
-  // those of them that are reset and ready for mdb_txn_renew. A transaction whose Get was
-  // cut short by a fault (a SIGBUS unwound by read::GuardedRead) never returns to the
-  // idle list but is still freed here.
+  // those of them that are reset and ready for mdb_txn_renew.
   mutable std::mutex pool_mu_;
   mutable std::vector<void*> all_txns_;
   mutable std::vector<void*> idle_txns_;

@@ -37,6 +37,11 @@ class MappedFile {
   virtual ~MappedFile() = default;
   virtual const uint8_t* data() const = 0;
   virtual uint64_t size() const = 0;
+  // True once a read of data() found part of the file gone (the file shrank while mapped):
+  // that read and every later one of the lost pages read zeros (io/mapped_range.h). Bytes
+  // read from data() are the file's only if this is still false after reading them;
+  // report it with io::kShrunkWhileMapped.
+  virtual bool faulted() const { return false; }
 };
 
 // How a mapping will be read, passed to the kernel as a read-ahead hint.
@@ -53,7 +58,9 @@ class Env {
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
   virtual StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
                                                         AccessPattern pattern) = 0;
-  // Reads a whole file into memory; refuses files above `max_bytes`.
+  // Reads a whole file into memory; refuses files above `max_bytes`. MapFile and ReadFile
+  // open without blocking and refuse anything but a regular file (a FIFO, a device, a
+  // directory) with InvalidArgument naming what it is.
   virtual StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) = 0;
   // Atomically replaces `to` with `from` (same directory, same file system).
   virtual Status RenameFile(const std::string& from, const std::string& to) = 0;

@@ -10,9 +10,20 @@
 #include <cstring>
 
 #include "io/env.h"
+#include "io/mapped_range.h"
 
 namespace shardpack::io {
 namespace {
+
+// "a FIFO", "a directory", ...: what a path that should be a regular file is instead.
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "not a file";
+}
 
 constexpr size_t kWriteBufferSize = 1 << 20;
 // Appends at least this large (a record's pixels) go to the file with what is buffered in
@@ -101,17 +112,38 @@ class PosixWritableFile final : public WritableFile {
 
 class PosixMappedFile final : public MappedFile {
  public:
-  PosixMappedFile(void* base, uint64_t size) : base_(base), size_(size) {}
+  PosixMappedFile(void* base, uint64_t size)
+      : base_(base), size_(size), range_(std::make_unique<MappedRange>(base, size, PROT_READ)) {}
   ~PosixMappedFile() override {
+    range_.reset();  // unregistered before it is unmapped
     if (base_ != nullptr) ::munmap(base_, size_);
   }
   const uint8_t* data() const override { return static_cast<const uint8_t*>(base_); }
   uint64_t size() const override { return size_; }
+  bool faulted() const override { return range_->faulted(); }
 
  private:
   void* base_;
   uint64_t size_;
+  std::unique_ptr<MappedRange> range_;
 };
+
+// Opens `path` for reading without blocking (a FIFO or a device would block in open or
+// read) and refuses anything that is not a regular file, naming it.
+StatusOr<int> OpenRegularFile(const std::string& path, struct stat* st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return ErrnoError(path + ": open", errno);
+  if (::fstat(fd, st) != 0) {
+    int err = errno;
+    ::close(fd);
+    return ErrnoError(path + ": stat", err);
+  }
+  if (!S_ISREG(st->st_mode)) {
+    ::close(fd);
+    return InvalidArgumentError(path + ": not a regular file but " + FileTypeName(st->st_mode));
+  }
+  return fd;
+}
 
 class PosixEnv final : public Env {
  public:
@@ -123,18 +155,8 @@ class PosixEnv final : public Env {
 
   StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
                                                 AccessPattern pattern) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoError(path + ": open", errno);
     struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      int err = errno;
-      ::close(fd);
-      return ErrnoError(path + ": stat", err);
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd);
-      return InvalidArgumentError(path + ": not a regular file");
-    }
+    SHARDPACK_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
     uint64_t size = static_cast<uint64_t>(st.st_size);
     void* base = nullptr;
     if (size > 0) {
@@ -158,8 +180,8 @@ class PosixEnv final : public Env {
   }
 
   StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return ErrnoError(path + ": open", errno);
+    struct stat st {};
+    SHARDPACK_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
     std::string out;
     char buf[65536];
     for (;;) {

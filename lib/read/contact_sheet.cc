@@ -242,8 +242,9 @@ Status DrawTile(const Dataset& ds, uint64_t index, const Geometry& g, int x, int
   src.width = s.width;
   src.channels = s.channels;
   src.pixels.assign(s.pixels.begin(), s.pixels.end());
-  auto thumb = image::ResizeFit(src, g.thumb, g.thumb, FitMode::kPad, ResizeFilter::kArea,
-                                kSheetBackground);
+  SHARDPACK_RETURN_IF_ERROR(ds.CheckIntact(index));  // the copy read the file's bytes
+  auto thumb =
+      image::ResizeFit(src, g.thumb, g.thumb, FitMode::kPad, ResizeFilter::kArea, kSheetBackground);
   if (!thumb.ok()) return thumb.status().WithPrefix("sample " + std::to_string(index));
   Blit(*thumb, x + kSheetPad, y + kSheetPad, sheet);
   std::string caption = std::to_string(s.label);

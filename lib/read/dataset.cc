@@ -10,6 +10,7 @@
 #include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "io/env.h"
+#include "io/mapped_range.h"
 #include "remote/shard_cache.h"
 #include "util/crc32c.h"
 
@@ -26,6 +27,9 @@ struct Shard {
   std::vector<format::IndexEntry> index;
   // LMDB
   std::unique_ptr<format::LmdbShardReader> lmdb;
+
+  // True once a read of the shard's mapping found part of the file gone.
+  bool faulted() const { return file ? file->faulted() : lmdb->faulted(); }
 };
 
 }  // namespace
@@ -53,6 +57,19 @@ class Dataset::Impl {
     }
     const Shard& shard = shards[ShardOf(index)];
     const uint64_t record = index - shard.first_sample;
+    Status s = Read(shard, record, out, verify_crc);
+    // Whatever was read (a checksum over zeros fails too), a lost page is the fault.
+    if (shard.faulted()) return ShrunkFault(shard, record);
+    return s;
+  }
+
+  Status CheckIntact(uint64_t index) const {
+    const Shard& shard = shards[ShardOf(index)];
+    return shard.faulted() ? ShrunkFault(shard, index - shard.first_sample) : Status::Ok();
+  }
+
+ private:
+  Status Read(const Shard& shard, uint64_t record, SampleView* out, bool verify_crc) const {
     const uint8_t* payload;
     uint64_t length;
     uint64_t offset = 0;
@@ -98,7 +115,13 @@ class Dataset::Impl {
     return Fill(d, out);
   }
 
- private:
+  // The fault of a shard whose mapping read zeros where the file was gone.
+  static Status ShrunkFault(const Shard& shard, uint64_t record) {
+    if (shard.lmdb) return Fault(shard, record, 0, IOError(shard.lmdb->FaultMessage()));
+    return Fault(shard, record, shard.index[record].offset,
+                 IOError(std::string(io::kShrunkWhileMapped)));
+  }
+
   static Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d) {
     const uint64_t pixel_start = static_cast<uint64_t>(d.pixels - r.payload);
     const uint64_t pixel_end = pixel_start + d.pixel_bytes;
@@ -242,6 +265,14 @@ Status Dataset::ReserveReaders(int threads) const {
 
 Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   return impl_->Get(index, out, verify_crc);
+}
+
+Status Dataset::CheckIntact(uint64_t index) const {
+  if (index >= size()) {
+    return OutOfRangeError(impl_->dir + ": sample " + std::to_string(index) + " is beyond the " +
+                           std::to_string(size()) + " samples of the dataset");
+  }
+  return impl_->CheckIntact(index);
 }
 
 StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {

@@ -28,7 +28,6 @@
 #include <thread>
 
 #include "cuda/cuda.h"
-#include "read/mapped_read_guard.h"
 #include "read/normalize.h"
 #include "read/sampler.h"
 #include "read/transform.h"
@@ -241,11 +240,7 @@ class Loader::Impl {
       Status error = claim_status;
       if (error.ok()) {
         for (int i = begin; i < end; ++i) {
-          // A shard that shrank while mapped raises SIGBUS: an error naming it, not a crash.
-          Status s = read::GuardedRead([&] { return FillSample(*slot, i, &scratch); });
-          if (read::IsMappedReadFault(s)) {
-            s = Status(s.code(), Where(slot->indices[i]) + ": " + s.message());
-          }
+          Status s = FillSample(*slot, i, &scratch);
           if (s.ok()) continue;
           if (s.code() == StatusCode::kCorruption && options.on_corrupt == OnCorrupt::kSkip) {
             slot->bad[i] = 1;
@@ -282,7 +277,16 @@ class Loader::Impl {
     }
   }
 
+  // Sample i of the slot into its place in the host buffer. A shard that shrank while
+  // mapped reads zeros instead of crashing (io/mapped_range.h): the check after the copy
+  // turns that into an IOError naming the file, whatever else the zeros caused.
   Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
+    Status s = CopySample(slot, i, scratch);
+    Status intact = dataset->CheckIntact(slot.indices[i]);
+    return intact.ok() ? s : intact;
+  }
+
+  Status CopySample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     SampleView view;
     SHARDPACK_RETURN_IF_ERROR(dataset->Get(slot.indices[i], &view, options.verify_crc));
     slot.labels[i] = view.label;
@@ -513,8 +517,8 @@ const char* TailName(Tail t) {
 constexpr std::array<std::string_view, 8> kStateItemsV1 = {
     "epoch", "next_batch", "seed", "num_samples", "rank", "world_size", "batch_size", "shuffle"};
 constexpr std::array<std::string_view, 12> kStateItemsV2 = {
-    "epoch",      "next_batch", "seed",  "num_samples", "rank",         "world_size",
-    "batch_size", "shuffle",    "tail",  "block_size",  "block_window", "shard_layout"};
+    "epoch",      "next_batch", "seed", "num_samples", "rank",         "world_size",
+    "batch_size", "shuffle",    "tail", "block_size",  "block_window", "shard_layout"};
 
 Status BadState(const std::string& what) { return InvalidArgumentError("loader state: " + what); }
 
@@ -554,9 +558,9 @@ std::string LoaderState::ToString() const {
   char layout[17];
   std::snprintf(layout, sizeof layout, "%016llx", static_cast<unsigned long long>(shard_layout));
   std::ostringstream out;
-  out << "shardpack-loader-state " << kVersion << " epoch=" << epoch
-      << " next_batch=" << next_batch << " seed=" << seed << " num_samples=" << num_samples
-      << " rank=" << rank << " world_size=" << world_size << " batch_size=" << batch_size
+  out << "shardpack-loader-state " << kVersion << " epoch=" << epoch << " next_batch=" << next_batch
+      << " seed=" << seed << " num_samples=" << num_samples << " rank=" << rank
+      << " world_size=" << world_size << " batch_size=" << batch_size
       << " shuffle=" << ShuffleName(shuffle) << " tail=" << TailName(tail)
       << " block_size=" << block_size << " block_window=" << block_window
       << " shard_layout=" << layout;
@@ -622,10 +626,10 @@ StatusOr<LoaderState> LoaderState::Parse(const std::string& text) {
     } else {
       const bool small = key == "rank" || key == "world_size" || key == "batch_size" ||
                          key == "block_size" || key == "block_window";
-      const uint64_t min = key == "world_size" || key == "batch_size" || key == "block_size" ||
-                                   key == "block_window"
-                               ? 1
-                               : 0;
+      const uint64_t min =
+          key == "world_size" || key == "batch_size" || key == "block_size" || key == "block_window"
+              ? 1
+              : 0;
       SHARDPACK_ASSIGN_OR_RETURN(uint64_t v,
                                  StateNumber(key, value, min, small ? kIntMax : UINT64_MAX));
       if (key == "epoch") {

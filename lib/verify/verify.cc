@@ -23,6 +23,7 @@
 #include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "io/env.h"
+#include "io/mapped_range.h"
 #include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
 #include "util/crc32c.h"
@@ -202,6 +203,12 @@ void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string
   }
 }
 
+// The fault of a file that shrank while verify read its mapping (those reads found zeros).
+std::string ShrunkWhileRead() {
+  return std::string(io::kShrunkWhileMapped) +
+         "; faults listed for this file may be consequences of it";
+}
+
 void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Manifest& m,
                          io::Env* env, ShardResult* out) {
   FileFaults& faults = out->files[0];
@@ -254,6 +261,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     }
   }
   hasher.Update(data + hashed, size - hashed);
+  if ((*file)->faulted()) faults.Add(-1, -1, ShrunkWhileRead());
   CheckFileEntry(e.data, size, hasher.HexDigest(), &faults);
   const uint64_t seen = scanner.records_seen();
   out->records += seen;
@@ -359,6 +367,7 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
     return Status::Ok();
   });
   *records = n;
+  if ((*reader)->faulted()) add(-1, (*reader)->FaultMessage());
   if (!s.ok()) return s;
   if (n != e.records) {
     add(-1, std::to_string(n) + " records, the manifest says " + std::to_string(e.records));
@@ -486,6 +495,7 @@ void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manife
   }
   out->bytes += (*file)->size();
   std::string hash = Xxh3Hex((*file)->data(), (*file)->size());
+  if ((*file)->faulted()) faults.Add(-1, -1, ShrunkWhileRead());
   const bool intact = hash == e.data.xxh3_128 && (*file)->size() == e.data.bytes;
   CheckFileEntry(e.data, (*file)->size(), hash, &faults);
   file->reset();

@@ -15,6 +15,7 @@
 #include "image/image.h"
 #include "image/jpeg_decoder.h"
 #include "io/env.h"
+#include "io/mapped_range.h"
 #include "shardpack/verify.h"
 #include "util/crc32c.h"
 #include "util/text.h"
@@ -156,6 +157,11 @@ void VerifyFile(const format::TfrecordFile& file, const VerifyOptions& options, 
     }
   }
   out->records = scanner.records_seen();
+  if ((*mapped)->faulted()) {
+    add(-1, -1,
+        std::string(io::kShrunkWhileMapped) +
+            "; faults listed for this file may be consequences of it");
+  }
   std::stable_sort(out->faults.begin(), out->faults.end(),
                    [](const VerifyFault& a, const VerifyFault& b) { return a.offset < b.offset; });
   if (out->fault_count > out->faults.size()) {

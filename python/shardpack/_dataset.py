@@ -68,6 +68,14 @@ class Dataset:
         """Class names; label i is classes[i]."""
         return [c["name"] for c in self.manifest["classes"]]
 
+    def check_intact(self, index):
+        """Raises ``ShardpackIOError`` naming the file if the shard holding sample ``index``
+        shrank while open. A sample's ``pixels`` view reads the mapped shard: were the
+        file truncated meanwhile (the dataset modified while in use), the lost pages read
+        as zeros instead of killing the process. Call it after reading a view to know
+        that what was read was the file's; ``dataset[i]`` checks what it reads itself."""
+        self._ds.check_intact(int(index))
+
     def locate(self, index):
         """(shard file, record number, byte offset) of sample ``index``; the offset
         is 0 for LMDB shards."""

@@ -68,6 +68,15 @@ void BindDataset(nb::module_& m) {
            "(pixels, label, class_text, filename) of sample `index`; pixels is a read-only "
            "HWC uint8 view into the shard that keeps the dataset alive.")
       .def(
+          "check_intact",
+          [](const DatasetHandle& h, uint64_t index) {
+            RaiseIfError(h.dataset->CheckIntact(index));
+          },
+          nb::arg("index"),
+          "Raises ShardpackIOError naming the file if the shard of sample `index` shrank while "
+          "open "
+          "(reads of its view found zeros, not the file's bytes).")
+      .def(
           "locate",
           [](const DatasetHandle& h, uint64_t index) {
             SampleLocation loc = ValueOrRaise(h.dataset->Locate(index));

@@ -63,6 +63,19 @@ def test_dataset_get_raises_for_the_damaged_sample_only(dataset_copy):
     assert shardpack.Dataset(dataset_copy, verify_crc=False)[3].pixels.shape == (32, 32, 3)
 
 
+def test_a_view_of_a_shard_truncated_while_open_reads_zeros_and_is_reported(dataset_copy):
+    ds = shardpack.Dataset(dataset_copy)
+    pixels = ds[3].pixels
+    shard, record, offset = ds.locate(3)
+    ds.check_intact(3)
+    os.truncate(os.path.join(dataset_copy, shard), 0)
+    assert int(pixels.sum()) == 0  # the lost pages read zeros; the process lives
+    with pytest.raises(shardpack.ShardpackIOError, match=f"{shard}: record {record} at offset {offset}: the file is shorter"):
+        ds.check_intact(3)
+    with pytest.raises(shardpack.ShardpackIOError, match="SIGBUS"):
+        ds[3]
+
+
 def test_loader_without_crc_checks_does_not_notice(dataset_copy):
     flip_pixel_byte(dataset_copy, 17)
     ld = shardpack.Loader(dataset_copy, batch_size=6, verify_crc=False, framework="numpy")

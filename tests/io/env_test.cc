@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cerrno>
 
 #include "io/mem_env.h"
@@ -49,6 +51,23 @@ TEST(PosixEnvTest, ReadFileRefusesFilesAboveTheLimit) {
 
 // Every step of the atomic publish can fail; each failure is reported with its errno
 // name, the destination is untouched and no temporary is left behind.
+TEST(PosixEnvTest, MapFileAndReadFileRefuseAFifoOrADirectoryWithoutBlocking) {
+  TempDir dir;
+  const std::string fifo = dir.Join("fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  Env* env = Env::Posix();
+  auto read = env->ReadFile(fifo, 1 << 20);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(read.status().message(), fifo + ": not a regular file but a FIFO");
+  auto mapped = env->MapFile(fifo, AccessPattern::kSequential);
+  ASSERT_FALSE(mapped.ok());
+  EXPECT_EQ(mapped.status().message(), fifo + ": not a regular file but a FIFO");
+  read = env->ReadFile(dir.path(), 1 << 20);
+  ASSERT_FALSE(read.ok());
+  EXPECT_EQ(read.status().message(), dir.path() + ": not a regular file but a directory");
+}
+
 TEST(MemEnvTest, EveryFailingStepOfAnAtomicWriteIsReportedAndLeavesTheOldFile) {
   for (FaultOp op :
        {FaultOp::kAppend, FaultOp::kSync, FaultOp::kClose, FaultOp::kRename, FaultOp::kSyncDir}) {

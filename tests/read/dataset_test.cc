@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "format/format.h"
@@ -86,6 +89,83 @@ TEST(DatasetTest, MissingManifestOrShardIsAClearError) {
   ds = Dataset::Open(dir.path());
   ASSERT_FALSE(ds.ok());
   EXPECT_NE(ds.status().message().find(m.shards[1].data.file), std::string::npos);
+}
+
+TEST(DatasetTest, AShardShrunkWhileOpenIsAnIOErrorNamingItForBothBackends) {
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    const char* name = backend == Backend::kLmdb ? "lmdb" : "tfrecord";
+    TempDir dir;
+    // Samples larger than a page, so that each record has pages of its own.
+    Manifest m = testing::WriteTestDataset(
+        dir.path(),
+        {.backend = backend, .samples = 8, .height = 48, .width = 40, .max_shard_records = 4});
+    auto ds = Dataset::Open(dir.path());
+    ASSERT_TRUE(ds.ok()) << name << ": " << ds.status().ToString();
+    SampleView kept;
+    ASSERT_OK((*ds)->Get(1, &kept));
+    // With readers ready, the LMDB shard reads its map at once (no size check first).
+    ASSERT_OK((*ds)->ReserveReaders(2));
+    ASSERT_EQ(::truncate(dir.Join(m.shards[1].data.file).c_str(), 0), 0);
+
+    SampleView s;
+    Status got = (*ds)->Get(6, &s);
+    EXPECT_EQ(got.code(), StatusCode::kIOError) << name << ": " << got.ToString();
+    EXPECT_NE(got.message().find(m.shards[1].data.file + ": record 2"), std::string::npos)
+        << name << ": " << got.ToString();
+    EXPECT_NE(got.message().find("shorter than when it was opened: reading its mapping raised "
+                                 "SIGBUS"),
+              std::string::npos)
+        << name << ": " << got.ToString();
+    EXPECT_EQ((*ds)->CheckIntact(7).code(), StatusCode::kIOError) << name;
+    // The other shard reads on, and its views stay the file's bytes.
+    ASSERT_OK((*ds)->Get(2, &s));
+    EXPECT_OK((*ds)->CheckIntact(1));
+    EXPECT_EQ((*ds)->CheckIntact(8).code(), StatusCode::kOutOfRange) << name;
+  }
+}
+
+TEST(DatasetTest, AViewReadAfterItsShardShrankIsCaughtByCheckIntact) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(
+      dir.path(), {.samples = 4, .height = 64, .width = 64, .max_shard_records = 4});
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_TRUE(ds.ok());
+  SampleView s;
+  ASSERT_OK((*ds)->Get(3, &s));
+  EXPECT_OK((*ds)->CheckIntact(3));
+  ASSERT_EQ(::truncate(dir.Join(m.shards[0].data.file).c_str(), 0), 0);
+  unsigned sum = 0;
+  for (uint8_t v : s.pixels) sum += v;  // reads zeros, does not crash
+  EXPECT_EQ(sum, 0u);
+  Status intact = (*ds)->CheckIntact(3);
+  EXPECT_EQ(intact.code(), StatusCode::kIOError) << intact.ToString();
+  EXPECT_NE(intact.message().find(m.shards[0].data.file + ": record 3 at offset "),
+            std::string::npos)
+      << intact.ToString();
+}
+
+TEST(DatasetTest, AFifoInPlaceOfTheManifestOrAShardIsRefusedWithoutBlocking) {
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    TempDir dir;
+    Manifest m = testing::WriteTestDataset(
+        dir.path(), {.backend = backend, .samples = 6, .max_shard_records = 3});
+    const std::string shard = dir.Join(m.shards[1].data.file);
+    std::filesystem::remove(shard);
+    ASSERT_EQ(::mkfifo(shard.c_str(), 0644), 0);
+    auto ds = Dataset::Open(dir.path());
+    ASSERT_FALSE(ds.ok());
+    EXPECT_EQ(ds.status().code(), StatusCode::kInvalidArgument) << ds.status().ToString();
+    EXPECT_NE(ds.status().message().find(m.shards[1].data.file + ": not a regular file but a FIFO"),
+              std::string::npos)
+        << ds.status().ToString();
+  }
+  TempDir dir;
+  ASSERT_EQ(::mkfifo(dir.Join("manifest.json").c_str(), 0644), 0);
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_NE(ds.status().message().find("manifest.json: not a regular file but a FIFO"),
+            std::string::npos)
+      << ds.status().ToString();
 }
 
 TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {

@@ -7,7 +7,9 @@
 //   Status st = (*ds)->Get(1207, &s);   // s.pixels points into the mapped shard
 //
 // Lifetime: a SampleView's pointers stay valid while the Dataset lives; the files must not
-// be modified meanwhile (a dataset is immutable once its manifest is published).
+// be modified meanwhile (a dataset is immutable once its manifest is published). A shard
+// that shrinks anyway does not crash the reader: the lost pages read as zeros and Get and
+// CheckIntact report an IOError naming the file (io/mapped_range.h).
 // Thread-safety: Get may be called from any number of threads at once.
 #ifndef SHARDPACK_DATASET_H_
 #define SHARDPACK_DATASET_H_
@@ -90,6 +92,13 @@ class Dataset {
   Status Get(uint64_t index, SampleView* out, bool verify_crc) const;
 
   StatusOr<SampleLocation> Locate(uint64_t index) const;
+
+  // Whether the bytes of sample `index` that a caller read through a SampleView were the
+  // file's: call it after reading them (Get checks what Get reads itself). IOError
+  // "<file>: record N[ at offset X]: the file is shorter than when it was opened: ...
+  // SIGBUS ..." once the shard holding it shrank while mapped (those reads found zeros);
+  // OK otherwise. Lock-free; a load and a compare.
+  Status CheckIntact(uint64_t index) const;
 
   // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
   // afterwards: LMDB datasets open that many read transactions per shard up front
