@@ -61,7 +61,10 @@ std::function<int()> AddVerify(CLI::App& app) {
     auto report = args->tfrecord ? VerifyTfrecordFiles(args->dir, options)
                                  : VerifyDataset(args->dir, options);
     if (!report.ok()) {
-      const bool no_manifest = !args->tfrecord && report.status().code() == StatusCode::kNotFound;
+      // Only for a directory that is no conversion of ours, finished or not.
+      const bool no_manifest =
+          !args->tfrecord && report.status().code() == StatusCode::kNotFound &&
+          report.status().message().find("is not a shardpack dataset") != std::string::npos;
       std::fprintf(stderr, "shardpack verify: %s%s\n", report.status().message().c_str(),
                    no_manifest ? " (TFRecord files without a manifest: shardpack verify "
                                  "--tfrecord PATH)"

@@ -11,6 +11,7 @@
 #include "format/index_file.h"
 #include "format/record.h"
 #include "format/tfrecord_files.h"
+#include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
 #include "util/crc32c.h"
@@ -118,6 +119,7 @@ StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options
     return AlreadyExistsError(io::JoinPath(dir, format::kManifestName) +
                               ": the directory already holds a dataset");
   }
+  SHARDPACK_ASSIGN_OR_RETURN(const auto lock, io::DirLock::Acquire(dir, "shardpack adopt"));
   AdoptSummary summary;
   summary.dir = dir;
   for (const auto& [name, reason] : found->rejects) {

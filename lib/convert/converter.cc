@@ -7,7 +7,9 @@
 #include <oneapi/tbb/task_arena.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -17,6 +19,7 @@
 #include "format/tfrecord_files.h"
 #include "image/image.h"
 #include "image/resize.h"
+#include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
 #include "shardpack/shard_writer.h"
@@ -217,7 +220,7 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tf
   return j.dump();
 }
 
-constexpr const char* kProgressName = ".shardpack-convert.json";
+constexpr const char* kProgressName = format::kConvertProgressName;
 
 // What identifies a conversion: everything that shapes the output bytes. A progress
 // record made for another fingerprint is not resumed.
@@ -321,6 +324,136 @@ Status RemovePartialOutput(const std::string& dst) {
   return Status::Ok();
 }
 
+// The dataset that overwrite replaces waits in this directory inside DST until the new
+// one is published, and comes back if the new one fails: a failed or empty conversion
+// never costs the good dataset. A run killed meanwhile leaves it there; the next run with
+// overwrite puts it back first, and a resumed run that completes removes it.
+constexpr const char* kReplacedDirName = ".shardpack-replaced";
+
+bool IsDatasetFileName(const std::string& n) {
+  return n == format::kManifestName || n.rfind("shard-", 0) == 0 || n == "rejects.tsv";
+}
+
+// Moves the dataset in `dst` (manifest first: from then on DST holds no dataset) aside.
+Status SetAsideDataset(const std::string& dst) {
+  io::Env* env = io::Env::Posix();
+  const std::string aside = io::JoinPath(dst, kReplacedDirName);
+  SHARDPACK_RETURN_IF_ERROR(env->CreateDirs(aside));
+  SHARDPACK_RETURN_IF_ERROR(env->RenameFile(io::JoinPath(dst, format::kManifestName),
+                                            io::JoinPath(aside, format::kManifestName)));
+  auto names = env->ListDir(dst);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (IsDatasetFileName(n)) {
+      SHARDPACK_RETURN_IF_ERROR(env->RenameFile(io::JoinPath(dst, n), io::JoinPath(aside, n)));
+    }
+  }
+  SHARDPACK_RETURN_IF_ERROR(env->SyncDir(aside));
+  return env->SyncDir(dst);
+}
+
+// Puts a dataset set aside back in place of what a failed run wrote (manifest last).
+Status RestoreSetAside(const std::string& dst) {
+  io::Env* env = io::Env::Posix();
+  const std::string aside = io::JoinPath(dst, kReplacedDirName);
+  if (!env->FileExists(aside)) return Status::Ok();
+  SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
+  auto names = env->ListDir(aside);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (n != format::kManifestName) {
+      SHARDPACK_RETURN_IF_ERROR(env->RenameFile(io::JoinPath(aside, n), io::JoinPath(dst, n)));
+    }
+  }
+  const std::string manifest = io::JoinPath(aside, format::kManifestName);
+  if (env->FileExists(manifest)) {
+    SHARDPACK_RETURN_IF_ERROR(env->RenameFile(manifest, io::JoinPath(dst, format::kManifestName)));
+  }
+  if (::rmdir(aside.c_str()) != 0) return ErrnoError(aside + ": rmdir", errno);
+  return env->SyncDir(dst);
+}
+
+// Removes the replaced dataset once the new one is published.
+void DropSetAside(const std::string& dst) {
+  std::error_code ec;
+  std::filesystem::remove_all(io::JoinPath(dst, kReplacedDirName), ec);
+}
+
+// What differs between the options a finished dataset was made with and this run's: "fit:
+// crop -> pad, filter: lanczos3 -> area", or "" when only the inputs differ.
+std::string ChangedOptions(const nlohmann::json& made, const nlohmann::json& now) {
+  std::string changed;
+  for (const auto& [key, value] : now.items()) {
+    if (key == "inputs" || key == "written" || key == "rejected" || key == "fingerprint") continue;
+    const std::string before = made.contains(key) ? made.at(key).dump() : "(none)";
+    if (before != value.dump()) {
+      changed += (changed.empty() ? "" : ", ") + key + ": " + before + " -> " + value.dump();
+    }
+  }
+  return changed;
+}
+
+// A directory scanned for inputs must not hold the output: the next run would read the
+// dataset as a class folder (or its shards as TFRecord inputs). Links are resolved first.
+Status CheckDestinationOutsideSource(const std::string& src, const std::string& dst,
+                                     const ConvertOptions& o) {
+  std::error_code ec;
+  if (!o.list_file.empty() || !std::filesystem::is_directory(src, ec)) return Status::Ok();
+  auto resolved = [](const std::string& path) {
+    std::error_code e;
+    std::filesystem::path p = std::filesystem::weakly_canonical(path, e);
+    if (e) p = std::filesystem::absolute(path, e).lexically_normal();
+    if (!p.has_filename() && p.has_parent_path()) p = p.parent_path();  // "dir/"
+    return p;
+  };
+  const std::filesystem::path s = resolved(src), d = resolved(dst);
+  auto [in_s, in_d] = std::mismatch(s.begin(), s.end(), d.begin(), d.end());
+  if (in_s != s.end()) return Status::Ok();
+  return InvalidArgumentError(dst + ": the output directory is " +
+                              (in_d == d.end() ? "SRC itself" : "inside SRC") + " (" + s.string() +
+                              "): the next conversion would read it as input; choose a "
+                              "directory outside SRC");
+}
+
+// A directory holding what an interrupted conversion wrote (shards or its progress record,
+// no manifest) is no dataset: say so, and how to go on, instead of "holds a dataset".
+Status CheckNotInterrupted(const std::string& dst) {
+  io::Env* env = io::Env::Posix();
+  if (!env->FileExists(dst) || env->FileExists(io::JoinPath(dst, format::kManifestName))) {
+    return Status::Ok();
+  }
+  auto names = env->ListDir(dst);
+  if (!names.ok()) return names.status();
+  for (const std::string& n : *names) {
+    if (n == kProgressName || n.rfind("shard-", 0) == 0) {
+      return AlreadyExistsError(
+          dst + " holds an interrupted conversion (" + n +
+          ", no manifest.json): go on with resume (the same SRC and options; the result is "
+          "identical to an uninterrupted run), or start again with overwrite");
+    }
+  }
+  return Status::Ok();
+}
+
+// The error of a conversion that produced no sample, with the first rejects.
+Status NoSamplesError(const std::string& src, const std::vector<ConvertReject>& rejects) {
+  if (rejects.empty()) {
+    return NotFoundError(src +
+                         ": no inputs: no JPEG, PNG or TFRecord input was found; "
+                         "nothing was written");
+  }
+  std::string message = src + ": none of the " + std::to_string(rejects.size()) +
+                        " inputs could be converted, each was rejected; nothing was written. ";
+  constexpr size_t kShown = 5;
+  for (size_t i = 0; i < rejects.size() && i < kShown; ++i) {
+    message += (i == 0 ? "" : "; ") + rejects[i].path + ": " + rejects[i].reason;
+  }
+  if (rejects.size() > kShown) {
+    message += "; and " + std::to_string(rejects.size() - kShown) + " more";
+  }
+  return CorruptionError(message);
+}
+
 // One input travelling through the pipeline.
 struct Item {
   size_t position = 0;  // in the write order
@@ -346,6 +479,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
                       " holds a dataset (manifest.json): its parts were merged; remove it "
                       "to convert again");
   }
+  SHARDPACK_RETURN_IF_ERROR(CheckDestinationOutsideSource(src, target, o));
   const bool tfrecord_source = IsTfrecordSource(src, o);
   StatusOr<convert::InputSet> scanned =
       tfrecord_source       ? convert::ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
@@ -381,6 +515,9 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     return Status::Ok();
   };
   SHARDPACK_RETURN_IF_ERROR(too_many_rejects());
+  // From here on this run writes into dst: no other may at the same time.
+  const bool dst_existed = io::Env::Posix()->FileExists(dst);
+  SHARDPACK_ASSIGN_OR_RETURN(auto lock, io::DirLock::Acquire(dst, "shardpack convert"));
 
   ShardWriterOptions wo;
   wo.backend = o.backend;
@@ -413,17 +550,45 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   };
   StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
   uint64_t first = range.begin;
+  if (!o.overwrite && !o.resume) SHARDPACK_RETURN_IF_ERROR(CheckNotInterrupted(dst));
+  const bool has_manifest = io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName));
   if (o.overwrite && !o.resume) {
-    SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
+    // A dataset set aside by a run that was killed goes back first: it is the one to keep
+    // until this run has published its own.
+    if (!has_manifest) SHARDPACK_RETURN_IF_ERROR(RestoreSetAside(dst));
+    DropSetAside(dst);  // a new dataset was published, the old one not yet removed
     if (io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
-      SHARDPACK_RETURN_IF_ERROR(
-          io::Env::Posix()->RemoveFile(io::JoinPath(dst, format::kManifestName)));
+      SHARDPACK_RETURN_IF_ERROR(SetAsideDataset(dst));
     }
+    SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
   }
-  if (o.resume && io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
+  // Any failure of this run from here on puts the dataset it replaces back. (A resumed run
+  // that fails leaves everything as it is, for the next resume.)
+  struct Restore {
+    const std::string& dst;
+    bool armed;
+    ~Restore() {
+      if (armed) RestoreSetAside(dst).IgnoreError();
+    }
+  } restore{dst, o.overwrite && !o.resume};
+  if (o.resume && has_manifest) {
     auto manifest = ReadManifest(dst);
     if (!manifest.ok()) return manifest.status();
     auto j = nlohmann::json::parse(manifest->options_json, nullptr, false);
+    // Complete, but of these inputs and options? Datasets made before the fingerprint was
+    // recorded cannot tell, and are taken as they are.
+    const std::string made_from = j.is_object() ? j.value("fingerprint", std::string()) : "";
+    if (!made_from.empty() && made_from != inputs_fingerprint) {
+      const std::string changed =
+          ChangedOptions(j, nlohmann::json::parse(OptionsJson(src, o, tfrecord_source, 0, 0, 0)));
+      return InvalidArgumentError(
+          dst + " holds a complete dataset made from other " +
+          (changed.empty() ? "inputs (files added, removed or relabelled in SRC)"
+                           : "options (" + changed + ")") +
+          ": resume goes on only with the same SRC and options; convert into another "
+          "directory, or replace it with overwrite");
+    }
+    DropSetAside(dst);
     summary.inputs = j.value("inputs", uint64_t{0});
     summary.written = manifest->num_samples;
     summary.rejected = j.value("rejected", uint64_t{0});
@@ -649,6 +814,18 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   if (!failure.ok()) return failure;
 
   summary.written = (*writer)->samples();
+  // An empty dataset is no result: a typo in SRC or options that reject every image must
+  // not exit 0 (nor, with overwrite, leave an empty dataset where a good one was). A part
+  // may be empty; Merge refuses an empty whole.
+  if (summary.written == 0 && !partitioned) {
+    writer->reset();
+    RemovePartialOutput(dst).IgnoreError();
+    if (restore.armed) RestoreSetAside(dst).IgnoreError();
+    restore.armed = false;
+    lock.reset();
+    if (!dst_existed) ::rmdir(dst.c_str());  // made by this run; removed only if empty
+    return NoSamplesError(src, summary.rejects);
+  }
   summary.rejected = summary.rejects.size();
   // rejects.tsv is published before the manifest, so a dataset never lacks its account.
   std::string tsv = "path\treason\n";
@@ -659,6 +836,12 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
       io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
   std::string options_json =
       OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected);
+  {
+    // What resume compares a finished dataset with: the inputs and options it was made of.
+    auto j = nlohmann::ordered_json::parse(options_json);
+    j["fingerprint"] = inputs_fingerprint;
+    options_json = j.dump();
+  }
   if (partitioned) {
     // What Merge needs to check the parts against each other and join them.
     auto j = nlohmann::ordered_json::parse(options_json);
@@ -675,8 +858,11 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   auto manifest = (*writer)->Finish();
   if (!manifest.ok()) return manifest.status();
   summary.manifest = std::move(manifest).value();
-  // The manifest is the commit point; the progress record has served its purpose.
+  // The manifest is the commit point; the progress record and the replaced dataset have
+  // served their purpose.
+  restore.armed = false;
   io::Env::Posix()->RemoveFile(io::JoinPath(dst, kProgressName)).IgnoreError();
+  DropSetAside(dst);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "format/format.h"
+#include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
 #include "util/text.h"
@@ -24,8 +25,8 @@
 namespace shardpack {
 namespace {
 
-constexpr const char* kPartsDirName = "parts";
-constexpr const char* kPlanName = ".shardpack-merge.json";
+using format::kPartsDirName;
+constexpr const char* kPlanName = format::kMergePlanName;
 constexpr const char* kRejectsName = "rejects.tsv";
 constexpr const char* kRejectsHeader = "path\treason\n";
 constexpr uint64_t kMaxPlanBytes = 1ull << 30;
@@ -365,6 +366,8 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
   io::Env* env = io::Env::Posix();
   MergeSummary summary;
   const std::string plan_path = io::JoinPath(dst, kPlanName);
+  if (!env->FileExists(dst)) return NotFoundError(dst + ": no such directory");
+  SHARDPACK_ASSIGN_OR_RETURN(const auto lock, io::DirLock::Acquire(dst, "shardpack merge"));
   auto finish = [&](MergeSummary s) -> StatusOr<MergeSummary> {
     s.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return s;
@@ -427,6 +430,14 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
                          std::to_string(count) +
                          " SRC DST with the same options), then merge again");
   }
+  // No part may still be converting while it is read; the locks go before the plan moves
+  // the parts' files and removes their directories.
+  std::vector<std::unique_ptr<io::DirLock>> part_locks;
+  for (int i = 0; i < count; ++i) {
+    SHARDPACK_ASSIGN_OR_RETURN(
+        auto part_lock, io::DirLock::Acquire(io::JoinPath(parts_dir, found[i]), "shardpack merge"));
+    part_locks.push_back(std::move(part_lock));
+  }
   std::vector<Part> parts;
   for (int i = 0; i < count; ++i) {
     auto p = ReadPart(dst, i, count);
@@ -435,6 +446,18 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
   }
   SHARDPACK_RETURN_IF_ERROR(CheckParts(parts));
   summary.parts = count;
+  uint64_t written = 0, rejected = 0;
+  for (const Part& p : parts) {
+    written += p.written;
+    rejected += p.rejected;
+  }
+  if (written == 0) {
+    // As convert without parts: an empty dataset is no result, and nothing is merged.
+    return CorruptionError(parts_dir + ": the " + std::to_string(count) +
+                           " parts hold no sample (" + std::to_string(rejected) +
+                           " inputs rejected, each part's rejects.tsv says why); nothing "
+                           "was merged");
+  }
 
   for (const Part& p : parts) {
     if (!options.verify) {
@@ -457,6 +480,7 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
     }
   }
   if (!summary.ok()) return finish(std::move(summary));
+  part_locks.clear();
 
   auto plan = MakePlan(dst, parts, &summary);
   if (!plan.ok()) return plan.status();

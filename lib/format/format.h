@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "shardpack/manifest.h"
+#include "shardpack/status.h"
 
 namespace shardpack::format {
 
@@ -48,6 +49,15 @@ inline constexpr std::string_view kKeyEncoded = "image/encoded";
 inline constexpr std::string_view kKeyColorspace = "image/colorspace";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
+// What a conversion leaves in its output directory until the manifest is published: the
+// progress record of convert, the parts of convert --part and the plan of merge.
+inline constexpr const char* kConvertProgressName = ".shardpack-convert.json";
+inline constexpr const char* kPartsDirName = "parts";
+inline constexpr const char* kMergePlanName = ".shardpack-merge.json";
+
+// NotFound for a directory without a manifest, saying what it is instead: an interrupted
+// conversion (and how to go on), parts waiting for merge, or no shardpack dataset at all.
+Status NoManifestError(const std::string& dir);
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
 inline constexpr uint64_t kMaxIndexBytes = 1ull << 30;
 

@@ -281,13 +281,34 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   return m;
 }
 
+Status format::NoManifestError(const std::string& dir) {
+  io::Env* env = io::Env::Posix();
+  const std::string path = io::JoinPath(dir, format::kManifestName);
+  if (env->FileExists(io::JoinPath(dir, format::kConvertProgressName))) {
+    return NotFoundError(path + ": no manifest: " + dir +
+                         " holds an interrupted conversion, not a dataset yet; go on with "
+                         "shardpack convert --resume (same SRC and options), or start again "
+                         "with --overwrite");
+  }
+  if (env->FileExists(io::JoinPath(dir, format::kMergePlanName))) {
+    return NotFoundError(path + ": no manifest: " + dir +
+                         " holds an interrupted merge, not a dataset yet; run shardpack merge " +
+                         dir + " again to finish it");
+  }
+  if (env->FileExists(io::JoinPath(dir, format::kPartsDirName))) {
+    return NotFoundError(path + ": no manifest: " + dir +
+                         " holds the parts of a conversion, not a dataset yet; once every part "
+                         "is done, join them with shardpack merge " +
+                         dir);
+  }
+  return NotFoundError(path + ": no manifest: " + dir + " is not a shardpack dataset");
+}
+
 StatusOr<Manifest> ReadManifest(const std::string& dir) {
   const std::string path = io::JoinPath(dir, format::kManifestName);
   auto text = io::Env::Posix()->ReadFile(path, format::kMaxManifestBytes);
   if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(path + ": no manifest: " + dir + " is not a shardpack dataset");
-    }
+    if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
     return text.status();
   }
   return ParseManifest(*text, path);

@@ -184,10 +184,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
     auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
     if (!text.ok()) {
-      if (text.status().code() == StatusCode::kNotFound) {
-        return NotFoundError(manifest_path + ": no manifest: " + dir +
-                             " is not a shardpack dataset");
-      }
+      if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
       return text.status();
     }
     auto manifest = ParseManifest(*text, manifest_path);

@@ -594,9 +594,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
   const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
   auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
   if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) {
-      return NotFoundError(manifest_path + ": no manifest: " + dir + " is not a shardpack dataset");
-    }
+    if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
     return text.status();
   }
   auto parsed = ParseManifest(*text, manifest_path);

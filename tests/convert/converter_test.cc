@@ -9,6 +9,7 @@
 
 #include "convert/input_scan.h"
 #include "image_fixtures.h"
+#include "io/dir_lock.h"
 #include "shardpack/dataset.h"
 #include "shardpack/verify.h"
 #include "test_util.h"
@@ -232,8 +233,7 @@ TEST(ConvertTest, LeavesTheProcesssTbbSettingsAsTheyAre) {
   ConvertOptions o = Options16(/*threads=*/1);
   std::vector<size_t> seen;
   o.progress = [&](const ConvertProgress&) {
-    seen.push_back(
-        tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
+    seen.push_back(tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism));
   };
   TempDir out;
   auto s = Convert(tree.dir.path(), out.path(), o);
@@ -302,6 +302,98 @@ TEST(InputScanTest, SymlinkLoopsAndNonUtf8NamesAreHandled) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->inputs, s->written + s->rejected);
   EXPECT_TRUE(VerifyDataset(out.path())->ok()) << "escaped class names must match the records";
+}
+
+TEST(ConvertTest, ASecondWriterOfTheSameDirectoryFailsAtOnceNamingTheHolder) {
+  Tree tree;
+  TempDir out;
+  {
+    auto held = io::DirLock::Acquire(out.path(), "a test");
+    ASSERT_TRUE(held.ok()) << held.status().ToString();
+    auto s = Convert(tree.dir.path(), out.path(), Options16());
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.status().message().find(out.path() + ": locked by a test (pid " +
+                                        std::to_string(::getpid()) + ")"),
+              std::string::npos)
+        << s.status().message();
+    EXPECT_EQ(fs::directory_entry(out.Join(io::kLockFileName)).exists(), true);
+    EXPECT_FALSE(fs::exists(out.Join("manifest.json")));
+  }
+  EXPECT_FALSE(fs::exists(out.Join(io::kLockFileName))) << "the holder removes its lock file";
+  auto s = Convert(tree.dir.path(), out.path(), Options16());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_FALSE(fs::exists(out.Join(io::kLockFileName)));
+}
+
+TEST(ConvertTest, AConversionWithoutSamplesFailsNamingTheRejectsAndPublishesNothing) {
+  TempDir src, parent;
+  Write(src.Join("a/empty.jpg"), "");
+  Write(src.Join("a/notes.txt"), "not an image");
+  const std::string out = parent.Join("out");
+  auto s = Convert(src.path(), out, Options16());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(s.status().message().find("none of the 2 inputs could be converted"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("a/notes.txt: NotSupported"), std::string::npos)
+      << s.status().message();
+  EXPECT_FALSE(fs::exists(out)) << "the directory this run made is gone again";
+
+  // With overwrite, a good dataset is not replaced by an empty one.
+  Tree tree;
+  ASSERT_TRUE(Convert(tree.dir.path(), out, Options16()).ok());
+  ConvertOptions o = Options16();
+  o.overwrite = true;
+  s = Convert(src.path(), out, o);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kCorruption);
+  auto v = VerifyDataset(out);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_TRUE(v->ok());
+  EXPECT_EQ(v->records, static_cast<uint64_t>(tree.good));
+}
+
+TEST(ConvertTest, AnOutputDirectoryInsideTheSourceIsRefusedAlsoThroughALink) {
+  Tree tree;
+  const std::string src = tree.dir.path();
+  for (const std::string dst : {src + "/out", src + "/001.cat/../new/", src, src + "/"}) {
+    auto s = Convert(src, dst, Options16());
+    ASSERT_FALSE(s.ok()) << dst;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << dst;
+    EXPECT_NE(s.status().message().find("SRC"), std::string::npos) << s.status().message();
+    EXPECT_FALSE(fs::exists(src + "/out")) << dst;
+  }
+  TempDir elsewhere;
+  fs::create_directory_symlink(src, elsewhere.Join("link"));
+  auto s = Convert(elsewhere.Join("link"), src + "/out", Options16());
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("inside SRC"), std::string::npos) << s.status().message();
+  fs::create_directory_symlink(src + "/001.cat", elsewhere.Join("cats"));
+  s = Convert(src, elsewhere.Join("cats/out"), Options16());
+  ASSERT_FALSE(s.ok()) << "a DST reached through a link into SRC";
+  // A sibling whose name starts like SRC's is outside it.
+  TempDir parent;
+  Write(parent.Join("src/001.cat/a.jpg"), Jpeg(20, 20, 1));
+  EXPECT_TRUE(Convert(parent.Join("src"), parent.Join("src-out"), Options16()).ok());
+}
+
+TEST(ConvertTest, AnInterruptedOutputIsNamedAsSuchWithHowToGoOn) {
+  Tree tree;
+  TempDir out;
+  Write(out.Join(".shardpack-convert.json"), "{}");
+  Write(out.Join("shard-00000.tfrecord"), "partial");
+  auto s = Convert(tree.dir.path(), out.path(), Options16());
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kAlreadyExists);
+  EXPECT_NE(s.status().message().find("holds an interrupted conversion"), std::string::npos)
+      << s.status().message();
+  EXPECT_NE(s.status().message().find("resume"), std::string::npos) << s.status().message();
+  auto v = VerifyDataset(out.path());
+  ASSERT_FALSE(v.ok());
+  EXPECT_NE(v.status().message().find("holds an interrupted conversion, not a dataset yet"),
+            std::string::npos)
+      << v.status().message();
 }
 
 }  // namespace

@@ -124,6 +124,63 @@ TEST(ResumeTest, ProgressLeftBesideAPublishedManifestIsRemovedOnResume) {
   EXPECT_EQ(Files(out.path()), Files(ref.path()));
 }
 
+TEST(ResumeTest, ACompleteDatasetOfOtherInputsOrOptionsIsRefusedNamingWhatChanged) {
+  TempDir src, out;
+  MakeSource(src.path(), 12, 32);
+  ASSERT_TRUE(Convert(src.path(), out.path(), Options()).ok());
+  const auto before = Files(out.path());
+  ConvertOptions o = Options();
+  o.resume = true;
+  o.filter = ResizeFilter::kArea;
+  auto r = Convert(src.path(), out.path(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("other options (filter: \"lanczos3\" -> \"area\")"),
+            std::string::npos)
+      << r.status().message();
+  o.filter = Options().filter;
+  testing::WriteFileOrDie(src.Join("class0/new.jpg"),
+                          testing::EncodeJpeg(testing::Pattern(32, 32, 3, 99), 32, 32, 3));
+  r = Convert(src.path(), out.path(), o);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("other inputs"), std::string::npos) << r.status().message();
+  fs::remove(src.Join("class0/new.jpg"));
+  r = Convert(src.path(), out.path(), o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(Files(out.path()), before) << "nothing changes";
+}
+
+TEST(ResumeTest, OverwriteKeepsTheOldDatasetUntilTheNewOneIsPublished) {
+  TempDir src, out;
+  MakeSource(src.path(), 30, 32);
+  ConvertOptions o = Options();
+  ASSERT_TRUE(Convert(src.path(), out.path(), o).ok());
+  const auto old_files = Files(out.path());
+  // A failing replacement (too many rejects part-way) puts the old dataset back.
+  ConvertOptions replace = Options();
+  replace.overwrite = true;
+  replace.height = replace.width = 16;
+  replace.max_rejects = 1;
+  ASSERT_FALSE(Convert(src.path(), out.path(), replace).ok());
+  EXPECT_EQ(Files(out.path()), old_files);
+
+  // A replacement killed part-way leaves the old dataset set aside: the next overwrite
+  // puts it back before setting it aside again, and removes it once its own is published.
+  const std::string aside = out.Join(".shardpack-replaced");
+  fs::create_directory(aside);
+  for (const auto& [name, bytes] : old_files) fs::rename(out.Join(name), aside + "/" + name);
+  testing::WriteFileOrDie(out.Join("shard-00000.tfrecord"), "the killed run's shard");
+  replace.max_rejects = UINT64_MAX;
+  replace.max_shard_records = 1000;
+  auto replaced = Convert(src.path(), out.path(), replace);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().ToString();
+  EXPECT_FALSE(fs::exists(aside));
+  EXPECT_EQ(replaced->manifest.image.height, 16);
+  auto v = VerifyDataset(out.path());
+  ASSERT_TRUE(v.ok());
+  EXPECT_TRUE(v->ok()) << "no file of the old dataset may remain";
+}
+
 // The converter killed with SIGKILL at random moments, again and again, then resumed: the
 // finished dataset equals an uninterrupted conversion, byte for byte.
 TEST(ResumeTest, KilledAtRandomMomentsAndResumedGivesTheSameBytes) {

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
+#include "io/dir_lock.h"
 #include "io/mem_env.h"
 #include "test_util.h"
 
@@ -98,6 +100,28 @@ TEST(MemEnvTest, InjectedFaultFiresOnTheNthCallOnly) {
   EXPECT_FALSE((*f)->Append("b").ok());
   EXPECT_TRUE((*f)->Append("c").ok());
   EXPECT_EQ(env.FileContents("/x"), "ac");
+}
+
+TEST(DirLockTest, OneHolderAtATimeAndAStaleFileIsTakenOver) {
+  TempDir dir;
+  const std::string sub = dir.Join("made/by/the/lock");
+  auto first = DirLock::Acquire(sub, "first");
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  auto second = DirLock::Acquire(sub, "second");
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(second.status().message().find(sub + ": locked by first (pid " +
+                                           std::to_string(::getpid()) + ")"),
+            std::string::npos)
+      << second.status().message();
+  first->reset();
+  EXPECT_FALSE(Env::Posix()->FileExists(JoinPath(sub, kLockFileName)));
+  // A file left by a killed holder is not locked: the next one takes it.
+  shardpack::testing::WriteFileOrDie(JoinPath(sub, kLockFileName), "gone (pid 1)\n");
+  auto third = DirLock::Acquire(sub, "third");
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  EXPECT_EQ(shardpack::testing::ReadFileOrDie(JoinPath(sub, kLockFileName)),
+            "third (pid " + std::to_string(::getpid()) + ")\n");
 }
 
 }  // namespace
