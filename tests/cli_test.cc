@@ -3,12 +3,16 @@
 
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
 #include <filesystem>
+#include <utility>
+#include <vector>
 
 #include "image_fixtures.h"
+#include "io/dir_lock.h"
 #include "test_util.h"
 
 namespace shardpack {
@@ -173,6 +177,89 @@ TEST(CliTest, ATruncatedLmdbShardIsAFaultNamingItInVerifyPreviewAndBench) {
         << command << ": " << r.out;
     EXPECT_NE(r.out.find("it is truncated"), std::string::npos) << command << ": " << r.out;
   }
+}
+
+TEST(CliTest, NumbersAreParsedStrictlyAndTheErrorStatesValueAndRange) {
+  testing::TempDir src, dir;
+  std::filesystem::create_directory(src.Join("a"));
+  testing::WriteFileOrDie(src.Join("a/x.jpg"),
+                          testing::EncodeJpeg(testing::Pattern(8, 8, 3, 1), 8, 8, 3));
+  const std::string convert = "convert " + src.path() + " " + dir.Join("out") + " ";
+  const std::vector<std::pair<std::string, std::string>> refused = {
+      {"--size 8x8 --seed -1",
+       "--seed: -1 is negative; expected an integer from 0 to "
+       "18446744073709551615"},
+      {"--size 8x8 --shard-size -1", "--shard-size: -1 is negative"},
+      {"--size 8x8 --shard-size 1.5", "--shard-size: \"1.5\" is not a whole number"},
+      {"--size 8x8 --max-rejects 1e3", "--max-rejects: \"1e3\" is not a whole number"},
+      {"--max-side 70000",
+       "--max-side: 70000 is out of range; expected an integer from 1 to "
+       "65500"},
+      {"--size 4294967297x1",
+       "--size 4294967297x1: expected WIDTHxHEIGHT, two integers from 1 "
+       "to 65500"},
+      {"--size 64x64x3", "--size 64x64x3: expected WIDTHxHEIGHT"},
+      {"--size 8x8 --background 0xffff",
+       "--background 0xffff: expected RRGGBB, six "
+       "hexadecimal digits"},
+      {"--size 8x8 --part +1/2", "--part +1/2: expected I/N"},
+      {"--size 8x8 --threads 2.0", "--threads: \"2.0\" is not a whole number"},
+  };
+  for (const auto& [args, message] : refused) {
+    CliRun r = Shardpack(convert + args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("out")));
+  CliRun ok = Shardpack(convert + "--size 8x8 --seed 18446744073709551615 --quiet");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+
+  CliRun batch = Shardpack("bench " + dir.Join("out") + " --batch-size 2.5");
+  EXPECT_EQ(batch.code, 2);
+  EXPECT_NE(batch.out.find("--batch-size: \"2.5\" is not a whole number; expected an integer "
+                           "from 1 to 2147483647"),
+            std::string::npos)
+      << batch.out;
+  CliRun zero = Shardpack("bench " + dir.Join("out") + " --batch-size 0");
+  EXPECT_NE(zero.out.find("--batch-size: 0 is out of range; expected an integer from 1"),
+            std::string::npos)
+      << zero.out;
+}
+
+TEST(CliTest, BenchAndPreviewRefuseWhatCannotWorkInsteadOfTryingIt) {
+  testing::TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 5});
+  CliRun big = Shardpack("bench " + dir.path() + " --batch-size 2147483647");
+  EXPECT_EQ(big.code, 2) << big.out;
+  EXPECT_NE(big.out.find("more than half of this machine's"), std::string::npos) << big.out;
+  CliRun larger = Shardpack("bench " + dir.path() + " --batch-size 6");
+  EXPECT_EQ(larger.code, 2) << larger.out;
+  EXPECT_NE(larger.out.find("--batch-size 6 is larger than the dataset (5 samples)"),
+            std::string::npos)
+      << larger.out;
+  const std::string manifest = testing::ReadFileOrDie(dir.Join("manifest.json"));
+  CliRun over = Shardpack("preview " + dir.path() + " -o " + dir.Join("manifest.json"));
+  EXPECT_EQ(over.code, 2) << over.out;
+  EXPECT_NE(over.out.find("this is the dataset's own file manifest.json"), std::string::npos)
+      << over.out;
+  EXPECT_EQ(testing::ReadFileOrDie(dir.Join("manifest.json")), manifest);
+}
+
+TEST(CliTest, ASecondConvertIntoALockedDirectoryFailsAtOnceNamingTheHolder) {
+  testing::TempDir src, dir;
+  std::filesystem::create_directory(src.Join("a"));
+  testing::WriteFileOrDie(src.Join("a/x.jpg"),
+                          testing::EncodeJpeg(testing::Pattern(8, 8, 3, 1), 8, 8, 3));
+  auto lock = io::DirLock::Acquire(dir.path(), "shardpack convert");
+  ASSERT_TRUE(lock.ok());
+  CliRun r = Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(dir.path() + ": locked by shardpack convert (pid " +
+                       std::to_string(::getpid()) + ")"),
+            std::string::npos)
+      << r.out;
+  lock->reset();
+  EXPECT_EQ(Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8").code, 0);
 }
 
 }  // namespace

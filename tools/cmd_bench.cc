@@ -2,6 +2,8 @@
 // a plain memcpy of the same bytes by the same number of threads, measured in the same
 // run; the resident set across epochs; with a GPU, host-to-device bandwidth against a bare
 // pinned cudaMemcpyAsync loop and the overlap of copies with compute.
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -213,9 +215,36 @@ int Run(const Args& a) {
                  a.dst.c_str());
     return kExitUsage;
   }
+  if (ds->size() == 0) {
+    std::fprintf(stderr, "shardpack bench: %s: the dataset holds no sample: nothing to measure\n",
+                 a.dst.c_str());
+    return kExitUsage;
+  }
   const size_t sample_bytes =
       static_cast<size_t>(m.image.height) * m.image.width * m.image.channels;
   const size_t ring_bytes = static_cast<size_t>(a.batch_size) * sample_bytes * (a.prefetch + 2);
+  // The ring is allocated (pinned, on a GPU) up front: past half the machine's memory it
+  // would swap or fail, not measure anything.
+  const uint64_t memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
+                          static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  if (static_cast<double>(a.batch_size) * static_cast<double>(sample_bytes) * (a.prefetch + 2) >
+      static_cast<double>(memory) / 2) {
+    std::fprintf(stderr,
+                 "shardpack bench: the ring of --batch-size %d x --prefetch %d (+2) batches of "
+                 "%zu-byte samples needs %.1f GB, more than half of this machine's %.1f GB; "
+                 "choose a smaller batch or prefetch\n",
+                 a.batch_size, a.prefetch, sample_bytes,
+                 static_cast<double>(a.batch_size) * sample_bytes * (a.prefetch + 2) / 1e9,
+                 memory / 1e9);
+    return kExitUsage;
+  }
+  if (static_cast<uint64_t>(a.batch_size) > ds->size()) {
+    std::fprintf(stderr,
+                 "shardpack bench: --batch-size %d is larger than the dataset (%llu samples): "
+                 "an epoch would not fill one batch\n",
+                 a.batch_size, static_cast<unsigned long long>(ds->size()));
+    return kExitUsage;
+  }
   const double gb = static_cast<double>(ds->size() * sample_bytes) / 1e9;
   std::printf(
       "dataset %s: %s, %llu samples of %dx%dx%d, %.2f GB of pixels; batch %d, "
@@ -335,16 +364,16 @@ std::function<int()> AddBench(CLI::App& app) {
   cmd->add_option("DST", a->dst, "Dataset directory (holding manifest.json)")->required();
   cmd->add_option("--threads", a->threads, "Worker thread counts to measure")
       ->delimiter(',')
-      ->check(CLI::PositiveNumber);
+      ->check(Integer<int>(1, 4096));
   cmd->add_option("--shuffle", a->shuffles, "Shuffle modes to measure: none, global, block")
       ->delimiter(',')
       ->check(CLI::IsMember({"none", "global", "block"}));
   cmd->add_option("--epochs", a->epochs, "Epochs per measurement (the first is reported apart)")
-      ->check(CLI::Range(1, 1000));
-  cmd->add_option("--batch-size", a->batch_size, "Samples per batch")->check(CLI::PositiveNumber);
-  cmd->add_option("--prefetch", a->prefetch, "Batches prepared ahead")->check(CLI::PositiveNumber);
+      ->check(Integer<int>(1, 1000));
+  cmd->add_option("--batch-size", a->batch_size, "Samples per batch")->check(Integer<int>(1));
+  cmd->add_option("--prefetch", a->prefetch, "Batches prepared ahead")->check(Integer<int>(1, 64));
   cmd->add_option("--device", a->device, "CUDA device, -1 for the host path")
-      ->check(CLI::Range(-1, 1024));
+      ->check(Integer<int>(-1, 1024));
   cmd->add_flag("--no-crc", a->no_crc, "Do not check record checksums");
   return [a] { return Run(*a); };
 }

@@ -9,11 +9,14 @@
 #include <memory>
 #include <vector>
 
+#include "format/format.h"
 #include "shardpack/convert.h"
 #include "tools/commands.h"
 #include "tools/mpi_session.h"
 
 namespace shardpack::cli {
+
+constexpr int kMaxSide = static_cast<int>(format::kMaxDimension);
 
 // The command line of convert, as parsed.
 struct ConvertArgs {
@@ -108,7 +111,7 @@ std::function<int()> AddConvert(CLI::App& app) {
       ->check(NameCheck(ParseFitMode))
       ->capture_default_str();
   auto* max_side = cmd->add_option("--max-side", a->max_side, "Longer side at most N, aspect kept")
-                       ->check(CLI::PositiveNumber);
+                       ->check(Integer<int>(1, kMaxSide));
   auto* keep = cmd->add_flag("--keep", a->keep, "Keep the decoded size");
   size->excludes(max_side)->excludes(keep);
   max_side->excludes(keep);
@@ -121,31 +124,39 @@ std::function<int()> AddConvert(CLI::App& app) {
       ->check(CLI::IsMember({1, 3}))
       ->capture_default_str();
   cmd->add_option("--shard-size", a->shard_size, "Shard size limit in bytes")
+      ->check(Integer<uint64_t>(1))
       ->capture_default_str();
-  cmd->add_option("--shard-records", a->shard_records, "Records per shard (0: no limit)");
+  cmd->add_option("--shard-records", a->shard_records, "Records per shard (0: no limit)")
+      ->check(Integer<uint64_t>());
   cmd->add_flag("--shuffle", a->shuffle, "Shuffle the write order with --seed");
-  cmd->add_option("--seed", a->seed, "Seed of --shuffle (recorded in the manifest)");
+  cmd->add_option("--seed", a->seed, "Seed of --shuffle (recorded in the manifest)")
+      ->check(Integer<uint64_t>());
   cmd->add_option("--threads", a->threads, "Decoding threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Integer<int>(0, 4096));
   cmd->add_flag("--no-orient", a->no_orient, "Ignore EXIF orientation (recorded)");
   cmd->add_option("--background", a->background,
                   "RRGGBB hex colour under alpha and around --fit pad")
       ->capture_default_str();
   cmd->add_option("--list", a->list, "List file of \"path label\" lines relative to SRC");
   cmd->add_option("--max-pixels", a->max_pixels, "Reject images with more pixels")
+      ->check(Integer<uint64_t>(1, format::kMaxPixels))
       ->capture_default_str();
   cmd->add_option("--max-scans", a->max_scans, "Reject progressive JPEGs with more scans")
+      ->check(Integer<int>(1))
       ->capture_default_str();
   cmd->add_option("--max-png-chunk", a->max_png_chunk,
                   "Reject PNGs whose kept ancillary chunks are larger (bytes)")
+      ->check(Integer<uint64_t>())
       ->capture_default_str();
   cmd->add_option("--max-file-size", a->max_file, "Reject input files larger than this (bytes)")
+      ->check(Integer<uint64_t>(1))
       ->capture_default_str();
   cmd->add_flag("--strict", a->strict, "Fail (exit 1) on the first rejected input");
   cmd->add_flag("--resume", a->resume,
                 "Go on with an interrupted conversion into DST (same SRC and options); the "
                 "result is byte-identical to an uninterrupted run");
-  cmd->add_option("--max-rejects", a->max_rejects, "Abort (exit 1) past N rejected inputs");
+  cmd->add_option("--max-rejects", a->max_rejects, "Abort (exit 1) past N rejected inputs")
+      ->check(Integer<uint64_t>());
   cmd->add_flag("--overwrite", a->overwrite, "Replace a dataset DST already holds");
   cmd->add_flag("--quiet", a->quiet,
                 "No progress and no per-reject lines (errors and the "
@@ -173,10 +184,11 @@ std::function<int()> AddConvert(CLI::App& app) {
                      : a->input == "folders" ? InputFormat::kFolders
                                              : InputFormat::kAuto;
     if (!a->size.empty()) {
-      if (std::sscanf(a->size.c_str(), "%dx%d", &o.width, &o.height) != 2 || o.width < 1 ||
-          o.height < 1) {
-        std::fprintf(stderr, "shardpack convert: --size %s: expected WIDTHxHEIGHT\n",
-                     a->size.c_str());
+      if (!ParseSize(a->size, kMaxSide, &o.width, &o.height)) {
+        std::fprintf(stderr,
+                     "shardpack convert: --size %s: expected WIDTHxHEIGHT, two integers "
+                     "from 1 to %d joined by 'x' (e.g. 256x256)\n",
+                     a->size.c_str(), kMaxSide);
         return kExitUsage;
       }
       o.fit = *ParseFitMode(a->fit);  // checked by NameCheck
@@ -193,8 +205,11 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.filter = *ParseResizeFilter(a->filter);  // checked by NameCheck
     unsigned r, g, b;
     if (a->background.size() != 6 ||
+        a->background.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos ||
         std::sscanf(a->background.c_str(), "%2x%2x%2x", &r, &g, &b) != 3) {
-      std::fprintf(stderr, "shardpack convert: --background %s: expected RRGGBB\n",
+      std::fprintf(stderr,
+                   "shardpack convert: --background %s: expected RRGGBB, six hexadecimal "
+                   "digits (e.g. ffffff)\n",
                    a->background.c_str());
       return kExitUsage;
     }
@@ -220,10 +235,15 @@ std::function<int()> AddConvert(CLI::App& app) {
     if (!a->quiet) o.progress = ProgressPrinter(::isatty(STDERR_FILENO) != 0);
     if (a->mpi) return RunMpi(*a, o);
     if (!a->part.empty()) {
-      int used = 0;
-      if (std::sscanf(a->part.c_str(), "%d/%d%n", &o.part_index, &o.part_count, &used) != 2 ||
-          used != static_cast<int>(a->part.size()) || o.part_count < 1 || o.part_index < 0 ||
-          o.part_index >= o.part_count || o.part_count > kMaxParts) {
+      const size_t slash = a->part.find('/');
+      auto number = [](std::string_view text, int* out) {
+        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), *out);
+        return !text.empty() && ec == std::errc() && ptr == text.data() + text.size();
+      };
+      if (slash == std::string::npos ||
+          !number(std::string_view(a->part).substr(0, slash), &o.part_index) ||
+          !number(std::string_view(a->part).substr(slash + 1), &o.part_count) || o.part_count < 1 ||
+          o.part_index < 0 || o.part_index >= o.part_count || o.part_count > kMaxParts) {
         std::fprintf(stderr, "shardpack convert: --part %s: expected I/N with 0 <= I < N <= %d\n",
                      a->part.c_str(), kMaxParts);
         return kExitUsage;

@@ -51,7 +51,7 @@ std::function<int()> AddInfo(CLI::App& app) {
       ->required();
   cmd->add_flag("--json", args->json, "Print a machine-readable description on stdout");
   cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Integer<int>(0));
   return [args] {
     auto manifest = IsRemotePath(args->dir) ? FetchManifest(args->dir) : ReadManifest(args->dir);
     if (!manifest.ok()) {

@@ -32,7 +32,7 @@ std::function<int()> AddVerify(CLI::App& app) {
   cmd->add_flag("--no-decode", args->no_decode,
                 "With --tfrecord: do not decode image/encoded images");
   cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(Integer<int>(0, 4096));
   cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
   cmd->add_option("--cache-dir", args->cache_dir,
                   "URL datasets: the local cache (default: $SHARDPACK_CACHE_DIR, else "
