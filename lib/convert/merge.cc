@@ -367,8 +367,9 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
   MergeSummary summary;
   const std::string plan_path = io::JoinPath(dst, kPlanName);
   if (!env->FileExists(dst)) {
-    return NotFoundError(dst + ": no such directory: no parts to merge (convert --part I/N "
-                               "writes them)");
+    return NotFoundError(dst +
+                         ": no such directory: no parts to merge (convert --part I/N "
+                         "writes them)");
   }
   SHARDPACK_ASSIGN_OR_RETURN(const auto lock, io::DirLock::Acquire(dst, "shardpack merge"));
   auto finish = [&](MergeSummary s) -> StatusOr<MergeSummary> {
