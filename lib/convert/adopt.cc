@@ -135,6 +135,7 @@ StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options
   Faults faults(options, &summary);
   Gathered g;
   Manifest m;
+  m.format_minor = 2;  // the manifest checksum
   m.backend = Backend::kTfrecord;
   std::map<std::string, std::string> index_names;  // index name -> data file
   std::set<std::string> data_names;

@@ -435,6 +435,25 @@ Status CheckNotInterrupted(const std::string& dst) {
   return Status::Ok();
 }
 
+// The manifest lists every class by name: their number and length are bounded, so that a
+// typo cannot make a manifest of hundreds of megabytes that readers then refuse.
+Status CheckClasses(const std::string& src, const convert::InputSet& inputs) {
+  if (inputs.classes.size() > format::kMaxClasses) {
+    return InvalidArgumentError(src + ": " + std::to_string(inputs.classes.size()) +
+                                " classes, more than the " + std::to_string(format::kMaxClasses) +
+                                " a dataset may have");
+  }
+  for (size_t i = 0; i < inputs.classes.size(); ++i) {
+    if (inputs.classes[i].size() > format::kMaxClassNameBytes) {
+      return InvalidArgumentError(
+          src + ": class " + std::to_string(i) + " (\"" + inputs.classes[i].substr(0, 40) +
+          "...\") has a name of " + std::to_string(inputs.classes[i].size()) +
+          " bytes, more than the " + std::to_string(format::kMaxClassNameBytes) + " allowed");
+    }
+  }
+  return Status::Ok();
+}
+
 // The error of a conversion that produced no sample, with the first rejects.
 Status NoSamplesError(const std::string& src, const std::vector<ConvertReject>& rejects) {
   if (rejects.empty()) {
@@ -487,6 +506,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
                             : convert::ReadListFile(o.list_file, src);
   if (!scanned.ok()) return scanned.status();
   const convert::InputSet& inputs = *scanned;
+  SHARDPACK_RETURN_IF_ERROR(CheckClasses(src, inputs));
 
   // The inputs this run converts, in write order positions: all, or this part's range.
   // The scan's rejects (inputs that never reach the pipeline) belong to the first part.
@@ -834,6 +854,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   }
   SHARDPACK_RETURN_IF_ERROR(
       io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
+  (*writer)->SetRejectsFile({"rejects.tsv", tsv.size(), Xxh3Hex(tsv.data(), tsv.size())});
   std::string options_json =
       OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected);
   {

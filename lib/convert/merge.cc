@@ -20,6 +20,7 @@
 #include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
+#include "util/hash.h"
 #include "util/text.h"
 
 namespace shardpack {
@@ -281,6 +282,8 @@ StatusOr<Plan> MakePlan(const std::string& dst, const std::vector<Part>& parts,
   options["written"] = summary->written;
   options["rejected"] = summary->rejected;
   m.options_json = options.dump();
+  m.rejects = FileEntry{kRejectsName, plan.rejects.size(),
+                        Xxh3Hex(plan.rejects.data(), plan.rejects.size())};
   plan.manifest = SerializeManifest(m);
   summary->manifest = std::move(m);
   return plan;

@@ -49,6 +49,10 @@ inline constexpr std::string_view kKeyEncoded = "image/encoded";
 inline constexpr std::string_view kKeyColorspace = "image/colorspace";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
+// What a conversion accepts for its classes: the manifest lists every class, so a label of
+// ten million (one typo in a list file) made a 549 MB manifest. ImageNet-21k has 21,841.
+inline constexpr uint64_t kMaxClasses = 1000000;
+inline constexpr uint64_t kMaxClassNameBytes = 1024;
 // What a conversion leaves in its output directory until the manifest is published: the
 // progress record of convert, the parts of convert --part and the plan of merge.
 inline constexpr const char* kConvertProgressName = ".shardpack-convert.json";

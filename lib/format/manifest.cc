@@ -7,6 +7,7 @@
 
 #include "format/format.h"
 #include "io/env.h"
+#include "util/hash.h"
 
 #ifndef SHARDPACK_VERSION
 #error "SHARDPACK_VERSION must be defined by the build"
@@ -97,7 +98,10 @@ class Reader {
 
 }  // namespace
 
-std::string SerializeManifest(const Manifest& m) {
+namespace {
+
+// Every key of SerializeManifest but the checksum.
+Json ManifestJson(const Manifest& m) {
   Json j;
   j["format"] = "shardpack";
   j["format_version"] = std::to_string(m.format_major) + "." + std::to_string(m.format_minor);
@@ -130,6 +134,23 @@ std::string SerializeManifest(const Manifest& m) {
     shards.push_back(e);
   }
   j["shards"] = shards;
+  if (m.rejects) j["rejects"] = FileJson(*m.rejects);
+  return j;
+}
+
+}  // namespace
+
+std::string ManifestChecksum(const Manifest& m) {
+  const std::string text = ManifestJson(m).dump(2) + "\n";
+  return Xxh3Hex(text.data(), text.size());
+}
+
+std::string SerializeManifest(const Manifest& m) {
+  Json j = ManifestJson(m);
+  if (m.format_major > 1 || m.format_minor >= 2) {
+    const std::string text = j.dump(2) + "\n";
+    j["manifest_xxh3_128"] = Xxh3Hex(text.data(), text.size());
+  }
   return j.dump(2) + "\n";
 }
 
@@ -277,6 +298,19 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   if (next_sample != m.num_samples) {
     return r.Error("shards", "record counts add up to " + std::to_string(next_sample) +
                                  ", num_samples is " + std::to_string(m.num_samples));
+  }
+  auto rejects = j.find("rejects");
+  if (rejects != j.end()) {
+    FileEntry f;
+    SHARDPACK_RETURN_IF_ERROR(r.File(*rejects, "rejects", &f));
+    m.rejects = std::move(f);
+  }
+  if (j.contains("manifest_xxh3_128")) {
+    SHARDPACK_RETURN_IF_ERROR(r.String(j, "manifest_xxh3_128", "manifest", &m.manifest_xxh3_128));
+    if (m.manifest_xxh3_128.size() != 32 ||
+        m.manifest_xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      return r.Error("manifest_xxh3_128", "expected 32 lower-case hex digits");
+    }
   }
   return m;
 }

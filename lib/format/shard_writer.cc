@@ -154,22 +154,20 @@ class ShardWriter::Impl {
       return s;
     }
     Manifest m;
+    m.format_minor = 2;  // the manifest checksum; includes 1.1's Caffe schema
     m.tool_version = "shardpack " + std::string(Version());
     m.backend = options_.backend;
     m.num_samples = samples_;
     m.image = options_.image;
     m.pixel_alignment = IsCaffe() ? 1 : options_.pixel_alignment;
-    if (IsCaffe()) {
-      // Caffe values are a 1.1 addition; Example datasets stay 1.0, readable by 1.0 readers.
-      m.format_minor = 1;
-      m.lmdb_schema = LmdbSchema::kCaffe;
-    }
+    if (IsCaffe()) m.lmdb_schema = LmdbSchema::kCaffe;
     for (size_t i = 0; i < options_.class_names.size(); ++i) {
       m.classes.push_back({options_.class_names[i], class_counts_[i]});
     }
     m.shards = shards_;
     m.seed = options_.seed;
     m.options_json = options_.options_json;
+    m.rejects = rejects_;
     s = io::WriteFileAtomically(env_, io::JoinPath(dir_, format::kManifestName),
                                 SerializeManifest(m));
     if (!s.ok()) {
@@ -182,6 +180,7 @@ class ShardWriter::Impl {
 
   uint64_t samples() const { return samples_; }
   void set_options_json(std::string j) { options_.options_json = std::move(j); }
+  void set_rejects(FileEntry f) { rejects_ = std::move(f); }
   // Valid after CheckLabel(label) passed.
   std::string_view ClassName(int64_t label) const {
     return options_.class_names[static_cast<size_t>(label)];
@@ -288,6 +287,7 @@ class ShardWriter::Impl {
   uint64_t samples_ = 0;
   Status failed_;
   bool finished_ = false;
+  std::optional<FileEntry> rejects_;  // named in the manifest (SetRejectsFile)
 };
 
 StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& dir,
@@ -435,6 +435,8 @@ Status ShardWriter::SetOptionsJson(std::string options_json) {
   impl_->set_options_json(std::move(options_json));
   return Status::Ok();
 }
+void ShardWriter::SetRejectsFile(FileEntry rejects) { impl_->set_rejects(std::move(rejects)); }
+
 uint64_t ShardWriter::samples() const { return impl_->samples(); }
 
 }  // namespace shardpack

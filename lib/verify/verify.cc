@@ -8,6 +8,7 @@
 
 #include <oneapi/tbb/parallel_for.h>
 #include <oneapi/tbb/task_arena.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -100,6 +101,10 @@ struct ShardResult {
   std::vector<FileFaults> files;  // data file, then index file
   uint64_t records = 0;
   uint64_t bytes = 0;
+  // Records per label, when every record of the shard was read and found sound (else the
+  // manifest's class counts are not checked: the faults already name the shard).
+  std::vector<uint64_t> labels;
+  bool counted = false;
 };
 
 std::string Shape(int64_t h, int64_t w, int64_t c) {
@@ -258,8 +263,11 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     if (!fault.empty()) {
       fault_offsets.insert(r.offset);
       faults.Add(static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset), fault);
+    } else {
+      ++out->labels[static_cast<size_t>(d.label)];
     }
   }
+  out->counted = faults.count() == 0;
   hasher.Update(data + hashed, size - hashed);
   if ((*file)->faulted()) faults.Add(-1, -1, ShrunkWhileRead());
   CheckFileEntry(e.data, size, hasher.HexDigest(), &faults);
@@ -324,8 +332,10 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
 }
 
 // Reads every record of an LMDB shard and reports faults through `add`.
+// `labels`, when given, counts the sound records of each label (Example schema only).
 Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m,
-                     const std::function<void(int64_t, std::string)>& add, uint64_t* records) {
+                     const std::function<void(int64_t, std::string)>& add, uint64_t* records,
+                     std::vector<uint64_t>* labels = nullptr) {
   auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false,
                                               format::LmdbShardReader::Keys::kAny);
   if (!reader.ok()) return reader.status();
@@ -361,7 +371,11 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
                 std::to_string(m.pixel_alignment) + "-aligned after LMDB's " +
                 std::to_string(format::kLmdbValueOffset) + "-byte page header";
       }
-      if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
+      if (!fault.empty()) {
+        add(static_cast<int64_t>(n), std::move(fault));
+      } else if (labels != nullptr) {
+        ++(*labels)[static_cast<size_t>(d.label)];
+      }
     }
     ++n;
     return Status::Ok();
@@ -505,12 +519,34 @@ void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manife
     Status s = WalkLmdbShard(
         path, e, m,
         [&](int64_t record, std::string message) { faults.Add(record, -1, std::move(message)); },
-        &records);
+        &records, &out->labels);
     if (!s.ok()) faults.Add(-1, -1, s.message());
+    out->counted = m.lmdb_schema == LmdbSchema::kExample && faults.count() == 0;
   } else {
     WalkLmdbShardIsolated(path, e, m, &faults, &records);
   }
   out->records += records;
+}
+
+// rejects.tsv is read whole; a conversion of 100 million rejected inputs stays below this.
+constexpr uint64_t kMaxRejectsBytes = 16ull << 30;
+
+// The manifest's own checksum (format 1.2 on): any edit of a field (seed, options, format
+// version, pixel alignment, class counts, ...) is a fault.
+void CheckManifestChecksum(const Manifest& m, FileFaults* faults) {
+  if (m.manifest_xxh3_128.empty()) {
+    if (m.format_major == 1 && m.format_minor < 2) return;  // written before the checksum
+    faults->Add(-1, -1,
+                "manifest_xxh3_128: missing (format " + std::to_string(m.format_major) + "." +
+                    std::to_string(m.format_minor) + " manifests carry their checksum)");
+    return;
+  }
+  const std::string actual = ManifestChecksum(m);
+  if (actual != m.manifest_xxh3_128) {
+    faults->Add(-1, -1,
+                "manifest_xxh3_128 " + m.manifest_xxh3_128 + ", the manifest's fields give " +
+                    actual + ": the manifest was edited after it was written");
+  }
 }
 
 bool LooksLikeOurs(const std::string& name) {
@@ -524,10 +560,12 @@ bool LooksLikeOurs(const std::string& name) {
 // Checks every shard of `m` from `source` into `report` (which already counts the
 // manifest), then appends the directory's faults, `stray`.
 void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptions& options,
-                  std::mutex* mu, FileFaults* stray, VerifyReport* report) {
+                  std::mutex* mu, FileFaults* manifest_faults, FileFaults* stray,
+                  VerifyReport* report) {
   io::Env* env = io::Env::Posix();
   std::vector<ShardResult> results(m.shards.size());
   for (size_t i = 0; i < m.shards.size(); ++i) {
+    results[i].labels.assign(m.classes.size(), 0);
     results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options, mu);
     if (m.shards[i].index) {
       results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file, options,
@@ -547,6 +585,24 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
   arena.execute(
       [&] { tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); }); });
 
+  // The class counts of the manifest against the labels of the records, when every shard
+  // could be counted.
+  bool counted = true;
+  std::vector<uint64_t> labels(m.classes.size(), 0);
+  for (const auto& r : results) {
+    counted = counted && r.counted;
+    for (size_t c = 0; c < labels.size(); ++c) labels[c] += r.labels[c];
+  }
+  for (size_t c = 0; counted && c < labels.size(); ++c) {
+    if (labels[c] != m.classes[c].count) {
+      manifest_faults->Add(-1, -1,
+                           "class " + std::to_string(c) + " (\"" + EscapeBytes(m.classes[c].name) +
+                               "\"): the manifest counts " + std::to_string(m.classes[c].count) +
+                               " samples, the records hold " + std::to_string(labels[c]));
+    }
+  }
+  report->fault_count += manifest_faults->count();
+  manifest_faults->MoveTo(&report->faults);
   for (auto& r : results) {
     report->records += r.records;
     report->bytes += r.bytes;
@@ -580,7 +636,10 @@ StatusOr<VerifyReport> VerifyRemoteDataset(const std::string& url, const VerifyO
   report.bytes = c->manifest_bytes();
   std::mutex mu;
   FileFaults stray("(directory)", options.max_faults_per_file, options, &mu);
-  VerifyShards(c->manifest(), source, options, &mu, &stray, &report);
+  FileFaults manifest_faults(std::string(format::kManifestName), options.max_faults_per_file,
+                             options, &mu);
+  CheckManifestChecksum(c->manifest(), &manifest_faults);
+  VerifyShards(c->manifest(), source, options, &mu, &manifest_faults, &stray, &report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
@@ -620,9 +679,40 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
       stray.Add(-1, -1, n + ": not listed in the manifest (a leftover or foreign file)");
     }
   }
+  FileFaults manifest_faults(std::string(format::kManifestName), options.max_faults_per_file,
+                             options, &mu);
+  CheckManifestChecksum(m, &manifest_faults);
+  if (m.rejects) {
+    // rejects.tsv: its checksum, and one line per reject the options count.
+    ++report.files;
+    FileFaults rejects_faults(m.rejects->file, options.max_faults_per_file, options, &mu);
+    auto tsv = env->ReadFile(io::JoinPath(dir, m.rejects->file), kMaxRejectsBytes);
+    if (!tsv.ok()) {
+      rejects_faults.Add(-1, -1,
+                         tsv.status().code() == StatusCode::kNotFound
+                             ? "missing: the manifest lists it"
+                             : tsv.status().message());
+    } else {
+      report.bytes += tsv->size();
+      CheckFileEntry(*m.rejects, tsv->size(), Xxh3Hex(tsv->data(), tsv->size()), &rejects_faults);
+      const uint64_t lines = static_cast<uint64_t>(std::count(tsv->begin(), tsv->end(), '\n'));
+      auto options_json = nlohmann::json::parse(m.options_json, nullptr, false);
+      if (lines >= 1 && options_json.is_object() && options_json.contains("rejected") &&
+          options_json["rejected"].is_number_unsigned() &&
+          options_json["rejected"].get<uint64_t>() != lines - 1) {
+        rejects_faults.Add(-1, -1,
+                           std::to_string(lines - 1) +
+                               " rejects listed, the manifest's options "
+                               "count " +
+                               std::to_string(options_json["rejected"].get<uint64_t>()));
+      }
+    }
+    report.fault_count += rejects_faults.count();
+    rejects_faults.MoveTo(&report.faults);
+  }
   FileSource source;
   source.path = [&dir](const std::string& name) { return io::JoinPath(dir, name); };
-  VerifyShards(m, source, options, &mu, &stray, &report);
+  VerifyShards(m, source, options, &mu, &manifest_faults, &stray, &report);
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -421,6 +421,29 @@ TEST(ConvertTest, AnExistingDatasetIsRefusedUnlessOverwrite) {
   EXPECT_TRUE(v->ok()) << "no file of the old dataset may remain";
 }
 
+TEST(ConvertTest, RejectsTsvIsCoveredByTheManifestAndVerify) {
+  Tree tree;
+  TempDir out;
+  auto s = Convert(tree.dir.path(), out.path(), Options16());
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE(s->manifest.rejects.has_value());
+  EXPECT_EQ(s->manifest.rejects->file, "rejects.tsv");
+  auto clean = VerifyDataset(out.path());
+  ASSERT_TRUE(clean.ok());
+  EXPECT_TRUE(clean->ok());
+  // A reject line removed: the file's size and checksum differ, and so does its count.
+  std::string tsv = testing::ReadFileOrDie(out.Join("rejects.tsv"));
+  tsv.erase(tsv.rfind('\n', tsv.size() - 2) + 1);
+  testing::WriteFileOrDie(out.Join("rejects.tsv"), tsv);
+  auto v = VerifyDataset(out.path());
+  ASSERT_TRUE(v.ok());
+  std::string faults;
+  for (const auto& f : v->faults) faults += FormatFault(f) + "\n";
+  EXPECT_NE(faults.find("rejects.tsv: "), std::string::npos) << faults;
+  EXPECT_NE(faults.find("2 rejects listed, the manifest's options count 3"), std::string::npos)
+      << faults;
+}
+
 TEST(ConvertTest, ProgressIsReportedInOrderUpToTheTotal) {
   Tree tree;
   TempDir out;

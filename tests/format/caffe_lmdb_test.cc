@@ -72,25 +72,27 @@ TEST(CaffeLmdbTest, ValuesAreCaffeDatumsUnderConvertImagesetKeys) {
   EXPECT_EQ(sample, 5u);
 }
 
-TEST(CaffeLmdbTest, ManifestIsVersion11WithCaffeSchemaAndChwLayout) {
+// Caffe values are a 1.1 addition; datasets are written as 1.2 (the manifest checksum),
+// which includes it.
+TEST(CaffeLmdbTest, ManifestIsVersion12WithCaffeSchemaAndChwLayout) {
   TempDir dir;
   WriteCaffe(dir.path());
   const std::string text = testing::ReadFileOrDie(dir.Join("manifest.json"));
-  EXPECT_NE(text.find("\"format_version\": \"1.1\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"format_version\": \"1.2\""), std::string::npos) << text;
   EXPECT_NE(text.find("\"lmdb_schema\": \"caffe\""), std::string::npos);
   EXPECT_NE(text.find("\"layout\": \"CHW\""), std::string::npos);
   EXPECT_NE(text.find("\"pixel_alignment\": 1"), std::string::npos);
   auto m = ParseManifest(text, "manifest.json");
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   EXPECT_EQ(m->lmdb_schema, LmdbSchema::kCaffe);
-  EXPECT_EQ(m->format_minor, 1);
+  EXPECT_EQ(m->format_minor, 2);
 }
 
-TEST(CaffeLmdbTest, ExampleDatasetsStayVersion10) {
+TEST(CaffeLmdbTest, ExampleDatasetsHaveNoSchemaKey) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb, .samples = 2});
   const std::string text = testing::ReadFileOrDie(dir.Join("manifest.json"));
-  EXPECT_NE(text.find("\"format_version\": \"1.0\""), std::string::npos);
+  EXPECT_NE(text.find("\"format_version\": \"1.2\""), std::string::npos);
   EXPECT_EQ(text.find("lmdb_schema"), std::string::npos);
 }
 

@@ -24,7 +24,7 @@ def test_caffe_schema_values_are_datums_under_convert_imageset_keys(cli, request
     cli("convert", tree.root, dst, "--keep", "--format", "lmdb", "--lmdb-schema", "caffe",
         "--channels", channels, "--shard-records", "5", "--quiet")
     m = manifest(dst)
-    assert (m["format_version"], m["lmdb_schema"], m["image"]["layout"]) == ("1.1", "caffe", "CHW")
+    assert (m["format_version"], m["lmdb_schema"], m["image"]["layout"]) == ("1.2", "caffe", "CHW")
     index = 0
     for shard in m["shards"]:
         env = lmdb.open(str(dst / shard["file"]), subdir=False, readonly=True, lock=False)

@@ -163,7 +163,7 @@ TEST(VerifyTest, UnknownMajorVersionIsAnUnreadableDatasetError) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 2});
   std::string text = testing::ReadFileOrDie(dir.Join("manifest.json"));
-  std::string v = "\"format_version\": \"1.0\"";
+  std::string v = "\"format_version\": \"1.2\"";
   text.replace(text.find(v), v.size(), "\"format_version\": \"7.1\"");
   testing::WriteFileOrDie(dir.Join("manifest.json"), text);
   auto r = VerifyDataset(dir.path());
@@ -188,6 +188,66 @@ TEST(VerifyTest, LabelOutsideTheClassListIsReported) {
              f.message.find("label 2 is outside the 2 classes") == 0;
   }
   EXPECT_TRUE(found) << Dump(r);
+}
+
+// Edits of the manifest that leave it well-formed: each is a fault of manifest.json.
+TEST(VerifyTest, AnyEditOfTheManifestIsAFaultOfTheManifest) {
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"seed\": 42", "\"seed\": 43"},
+      {"\"format_version\": \"1.2\"", "\"format_version\": \"1.1\""},
+      {"\"format_version\": \"1.2\"", "\"format_version\": \"1.3\""},
+      {"\"pixel_alignment\": 64", "\"pixel_alignment\": 32"},
+      {"\"tool_version\": \"shardpack ", "\"tool_version\": \"shardpack 9"},
+      {"\"source\": \"test\"", "\"source\": \"edited\""},
+  };
+  for (const auto& [from, to] : edits) {
+    TempDir dir;
+    testing::WriteTestDataset(dir.path(), {.samples = 4});
+    std::string text = testing::ReadFileOrDie(dir.Join("manifest.json"));
+    ASSERT_NE(text.find(from), std::string::npos) << from << " in " << text;
+    text.replace(text.find(from), from.size(), to);
+    testing::WriteFileOrDie(dir.Join("manifest.json"), text);
+    VerifyReport r = MustVerify(dir.path());
+    ASSERT_FALSE(r.ok()) << to;
+    EXPECT_EQ(r.faults[0].file, "manifest.json") << to << "\n" << Dump(r);
+    EXPECT_NE(r.faults[0].message.find("the manifest was edited after it was written"),
+              std::string::npos)
+        << to << "\n"
+        << Dump(r);
+  }
+  // The checksum removed from a 1.2 manifest.
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 4});
+  std::string text = testing::ReadFileOrDie(dir.Join("manifest.json"));
+  const size_t at = text.find(",\n  \"manifest_xxh3_128\"");
+  ASSERT_NE(at, std::string::npos);
+  text = text.substr(0, at) + "\n}\n";
+  testing::WriteFileOrDie(dir.Join("manifest.json"), text);
+  VerifyReport r = MustVerify(dir.path());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(Dump(r).find("manifest.json: manifest_xxh3_128: missing"), std::string::npos)
+      << Dump(r);
+}
+
+TEST(VerifyTest, ClassCountsAreCheckedAgainstTheRecordsLabels) {
+  for (Backend b : {Backend::kTfrecord, Backend::kLmdb}) {
+    TempDir dir;
+    Manifest m =
+        testing::WriteTestDataset(dir.path(), {.backend = b, .samples = 6, .num_classes = 3});
+    // Counts that still add up (the manifest parses), checksum recomputed: only the
+    // records can tell.
+    m.classes[0].count += 1;
+    m.classes[1].count -= 1;
+    testing::WriteFileOrDie(dir.Join("manifest.json"), SerializeManifest(m));
+    VerifyReport r = MustVerify(dir.path());
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(Dump(r).find("manifest.json: class 0 (\"" + m.classes[0].name +
+                           "\"): the manifest counts " + std::to_string(m.classes[0].count) +
+                           " samples, the records hold " + std::to_string(m.classes[0].count - 1)),
+              std::string::npos)
+        << Dump(r);
+    EXPECT_EQ(r.fault_count, 2u) << Dump(r);
+  }
 }
 
 // A damaged LMDB file must not crash verify: it is read in a child process.

@@ -18,10 +18,11 @@ std::string_view Version();
 
 // Manifest format versions. A reader accepts any minor version of a major it knows
 // (minor versions only add fields) and refuses a newer major. kFormatMinor is the newest
-// minor this build reads; a writer records the lowest version that describes its dataset
-// (1.0, or 1.1 for a Caffe-schema LMDB dataset).
+// minor this build reads; a writer records the lowest version that describes its dataset:
+// 1.2 (the manifest's own checksum and rejects.tsv's entry), which includes 1.1 (the
+// Caffe schema).
 inline constexpr int kFormatMajor = 1;
-inline constexpr int kFormatMinor = 1;
+inline constexpr int kFormatMinor = 2;
 
 enum class Backend {
   kTfrecord,  // shard-NNNNN-of-MMMMM.tfrecord + .idx (DALI tfrecord2idx format)
@@ -68,7 +69,7 @@ struct ClassEntry {
 
 struct Manifest {
   int format_major = kFormatMajor;
-  int format_minor = 0;      // ShardWriter sets 1 for a Caffe-schema dataset (§7)
+  int format_minor = 0;      // writers set 2 (docs/FORMAT.md §7)
   std::string tool_version;  // "shardpack 0.1.0"
   Backend backend = Backend::kTfrecord;
   uint64_t num_samples = 0;
@@ -81,10 +82,22 @@ struct Manifest {
   std::string options_json = "{}";
   // LMDB only; kCaffe is written as "lmdb_schema": "caffe" with image.layout "CHW".
   LmdbSchema lmdb_schema = LmdbSchema::kExample;
+  // 1.2: rejects.tsv (the inputs the conversion rejected), when the writer made one.
+  std::optional<FileEntry> rejects;
+  // 1.2: "manifest_xxh3_128" as read from the file (SerializeManifest computes its own):
+  // XXH3-128 of the manifest serialized without this key (docs/FORMAT.md §5). Empty when
+  // absent.
+  std::string manifest_xxh3_128;
 };
 
-// Serialized form: pretty-printed JSON with a stable key order, ending in a newline.
+// Serialized form: pretty-printed JSON with a stable key order, ending in a newline. From
+// format 1.2 on it ends with "manifest_xxh3_128", the checksum of the rest.
 std::string SerializeManifest(const Manifest& m);
+
+// The manifest_xxh3_128 of `m`: XXH3-128 of SerializeManifest(m) without that key. verify
+// compares it with the one read, so that an edit of any field (seed, options, format
+// version, pixel alignment, class counts, ...) is a fault.
+std::string ManifestChecksum(const Manifest& m);
 
 // Parses and checks a manifest. `source` names the file in messages. A manifest of an
 // unknown major version gives NotSupported: "version X.Y, this build reads <= Z".

@@ -110,6 +110,10 @@ class ShardWriter {
   // InvalidArgument when it is not a JSON object text.
   Status SetOptionsJson(std::string options_json);
 
+  // Names a file the caller has published in the directory (rejects.tsv) in the manifest,
+  // with its size and checksum, so that verify covers it.
+  void SetRejectsFile(FileEntry rejects);
+
   // Publishes the shards under their final names and the manifest; returns it.
   StatusOr<Manifest> Finish();
 
