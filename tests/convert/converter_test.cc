@@ -444,6 +444,23 @@ TEST(ConvertTest, RejectsTsvIsCoveredByTheManifestAndVerify) {
       << faults;
 }
 
+TEST(ConvertTest, AListLabelBeyondTheClassLimitIsRefusedNamingTheLine) {
+  Tree tree;
+  TempDir out;
+  const std::string list = out.Join("../list-" + std::to_string(::getpid()) + ".txt");
+  testing::WriteFileOrDie(list, "001.cat/a.jpg 0\n001.cat/B.JPG 1000000\n");
+  ConvertOptions o = Options16();
+  o.list_file = list;
+  auto s = Convert(tree.dir.path(), out.Join("ds"), o);
+  fs::remove(list);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.status().message().find("line 2: label \"1000000\" is not an integer in 0..999999"),
+            std::string::npos)
+      << s.status().message();
+  EXPECT_FALSE(fs::exists(out.Join("ds")));
+}
+
 TEST(ConvertTest, ProgressIsReportedInOrderUpToTheTotal) {
   Tree tree;
   TempDir out;

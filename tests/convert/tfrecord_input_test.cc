@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <tuple>
+
+#include <filesystem>
 
 #include "image/image.h"
 #include "image_fixtures.h"
@@ -101,6 +104,26 @@ TEST(TfrecordInputTest, LabelsAreKeptAndClassesNamedByTheirText) {
   EXPECT_EQ(classes[1].name, "cat");
   EXPECT_EQ(classes[1].count, 3u);
   EXPECT_EQ(classes[2].name, "dog");
+}
+
+TEST(TfrecordInputTest, ClassesBeyondTheLimitsAreRefusedBeforeAnythingIsWritten) {
+  for (const auto& [label, text, why] :
+       {std::tuple<int64_t, std::string, std::string>{1000000, "x",
+                                                      "1000001 classes, more than "
+                                                      "the 1000000"},
+        std::tuple<int64_t, std::string, std::string>{3, std::string(2000, 'n'),
+                                                      "has a name of 2000 bytes, more than the "
+                                                      "1024 allowed"}}) {
+    TempDir src, out;
+    testing::TfImageExample e{.encoded = Jpeg(20, 20, 1), .label = label, .class_text = text};
+    testing::WriteFileOrDie(src.Join("train-00000-of-00001"),
+                            testing::FrameRecords({e.Serialize()}));
+    auto s = Convert(src.path(), out.Join("ds"), Keep());
+    ASSERT_FALSE(s.ok()) << why;
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(why), std::string::npos) << s.status().message();
+    EXPECT_FALSE(std::filesystem::exists(out.Join("ds")));
+  }
 }
 
 TEST(TfrecordInputTest, DamagedRecordIsRejectedByFileRecordAndOffset) {
