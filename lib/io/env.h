@@ -47,6 +47,12 @@ class MappedFile {
 // How a mapping will be read, passed to the kernel as a read-ahead hint.
 enum class AccessPattern { kNormal, kSequential, kRandom };
 
+// What a write into a mapping does. kReadOnly: the pages are read-only and a write is a
+// segfault. kCopyOnWrite: a write changes a private copy of its page, never the file nor
+// what other readers see; reading costs the same. Where the kernel will not map a large
+// file copy-on-write (strict overcommit), MapFile falls back to kReadOnly.
+enum class MapMode { kReadOnly, kCopyOnWrite };
+
 class Env {
  public:
   virtual ~Env() = default;
@@ -57,7 +63,8 @@ class Env {
   // Creates or truncates `path` for writing.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
   virtual StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
-                                                        AccessPattern pattern) = 0;
+                                                        AccessPattern pattern,
+                                                        MapMode mode = MapMode::kReadOnly) = 0;
   // Reads a whole file into memory; refuses files above `max_bytes`. MapFile and ReadFile
   // open without blocking and refuse anything but a regular file (a FIFO, a device, a
   // directory) with InvalidArgument naming what it is.

@@ -91,7 +91,8 @@ StatusOr<std::unique_ptr<WritableFile>> MemEnv::NewWritableFile(const std::strin
   return std::unique_ptr<WritableFile>(new MemWritableFile(this, path, data));
 }
 
-StatusOr<std::unique_ptr<MappedFile>> MemEnv::MapFile(const std::string& path, AccessPattern) {
+StatusOr<std::unique_ptr<MappedFile>> MemEnv::MapFile(const std::string& path, AccessPattern,
+                                                      MapMode) {
   std::lock_guard<std::mutex> l(mu_);
   auto it = files_.find(path);
   if (it == files_.end()) return Missing(path + ": open");

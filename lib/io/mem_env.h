@@ -34,8 +34,8 @@ class MemEnv final : public Env {
   std::string FileContents(const std::string& path) const;
 
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
-  StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
-                                                AccessPattern pattern) override;
+  StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path, AccessPattern pattern,
+                                                MapMode mode) override;
   StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;

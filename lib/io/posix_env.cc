@@ -112,8 +112,8 @@ class PosixWritableFile final : public WritableFile {
 
 class PosixMappedFile final : public MappedFile {
  public:
-  PosixMappedFile(void* base, uint64_t size)
-      : base_(base), size_(size), range_(std::make_unique<MappedRange>(base, size, PROT_READ)) {}
+  PosixMappedFile(void* base, uint64_t size, int prot)
+      : base_(base), size_(size), range_(std::make_unique<MappedRange>(base, size, prot)) {}
   ~PosixMappedFile() override {
     range_.reset();  // unregistered before it is unmapped
     if (base_ != nullptr) ::munmap(base_, size_);
@@ -153,18 +153,23 @@ class PosixEnv final : public Env {
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 
-  StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
-                                                AccessPattern pattern) override {
+  StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path, AccessPattern pattern,
+                                                MapMode mode) override {
     struct stat st {};
     SHARDPACK_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
     uint64_t size = static_cast<uint64_t>(st.st_size);
     void* base = nullptr;
+    int prot = PROT_READ;
     if (size > 0) {
       // No MAP_POPULATE: populating whole shards up front serialises threads on the
       // process's mmap lock (verify at 2 threads: 11.0 GB/s with it, 13.2 GB/s without,
       // bench/verify_bench); fault-around maps 64 KiB per fault anyway.
-      int flags = MAP_SHARED;
-      base = ::mmap(nullptr, size, PROT_READ, flags, fd, 0);
+      if (mode == MapMode::kCopyOnWrite) {
+        // MAP_NORESERVE: no swap is set aside for pages nobody writes.
+        base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+        if (base != MAP_FAILED) prot = PROT_READ | PROT_WRITE;
+      }
+      if (base == nullptr || base == MAP_FAILED) base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
       if (base == MAP_FAILED) {
         int err = errno;
         ::close(fd);
@@ -176,7 +181,7 @@ class PosixEnv final : public Env {
       ::madvise(base, size, advice);  // a hint; failure changes nothing but speed
     }
     ::close(fd);  // the mapping keeps the file referenced
-    return std::unique_ptr<MappedFile>(new PosixMappedFile(base, size));
+    return std::unique_ptr<MappedFile>(new PosixMappedFile(base, size, prot));
   }
 
   StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {

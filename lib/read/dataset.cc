@@ -203,7 +203,8 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     const std::string path = files.path(e.data.file);
     const std::string shown = files.display(e.data.file);
     if (impl->manifest.backend == Backend::kTfrecord) {
-      auto file = env->MapFile(path, pattern);
+      auto file = env->MapFile(
+          path, pattern, options.copy_on_write ? io::MapMode::kCopyOnWrite : io::MapMode::kReadOnly);
       if (!file.ok()) return file.status();
       shard.file = std::move(file).value();
       if (shard.file->size() != e.data.bytes) {

@@ -5,6 +5,7 @@
 #include <nanobind/stl/tuple.h>
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <tuple>
 
@@ -19,8 +20,11 @@ namespace shardpack::python {
 
 namespace {
 
-// A sample's pixels as a read-only H x W x C uint8 view into the mapped shard (TFRecord)
-// or the LMDB map: no copy. `owner` (the Python Dataset) is kept alive by the view.
+// A sample's pixels as a read-only H x W x C uint8 array. TFRecord: a view into the shard,
+// mapped copy-on-write (DatasetOptions::copy_on_write), so that a write through another
+// framework's view of it (torch.from_numpy ignores the read-only flag) changes a private
+// page, never the file, and cannot crash; `owner` (the Python Dataset) is kept alive by
+// the view. LMDB maps are read-only whatever is asked: those pixels are a copy.
 using PixelView = nb::ndarray<nb::numpy, const uint8_t, nb::ndim<3>>;
 
 std::tuple<PixelView, int64_t, std::string, std::string> GetSample(nb::handle self, uint64_t index,
@@ -33,10 +37,17 @@ std::tuple<PixelView, int64_t, std::string, std::string> GetSample(nb::handle se
     status = h.dataset->Get(index, &view, verify_crc);
   }
   RaiseIfError(status);
-  PixelView pixels(view.pixels.data(),
-                   {static_cast<size_t>(view.height), static_cast<size_t>(view.width),
-                    static_cast<size_t>(view.channels)},
-                   self);
+  const size_t shape[3] = {static_cast<size_t>(view.height), static_cast<size_t>(view.width),
+                           static_cast<size_t>(view.channels)};
+  if (h.dataset->manifest().backend == Backend::kLmdb) {
+    auto* copy = new uint8_t[view.pixels.size()];
+    std::memcpy(copy, view.pixels.data(), view.pixels.size());
+    nb::capsule owner(copy, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+    RaiseIfError(h.dataset->CheckIntact(index));  // the copy read the file's bytes
+    return {PixelView(copy, {shape[0], shape[1], shape[2]}, owner), view.label, std::string(view.class_text),
+            std::string(view.filename)};
+  }
+  PixelView pixels(view.pixels.data(), {shape[0], shape[1], shape[2]}, self);
   return {pixels, view.label, std::string(view.class_text), std::string(view.filename)};
 }
 
@@ -51,6 +62,7 @@ void BindDataset(nb::module_& m) {
           [](DatasetHandle* self, const std::string& dir, bool verify_crc) {
             DatasetOptions options;
             options.verify_crc = verify_crc;
+            options.copy_on_write = true;  // see PixelView
             StatusOr<std::unique_ptr<Dataset>> ds = [&] {
               nb::gil_scoped_release release;
               return Dataset::Open(dir, options);

@@ -1,6 +1,7 @@
 """Batches are views of the loader's ring slots: no copy, released when dropped."""
 
 import gc
+import warnings
 
 import numpy as np
 import pytest
@@ -131,3 +132,19 @@ def test_gil_is_released_while_waiting_for_a_batch(variable_path):
         stop.set()
         spinner.join()
     assert during > 1000
+
+
+def test_writing_through_a_torch_view_of_dataset_pixels_is_harmless(dataset_path, lmdb_path):
+    for path in (dataset_path, lmdb_path):
+        ds = shardpack.Dataset(path)
+        original = ds[5].pixels.copy()
+        pixels = ds[5].pixels
+        assert not pixels.flags.writeable  # numpy refuses; torch only warns (once)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            t = torch.from_numpy(pixels)
+        t.add_(1)  # an in-place augmentation: was a SIGSEGV on the read-only map
+        assert int(t[0, 0, 0]) == (int(original[0, 0, 0]) + 1) % 256
+        again = shardpack.Dataset(path)[5].pixels
+        np.testing.assert_array_equal(again, original)  # the file and other readers unchanged
+        assert shardpack.verify(path).ok

@@ -39,6 +39,13 @@ struct DatasetOptions {
   uint64_t max_record_bytes = 89478485ull * 3 + (1u << 20);
   // Hint for the kernel: random access (the default) disables read-ahead.
   bool random_access = true;
+  // TFRecord shards mapped copy-on-write: a write through a SampleView's pixels (an
+  // in-place augmentation of a tensor made from it) changes a private copy of that page,
+  // never the file nor other readers' bytes, instead of crashing on a read-only page.
+  // Reading is as fast. Python's Dataset sets it. LMDB maps stay read-only (the Python
+  // binding copies LMDB pixels instead). Under strict overcommit the kernel may refuse
+  // a copy-on-write mapping of a large file; the shard is then mapped read-only.
+  bool copy_on_write = false;
   // File system for TFRecord datasets; nullptr: POSIX.
   io::Env* env = nullptr;
   // For a dataset at an http(s):// URL: the local cache and the network policy
