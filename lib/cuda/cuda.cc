@@ -66,11 +66,34 @@ Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, void*
 
 Status CudaStatus(cudaError_t error, std::string_view call) {
   if (error == cudaSuccess) return Status::Ok();
-  std::string message(call);
+  // The errors that mean "this machine has no GPU to offer" say so first, in words; the
+  // CUDA name follows for searching.
+  const char* no_device = nullptr;
+  switch (error) {
+    case cudaErrorNoDevice:
+      no_device = "no CUDA device: none is visible to this process (CUDA_VISIBLE_DEVICES?)";
+      break;
+    case cudaErrorInsufficientDriver:
+    case cudaErrorStubLibrary:
+    case cudaErrorSystemDriverMismatch:
+      no_device =
+          "no CUDA device: no NVIDIA driver is loaded, or it is older than this build's CUDA "
+          "runtime";
+      break;
+    case cudaErrorInitializationError:
+    case cudaErrorSystemNotReady:
+      no_device = "no CUDA device: the CUDA driver could not be initialised";
+      break;
+    default:
+      break;
+  }
+  std::string message = no_device != nullptr ? std::string(no_device) + " (" : "";
+  message += call;
   message += ": ";
   message += cudaGetErrorName(error);
   message += ": ";
   message += cudaGetErrorString(error);
+  if (no_device != nullptr) message += ")";
   return Status(CodeOf(error), std::move(message));
 }
 

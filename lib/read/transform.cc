@@ -10,16 +10,17 @@
 namespace shardpack::read {
 namespace {
 
+// The name users type (Python's transform=, docs/LOADER.md), not the C++ enumerator.
 std::string TransformName(Transform t) {
   switch (t) {
     case Transform::kNone:
-      return "kNone";
+      return "\"none\"";
     case Transform::kCenterCrop:
-      return "kCenterCrop";
+      return "\"center_crop\"";
     case Transform::kRandomResizedCrop:
-      return "kRandomResizedCrop";
+      return "\"random_resized_crop\"";
     case Transform::kRandomCrop:
-      return "kRandomCrop";
+      return "\"random_crop\"";
   }
   return "Transform(" + std::to_string(static_cast<int>(t)) + ")";
 }
@@ -140,7 +141,7 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
       if (!spec.fixed()) {
         return InvalidArgumentError("transform: " + name +
                                     " needs a fixed-size dataset; this one has variable sizes " +
-                                    "(use kCenterCrop or kRandomResizedCrop with an output size)");
+                                    "(use \"center_crop\" or \"random_resized_crop\" with an output size)");
       }
       if (out_h != spec.height || out_w != spec.width) {
         return InvalidArgumentError("transform: " + name + " keeps the stored size " + fixed_text +
@@ -218,7 +219,7 @@ StatusOr<SamplePlan> SampleTransformer::Plan(int height, int width, uint64_t key
     case Transform::kNone:
       if (height != out_height_ || width != out_width_) {
         return InvalidArgumentError(SampleText(height, width, channels_) + ": expected " +
-                                    SizeText(out_height_, out_width_) + " (transform kNone)");
+                                    SizeText(out_height_, out_width_) + " (transform \"none\")");
       }
       plan = WholePixelBox(0, 0, height, width);
       break;
@@ -226,7 +227,7 @@ StatusOr<SamplePlan> SampleTransformer::Plan(int height, int width, uint64_t key
       if (height < out_height_ || width < out_width_) {
         return InvalidArgumentError(SampleText(height, width, channels_) + ": smaller than the " +
                                     SizeText(out_height_, out_width_) +
-                                    " window (transform kRandomCrop)");
+                                    " window (transform \"random_crop\")");
       }
       Random rng(key);
       const int64_t top = static_cast<int64_t>(rng.Below(height - out_height_ + 1));

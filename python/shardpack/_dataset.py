@@ -44,6 +44,11 @@ class Dataset:
     def __len__(self):
         return len(self._ds)
 
+    def __reduce__(self):
+        # By path: a process that unpickles it (spawn start method, DataLoader workers)
+        # opens the same files; the mappings are per process anyway.
+        return (Dataset, (self.path, self._verify_crc))
+
     def __getitem__(self, index):
         n = len(self._ds)
         if not isinstance(index, (int, np.integer)):

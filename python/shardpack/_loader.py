@@ -12,7 +12,8 @@ import numpy as np
 
 from shardpack import _shardpack
 from shardpack._dataset import Dataset
-from shardpack._util import enum_member, parsed_name
+from shardpack._errors import InvalidArgumentError
+from shardpack._util import INT32_MAX, UINT64_MAX, enum_member, integer, parsed_name
 
 __all__ = ["Loader", "Batch", "LoaderStats"]
 
@@ -44,7 +45,7 @@ def _parse_device(device):
             return 0
     if text.startswith("cuda:") and text[5:].isdigit():
         return int(text[5:])
-    raise ValueError(f'device must be "cpu", "cuda" or "cuda:N", not {device!r}')
+    raise InvalidArgumentError(f'device must be "cpu", "cuda" or "cuda:N", not {device!r}')
 
 
 def _pair(value, what):
@@ -54,7 +55,7 @@ def _pair(value, what):
     try:
         a, b = value
     except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a number or a pair, not {value!r}") from None
+        raise InvalidArgumentError(f"{what} must be a number or a pair, not {value!r}") from None
     return a, b
 
 
@@ -125,7 +126,7 @@ class Batch:
     def numpy(self):
         """The images as a NumPy array sharing the slot (host path only)."""
         if self._b.device >= 0:
-            raise ValueError("numpy(): the batch is on a CUDA device; use torch.from_dlpack")
+            raise InvalidArgumentError("numpy(): the batch is on a CUDA device; use torch.from_dlpack")
         return np.from_dlpack(self)
 
     @property
@@ -193,11 +194,17 @@ class Loader:
     a slot still held raises :class:`FailedPreconditionError` rather than waiting
     forever.
 
-    Epochs: a ``for`` loop goes on where the last one stopped within the current epoch;
-    once an epoch is finished, the next loop starts the next epoch. ``set_epoch(e)``
-    moves to the start of epoch ``e``, except that it keeps a position the loader was
-    created or restored at in that same epoch (so ``load_state_dict`` followed by the
-    usual ``for epoch in range(start, n): loader.set_epoch(epoch)`` resumes mid-epoch).
+    Epochs, as with a PyTorch DataLoader: every ``for`` loop (every ``iter(loader)``)
+    is a new pass, the next epoch, also after a ``break`` out of the last one; the first
+    loop runs the epoch the loader was made or restored at. Going on with an interrupted
+    epoch is explicit: ``loader.remaining()`` iterates the rest of the current epoch.
+    ``set_epoch(e)`` moves to the start of epoch ``e`` for the next loop, except that it
+    keeps a position the loader was created or restored at in that same epoch (so
+    ``load_state_dict`` followed by the usual ``for epoch in range(start, n):
+    loader.set_epoch(epoch)`` resumes mid-epoch).
+
+    A Loader cannot be pickled (it holds worker threads and its ring); pickle its
+    :class:`Dataset` or the path and make a Loader in the other process.
 
     Arguments (the C++ ``LoaderOptions``, docs/PYTHON.md has the table):
         path: dataset directory, or a :class:`Dataset` to share.
@@ -276,26 +283,27 @@ class Loader:
             self._dataset = Dataset(os.fspath(path), verify_crc=verify_crc)
 
         o = _shardpack.LoaderOptions()
-        o.batch_size = int(batch_size)
+        o.batch_size = integer(batch_size, "batch_size", 1, INT32_MAX)
         o.shuffle = enum_member(_shardpack.ShuffleMode, shuffle, "shuffle")
-        o.block_size = int(block_size)
-        o.block_window = int(block_window)
-        o.seed = int(seed)
-        o.num_threads = int(num_threads)
-        o.prefetch = int(prefetch)
+        o.block_size = integer(block_size, "block_size", 1, INT32_MAX)
+        o.block_window = integer(block_window, "block_window", 1, INT32_MAX)
+        o.seed = integer(seed, "seed", 0, UINT64_MAX)
+        o.num_threads = integer(num_threads, "num_threads", 0, 4096)
+        o.prefetch = integer(prefetch, "prefetch", 1, 64)
         o.device = _parse_device(device)
-        o.rank = int(rank)
-        o.world_size = int(world_size)
+        o.world_size = integer(world_size, "world_size", 1, INT32_MAX)
+        o.rank = integer(rank, "rank", 0, o.world_size - 1)
 
         if tail is None:
             tail = "drop" if drop_last else "partial"
         elif drop_last and tail != "drop":
-            raise ValueError(f"drop_last=True contradicts tail={tail!r}")
+            raise InvalidArgumentError(f"drop_last=True contradicts tail={tail!r}")
         o.tail = enum_member(_shardpack.Tail, tail, "tail")
 
         if output_size is not None:
             height, width = _pair(output_size, "output_size")
-            o.output_height, o.output_width = int(height), int(width)
+            o.output_height = integer(height, "output_size height", 1, 65500)
+            o.output_width = integer(width, "output_size width", 1, 65500)
         if transform is None:
             if random_crop:
                 transform = "random_crop"
@@ -304,10 +312,10 @@ class Loader:
             else:
                 transform = "none"
         elif random_crop and transform != "random_crop":
-            raise ValueError(f"random_crop=True contradicts transform={transform!r}")
+            raise InvalidArgumentError(f"random_crop=True contradicts transform={transform!r}")
         o.transform = enum_member(_shardpack.Transform, transform, "transform")
         o.random_flip = bool(flip)
-        o.resize_shorter = int(resize_shorter)
+        o.resize_shorter = integer(resize_shorter, "resize_shorter", 0, 65500)
         o.rrc_scale_min, o.rrc_scale_max = (float(v) for v in _pair(scale, "scale"))
         o.rrc_ratio_min, o.rrc_ratio_max = (float(v) for v in _pair(ratio, "ratio"))
         o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
@@ -316,13 +324,23 @@ class Loader:
             dtype = "uint8" if normalize is None else "float32"
         o.output_type = enum_member(_shardpack.OutputType, dtype, "dtype")
         if normalize is not None and dtype == "uint8":
-            raise ValueError('normalize needs dtype="float32" or "float16"')
+            raise InvalidArgumentError('normalize needs dtype="float32" or "float16"')
         if normalize is None:
             mean, std = (0.0, 0.0, 0.0), (1.0, 1.0, 1.0)  # a float dtype alone: 0..1
-        elif isinstance(normalize, str) and normalize == "imagenet":
+        elif isinstance(normalize, str):
+            if normalize != "imagenet":
+                raise InvalidArgumentError(
+                    f'normalize must be "imagenet" (the only preset) or (mean, std) in 0..1 '
+                    f"units, not {normalize!r}"
+                )
             mean, std = IMAGENET_MEAN, IMAGENET_STD
         else:
-            mean, std = normalize
+            try:
+                mean, std = normalize
+            except (TypeError, ValueError):
+                raise InvalidArgumentError(
+                    f'normalize must be "imagenet" or (mean, std), not {normalize!r}'
+                ) from None
         o.mean = [float(v) for v in _per_channel(mean, "mean")]
         o.std = [float(v) for v in _per_channel(std, "std")]
 
@@ -330,9 +348,9 @@ class Loader:
         o.on_corrupt = enum_member(_shardpack.OnCorrupt, on_corrupt, "on_corrupt")
 
         if framework not in ("torch", "numpy"):
-            raise ValueError(f'framework must be "torch" or "numpy", not {framework!r}')
+            raise InvalidArgumentError(f'framework must be "torch" or "numpy", not {framework!r}')
         if framework == "numpy" and o.device >= 0:
-            raise ValueError('framework="numpy" delivers host arrays: use device="cpu"')
+            raise InvalidArgumentError('framework="numpy" delivers host arrays: use device="cpu"')
         self._torch = None
         if framework == "torch":
             try:
@@ -353,7 +371,16 @@ class Loader:
     def _make(self, state):
         """(Re)creates the C++ loader at ``state`` (a state_dict, its text, or None)."""
         if isinstance(state, dict):
+            if not isinstance(state.get("loader_state"), str):
+                raise InvalidArgumentError(
+                    "state must be a Loader.state_dict() (a dict holding the text "
+                    f"'loader_state') or that text, not a dict with keys {sorted(state)}"
+                )
             state = state["loader_state"]
+        elif state is not None and not isinstance(state, str):
+            raise InvalidArgumentError(
+                f"state must be a Loader.state_dict() or its text, not {type(state).__name__}"
+            )
         core = _shardpack.Loader(self._dataset._ds, self._options, state or "")
         if self._core is not None:
             self._retired.append(self._core.stats())
@@ -361,6 +388,7 @@ class Loader:
         self._core = core
         self._exhausted = False
         self._touched = False
+        self._generation = getattr(self, "_generation", 0) + 1
 
     def _start_epoch(self, epoch):
         """Moves to batch 0 of ``epoch``, dropping what was prefetched. Batches still held
@@ -369,13 +397,33 @@ class Loader:
         self._core.start_epoch(epoch)
         self._exhausted = False
         self._touched = False
+        self._generation += 1
 
     # Iteration.
 
     def __iter__(self):
-        if self._exhausted:
+        # A new pass is a new epoch once this one has handed out a batch.
+        if self._touched or self._exhausted:
             self._start_epoch(self.epoch + 1)
-        return self
+        return _EpochIterator(self)
+
+    def remaining(self):
+        """Iterates the rest of the current epoch, ``(images, labels)`` as iterating
+        the loader does, without starting a new one: to go on after a ``break``."""
+        while True:
+            try:
+                batch = self.next_batch()
+            except StopIteration:
+                return
+            yield self._convert(batch)
+
+    def __reduce__(self):
+        raise TypeError(
+            "a shardpack.Loader cannot be pickled: it holds C++ worker threads and a ring "
+            "of (pinned) buffers, which cannot move to another process. Pickle its Dataset "
+            "(loader.dataset) or the path and make a Loader there; with a torch DataLoader "
+            "keep num_workers=0 (the loader's own threads do the work)"
+        )
 
     def __next__(self):
         return self._convert(self.next_batch())
@@ -391,9 +439,9 @@ class Loader:
         return Batch(handle)
 
     def batches(self):
-        """Iterates the rest of the epoch as :class:`Batch` objects (same epoch rules
-        as iterating the loader)."""
-        if self._exhausted:
+        """Iterates an epoch as :class:`Batch` objects (same epoch rules as iterating
+        the loader: a new call is a new epoch once a batch was handed out)."""
+        if self._touched or self._exhausted:
             self._start_epoch(self.epoch + 1)
         while True:
             try:
@@ -422,9 +470,7 @@ class Loader:
         """Moves to the start of ``epoch``, dropping what was prefetched; keeps a
         position the loader was created or restored at in that epoch (see the class
         doc)."""
-        epoch = int(epoch)
-        if epoch < 0:
-            raise ValueError(f"epoch must be >= 0, not {epoch}")
+        epoch = integer(epoch, "epoch", 0, UINT64_MAX)
         if not self._touched and not self._exhausted and self.epoch == epoch:
             return
         self._start_epoch(epoch)
@@ -497,6 +543,24 @@ class Loader:
         )
 
 
+class _EpochIterator:
+    """One pass of a Loader (what ``iter(loader)`` returns): ``(images, labels)`` until
+    the epoch ends. It stops early once the loader has moved on (a newer pass,
+    ``set_epoch`` or ``load_state_dict``), never reaching into another epoch."""
+
+    def __init__(self, loader):
+        self._loader = loader
+        self._generation = loader._generation
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self._loader._generation != self._generation:
+            raise StopIteration
+        return self._loader._convert(self._loader.next_batch())
+
+
 def _per_channel(values, what):
     """Three per-channel floats from one number or a sequence of 1 or 3."""
     if isinstance(values, numbers.Number):
@@ -505,5 +569,5 @@ def _per_channel(values, what):
     if len(values) == 1:
         return values * 3
     if len(values) != 3:
-        raise ValueError(f"{what} needs 1 or 3 values, not {len(values)}")
+        raise InvalidArgumentError(f"{what} needs 1 or 3 values, not {len(values)}")
     return values

@@ -2,11 +2,13 @@
 
 import dataclasses
 import json
+import numbers
 import os
 from typing import List, Tuple
 
 from shardpack import _shardpack
-from shardpack._util import enum_member, parsed_name
+from shardpack._errors import InvalidArgumentError
+from shardpack._util import INT32_MAX, UINT64_MAX, enum_member, integer, parsed_name
 
 __all__ = [
     "convert",
@@ -129,11 +131,11 @@ def _part(part):
         try:
             index, count = (int(v) for v in part.split("/"))
         except ValueError:
-            raise ValueError(f'part "{part}": expected "I/N"') from None
+            raise InvalidArgumentError(f'part "{part}": expected "I/N"') from None
     else:
         index, count = (int(v) for v in part)
     if not 0 <= index < count:
-        raise ValueError(f"part {index}/{count}: expected 0 <= I < N")
+        raise InvalidArgumentError(f"part {index}/{count}: expected 0 <= I < N")
     return index, count
 
 
@@ -143,19 +145,60 @@ def _size(size):
         try:
             width, height = (int(v) for v in size.lower().split("x"))
         except ValueError:
-            raise ValueError(f'size "{size}": expected "WIDTHxHEIGHT"') from None
+            raise InvalidArgumentError(f'size "{size}": expected "WIDTHxHEIGHT"') from None
         return height, width
-    if isinstance(size, int):
-        return size, size
-    height, width = size
-    return int(height), int(width)
+    if isinstance(size, numbers.Integral) and not isinstance(size, bool):
+        side = integer(size, "size", 1, 65500)
+        return side, side
+    try:
+        height, width = size
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(
+            f'size must be an int, a (height, width) pair or "WIDTHxHEIGHT", not {size!r}'
+        ) from None
+    return integer(height, "size height", 1, 65500), integer(width, "size width", 1, 65500)
+
+
+def _progress_bar(dst):
+    """(callback, closable) drawing convert's progress: a tqdm bar when tqdm is
+    installed, else one line on stderr redrawn in place."""
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        tqdm = None
+    if tqdm is not None:
+        bar = tqdm(desc=f"convert {os.path.basename(dst) or dst}", unit="img", total=None)
+
+        def update(p):
+            bar.total = p["total"]
+            bar.set_postfix(rejected=p["rejected"], refresh=False)
+            bar.update(p["done"] - bar.n)
+
+        return update, bar
+
+    import sys
+
+    class _Line:
+        def __call__(self, p):
+            rate = p["done"] / p["seconds"] if p["seconds"] > 0 else 0.0
+            sys.stderr.write(
+                f"\rconvert: {p['done']}/{p['total']} inputs, {p['rejected']} rejected, "
+                f"{rate:.0f} images/s"
+            )
+            sys.stderr.flush()
+
+        def close(self):
+            sys.stderr.write("\n")
+
+    line = _Line()
+    return line, line
 
 
 def _rgb(color):
     """(r, g, b) from "RRGGBB" or a triple."""
     if isinstance(color, str):
         if len(color) != 6:
-            raise ValueError(f'background "{color}": expected RRGGBB')
+            raise InvalidArgumentError(f'background "{color}": expected RRGGBB')
         return tuple(int(color[i : i + 2], 16) for i in (0, 2, 4))
     r, g, b = color
     return int(r), int(g), int(b)
@@ -202,9 +245,10 @@ def convert(
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``). ``part=(i, n)`` (or
     "i/n") converts part i of n into ``dst/parts/`` as ``--part`` does; :func:`merge`
-    joins the parts (docs/SCALE.md). ``progress``, if given, is called with a dict (done,
-    total, rejected, bytes_in, bytes_out, seconds) at most ten times a second and at
-    the end, from a converter thread.
+    joins the parts (docs/SCALE.md). ``progress=True`` shows a progress bar on stderr
+    (tqdm's when tqdm is installed, else a line redrawn in place); a callable is called
+    instead with a dict (done, total, rejected, bytes_in, bytes_out, seconds) at most ten
+    times a second and at the end, from a converter thread.
 
     Returns a :class:`ConvertSummary`; bad inputs are listed in it and in
     ``dst/rejects.tsv`` and do not fail the call. Raises InvalidArgumentError for bad
@@ -215,34 +259,34 @@ def convert(
     """
     geometries = (size is not None) + (max_side is not None) + bool(keep)
     if geometries != 1:
-        raise ValueError("convert: give exactly one of size=, max_side= or keep=True")
+        raise InvalidArgumentError("convert: give exactly one of size=, max_side= or keep=True")
     o = _shardpack.ConvertOptions()
     o.backend = enum_member(_shardpack.Backend, format, "format")
     if size is not None:
         o.height, o.width = _size(size)
         o.fit = parsed_name(_shardpack.parse_fit_mode, fit, "fit")
     elif max_side is not None:
-        o.max_side = int(max_side)
+        o.max_side = integer(max_side, "max_side", 1, 65500)
     else:
         o.keep = True
     o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
-    o.channels = int(channels)
-    o.max_shard_bytes = int(shard_size)
-    o.max_shard_records = int(shard_records)
+    o.channels = integer(channels, "channels", 1, 3)
+    o.max_shard_bytes = integer(shard_size, "shard_size", 1, UINT64_MAX)
+    o.max_shard_records = integer(shard_records, "shard_records", 0, UINT64_MAX)
     o.shuffle = bool(shuffle)
-    o.seed = int(seed)
-    o.num_threads = int(threads)
+    o.seed = integer(seed, "seed", 0, UINT64_MAX)
+    o.num_threads = integer(threads, "threads", 0, 4096)
     o.apply_orientation = bool(orient)
     o.background = list(_rgb(background))
     if list_file is not None:
         o.list_file = os.fspath(list_file)
-    o.max_pixels = int(max_pixels)
-    o.max_scans = int(max_scans)
-    o.max_png_chunk_bytes = int(max_png_chunk)
-    o.max_file_bytes = int(max_file_size)
+    o.max_pixels = integer(max_pixels, "max_pixels", 1, 89478485)
+    o.max_scans = integer(max_scans, "max_scans", 1, INT32_MAX)
+    o.max_png_chunk_bytes = integer(max_png_chunk, "max_png_chunk", 0, UINT64_MAX)
+    o.max_file_bytes = integer(max_file_size, "max_file_size", 1, UINT64_MAX)
     o.strict = bool(strict)
     if max_rejects is not None:
-        o.max_rejects = int(max_rejects)
+        o.max_rejects = integer(max_rejects, "max_rejects", 0, UINT64_MAX)
     o.resume = bool(resume)
     o.overwrite = bool(overwrite)
     o.lmdb_schema = enum_member(_shardpack.LmdbSchema, lmdb_schema, "lmdb_schema")
@@ -250,7 +294,18 @@ def convert(
     if part is not None:
         o.part_index, o.part_count = _part(part)
     src, dst = os.fspath(src), os.fspath(dst)
-    d = _shardpack.convert(src, dst, o, progress)
+    bar = None
+    if progress is True:
+        progress, bar = _progress_bar(dst)
+    elif progress is False:
+        progress = None
+    elif progress is not None and not callable(progress):
+        raise InvalidArgumentError(f"progress must be True, False or a callable, not {progress!r}")
+    try:
+        d = _shardpack.convert(src, dst, o, progress)
+    finally:
+        if bar is not None:
+            bar.close()
     manifest = json.loads(d.pop("manifest_json"))
     return ConvertSummary(source=src, dataset=dst, manifest=manifest, **d)
 

@@ -23,6 +23,7 @@ import torch
 import torch.utils.data
 
 from shardpack import _shardpack
+from shardpack._errors import InvalidArgumentError
 from shardpack._loader import Loader
 
 __all__ = ["IterableDataset", "DistributedInfo", "distributed_info"]
@@ -60,12 +61,34 @@ def distributed_info():
     return DistributedInfo(rank, world_size, local)
 
 
+def _collated_by_dataloader():
+    """True when a torch DataLoader with a batch_size (automatic batching) is what
+    iterates the dataset: its fetcher is the caller of __iter__."""
+    import sys
+
+    try:
+        from torch.utils.data._utils.fetch import _IterableDatasetFetcher
+    except ImportError:  # another torch layout: nothing to check against
+        return False
+    frame = sys._getframe(2)
+    for _ in range(4):
+        if frame is None:
+            return False
+        owner = frame.f_locals.get("self")
+        if isinstance(owner, _IterableDatasetFetcher):
+            return bool(getattr(owner, "auto_collation", False))
+        frame = frame.f_back
+    return False
+
+
 class IterableDataset(torch.utils.data.IterableDataset):
     """A ``torch.utils.data.IterableDataset`` whose items are whole batches
     ``(images, labels)`` of a :class:`shardpack.Loader` made with the same arguments
     (``framework`` is always "torch"). Use it with
-    ``DataLoader(ds, batch_size=None, num_workers=0)``; iterating it inside a
-    DataLoader worker process raises RuntimeError.
+    ``DataLoader(ds, batch_size=None, num_workers=0)``: a DataLoader with a batch_size
+    (which would stack batches into one more dimension) raises InvalidArgumentError
+    saying so, and iterating it inside a DataLoader worker process raises RuntimeError.
+    It pickles without its loader (the copy makes its own).
 
     The loader is made on first use (``ds.loader``); ``set_epoch``, ``state_dict``
     and ``load_state_dict`` are the loader's, and ``len(ds)`` is its batches per epoch.
@@ -74,7 +97,7 @@ class IterableDataset(torch.utils.data.IterableDataset):
     def __init__(self, path, **loader_kwargs):
         super().__init__()
         if loader_kwargs.get("framework", "torch") != "torch":
-            raise ValueError("shardpack.torch.IterableDataset yields torch tensors")
+            raise InvalidArgumentError("shardpack.torch.IterableDataset yields torch tensors")
         loader_kwargs["framework"] = "torch"
         self._path = path
         self._kwargs = loader_kwargs
@@ -93,7 +116,20 @@ class IterableDataset(torch.utils.data.IterableDataset):
                 "shardpack.torch.IterableDataset runs in the main process: use "
                 "DataLoader(dataset, batch_size=None, num_workers=0)"
             )
+        if _collated_by_dataloader():
+            raise InvalidArgumentError(
+                "shardpack.torch.IterableDataset yields whole batches: wrap it with "
+                "DataLoader(dataset, batch_size=None, num_workers=0) (a DataLoader batch_size "
+                "would stack batch_size of them into one more leading dimension); the batch "
+                "size is the dataset's batch_size= argument"
+            )
         return iter(self.loader)
+
+    def __getstate__(self):
+        # The Loader stays behind (it cannot be pickled); the copy makes its own.
+        state = dict(self.__dict__)
+        state["_loader"] = None
+        return state
 
     def __len__(self):
         return len(self.loader)

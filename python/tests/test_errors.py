@@ -93,7 +93,7 @@ def test_cuda_device_without_a_gpu_is_unavailable(dataset_path):
     torch = pytest.importorskip("torch")
     if torch.cuda.is_available():
         pytest.skip("a CUDA device is present")
-    with pytest.raises(shardpack.UnavailableError):
+    with pytest.raises(shardpack.UnavailableError, match="no CUDA device"):
         shardpack.Loader(dataset_path, device="cuda:0")
     gc.collect()
 

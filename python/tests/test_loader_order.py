@@ -106,7 +106,7 @@ def test_drop_last_is_tail_drop(dataset_path):
         loader(dataset_path, drop_last=True, tail="pad")
 
 
-def test_for_loops_continue_the_epoch_then_move_to_the_next(dataset_path):
+def test_every_for_loop_is_a_new_epoch_and_remaining_goes_on_explicitly(dataset_path):
     ld = loader(dataset_path, batch_size=16, seed=2)
     first = []
     for n, (images, labels) in enumerate(ld):  # noqa: B007 (held on purpose)
@@ -114,11 +114,23 @@ def test_for_loops_continue_the_epoch_then_move_to_the_next(dataset_path):
         if n == 1:
             break
     del images  # the loop variable would hold batch 1's slot into the next epoch
-    rest = [labels for _, labels in ld]
+    rest = [labels for _, labels in ld.remaining()]
     assert len(first) + len(rest) == len(ld) == 4
     assert ld.epoch == 0
-    second_epoch = [labels for _, labels in ld]
-    assert ld.epoch == 1 and len(second_epoch) == 4
+    ds = shardpack.Dataset(dataset_path)
+    expected = [ds[int(i)].label for i in ld.epoch_order(0)]
+    np.testing.assert_array_equal(np.concatenate(first + rest), expected)  # epoch 0, whole
+    for batch in ld:  # a new loop: epoch 1
+        break
+    del batch
+    assert ld.epoch == 1
+    third = [labels for _, labels in ld]  # after a break: the next epoch, not the rest
+    assert ld.epoch == 2 and len(third) == 4
+    it = iter(ld)  # an iterator continues itself; a newer pass stops it
+    next(it)
+    newer = iter(ld)
+    assert list(it) == [] and ld.epoch == 4
+    assert len(list(newer)) == 4
 
 
 def test_uint8_batches_are_nhwc_and_float_batches_nchw(dataset_path):
@@ -159,10 +171,11 @@ def test_several_loaders_interleave_in_one_process(dataset_path):
     a = loader(dataset_path, batch_size=8, seed=1)
     b = loader(dataset_path, batch_size=6, seed=2, shuffle="block")
     ia, ib = [], []
-    for xa, xb in zip(a.batches(), b.batches()):
+    gb = b.batches()
+    for xa, xb in zip(a.batches(), gb):
         ia.append(xa.indices)
         ib.append(xb.indices)
-    ib += [x.indices for x in b.batches()]
+    ib += [x.indices for x in gb]
     np.testing.assert_array_equal(np.concatenate(ia), a.epoch_order(0)[: 8 * len(ia)])
     np.testing.assert_array_equal(np.concatenate(ib), b.epoch_order(0))
 

@@ -1,5 +1,7 @@
 """PyTorch: training on loader batches, the DataLoader adapter, torchrun, the GPU path."""
 
+import pickle
+
 import numpy as np
 import pytest
 
@@ -61,6 +63,16 @@ def test_dataloader_adapter_passes_batches_through(dataset_path):
     assert torch.cat(got).tolist() == [reference[int(i)].label for i in order]
     ds.set_epoch(1)
     assert ds.state_dict()["loader_state"].startswith("shardpack-loader-state 2 epoch=1 ")
+
+
+def test_dataloader_with_a_batch_size_is_refused_with_the_fix(dataset_path):
+    ds = sptorch.IterableDataset(dataset_path, batch_size=8)
+    dl = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=0)
+    with pytest.raises(shardpack.InvalidArgumentError, match="batch_size=None"):
+        next(iter(dl))
+    copy = pickle.loads(pickle.dumps(ds))  # without its loader: the copy makes its own
+    images, labels = next(iter(torch.utils.data.DataLoader(copy, batch_size=None)))
+    assert images.shape == (8, 32, 32, 3) and labels.shape == (8,)
 
 
 def test_dataloader_adapter_refuses_worker_processes(dataset_path):

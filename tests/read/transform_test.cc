@@ -222,7 +222,7 @@ TEST(SampleTransformerTest, RandomCropLargerThanTheSampleIsInvalidArgument) {
 
 TEST(SampleTransformerTest, RandomCropOnAVariableSizeDatasetIsInvalidArgument) {
   ExpectInvalid(Options(Transform::kRandomCrop, 16, 16), VariableSpec(),
-                "kRandomCrop needs a fixed-size dataset");
+                "\"random_crop\" needs a fixed-size dataset");
 }
 
 TEST(SampleTransformerTest, VariableSizeDatasetWithoutAnOutputSizeIsInvalidArgument) {
