@@ -44,8 +44,8 @@ std::tuple<PixelView, int64_t, std::string, std::string> GetSample(nb::handle se
     std::memcpy(copy, view.pixels.data(), view.pixels.size());
     nb::capsule owner(copy, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
     RaiseIfError(h.dataset->CheckIntact(index));  // the copy read the file's bytes
-    return {PixelView(copy, {shape[0], shape[1], shape[2]}, owner), view.label, std::string(view.class_text),
-            std::string(view.filename)};
+    return {PixelView(copy, {shape[0], shape[1], shape[2]}, owner), view.label,
+            std::string(view.class_text), std::string(view.filename)};
   }
   PixelView pixels(view.pixels.data(), {shape[0], shape[1], shape[2]}, self);
   return {pixels, view.label, std::string(view.class_text), std::string(view.filename)};

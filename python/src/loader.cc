@@ -74,22 +74,22 @@ void WaitWithSignals(Wait wait) {
   }
 }
 
-// A batch handed to Python. Not movable: Python owns it through a unique_ptr, so the
-// count of live batches stays exact.
-class BatchHandle {
+// A batch handed to Python, shared by its Python object and by every array made from it;
+// the slot is released when the last of them goes.
+class BatchState {
  public:
-  BatchHandle(std::shared_ptr<LoaderCore> core, Batch batch)
+  BatchState(std::shared_ptr<LoaderCore> core, Batch batch)
       : core_(std::move(core)),
         batch_(std::move(batch)),
         device_(core_->loader().options().device) {
     core_->live_batches.fetch_add(1);
   }
-  ~BatchHandle() {
+  ~BatchState() {
     batch_.Release();
     core_->live_batches.fetch_sub(1);
   }
-  BatchHandle(const BatchHandle&) = delete;
-  BatchHandle& operator=(const BatchHandle&) = delete;
+  BatchState(const BatchState&) = delete;
+  BatchState& operator=(const BatchState&) = delete;
 
   Batch& batch() { return batch_; }
   const Batch& batch() const { return batch_; }
@@ -99,6 +99,21 @@ class BatchHandle {
   std::shared_ptr<LoaderCore> core_;  // declared first: outlives `batch_`
   Batch batch_;
   int device_;
+};
+
+// The Python Batch object. Arrays made from it hold the BatchState through a plain
+// capsule, not this object: a tensor still alive at interpreter exit (in an autograd
+// graph, a global) then keeps no bound instance alive, and nanobind has no leak to report.
+class BatchHandle {
+ public:
+  explicit BatchHandle(std::shared_ptr<BatchState> state) : state_(std::move(state)) {}
+  Batch& batch() { return state_->batch(); }
+  const Batch& batch() const { return state_->batch(); }
+  int device() const { return state_->device(); }
+  const std::shared_ptr<BatchState>& state() const { return state_; }
+
+ private:
+  std::shared_ptr<BatchState> state_;
 };
 
 nb::dlpack::dtype DlpackType(OutputType t) {
@@ -113,9 +128,9 @@ nb::dlpack::dtype DlpackType(OutputType t) {
   return nb::dtype<uint8_t>();
 }
 
-// The images of the batch in `self` (a BatchHandle) as an array that keeps `self` alive:
-// uint8 N x H x W x C, or N x C x H x W floats when normalised; on the device (GPU path)
-// or in the host slot, never copied.
+// The images of the batch in `self` (a BatchHandle) as an array that keeps the batch
+// alive (through a capsule holding its BatchState): uint8 N x H x W x C, or N x C x H x W
+// floats when normalised; on the device (GPU path) or in the host slot, never copied.
 nb::ndarray<nb::array_api> Images(nb::handle self) {
   BatchHandle& h = nb::cast<BatchHandle&>(self);
   const Batch& b = h.batch();
@@ -128,7 +143,10 @@ nb::ndarray<nb::array_api> Images(nb::handle self) {
                            nchw ? width : channels};
   const bool gpu = h.device() >= 0;
   void* data = gpu ? b.device_data() : const_cast<void*>(b.host_data());
-  return nb::ndarray<nb::array_api>(data, 4, shape, self, nullptr, DlpackType(b.type()),
+  auto* keep = new std::shared_ptr<BatchState>(h.state());
+  nb::capsule owner(keep,
+                    [](void* p) noexcept { delete static_cast<std::shared_ptr<BatchState>*>(p); });
+  return nb::ndarray<nb::array_api>(data, 4, shape, owner, nullptr, DlpackType(b.type()),
                                     gpu ? nb::device::cuda::value : nb::device::cpu::value,
                                     gpu ? h.device() : 0);
 }
@@ -163,7 +181,8 @@ class LoaderHandle {
       if (batch.status().code() == StatusCode::kOutOfRange) throw nb::stop_iteration();
       RaiseStatus(batch.status());
     }
-    return std::make_unique<BatchHandle>(core_, std::move(batch).value());
+    return std::make_unique<BatchHandle>(
+        std::make_shared<BatchState>(core_, std::move(batch).value()));
   }
 
   void StartEpoch(uint64_t epoch) { RaiseIfError(core_->loader().StartEpoch(epoch)); }

@@ -148,3 +148,20 @@ def test_writing_through_a_torch_view_of_dataset_pixels_is_harmless(dataset_path
         again = shardpack.Dataset(path)[5].pixels
         np.testing.assert_array_equal(again, original)  # the file and other readers unchanged
         assert shardpack.verify(path).ok
+
+
+def test_a_batch_still_referenced_at_exit_leaks_nothing(dataset_path):
+    import subprocess
+    import sys
+
+    script = f"""
+import torch, shardpack
+ld = shardpack.Loader({dataset_path!r}, batch_size=4, normalize="imagenet")
+images, labels = next(iter(ld))
+w = torch.ones(3, requires_grad=True)
+graph = (images * w[None, :, None, None]).sum()  # the batch lives on in an autograd graph
+kept = [images, graph]
+"""
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "leak" not in r.stderr, r.stderr
