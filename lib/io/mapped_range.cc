@@ -2,6 +2,7 @@
 
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -84,8 +85,12 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
       slot->faults.fetch_add(1, std::memory_order_seq_cst);
       const int saved_errno = errno;
       void* page = reinterpret_cast<void*>(addr & ~(g_page_size - 1));
-      void* zeros = ::mmap(page, g_page_size, slot->prot.load(std::memory_order_relaxed),
-                           MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+      // The raw system call, not libc's (or a sanitizer's interposed) mmap: nothing but
+      // the kernel runs inside the handler. ThreadSanitizer's mmap would also record the
+      // page as written by this thread and report the reads of other threads racing it.
+      void* zeros = reinterpret_cast<void*>(
+          ::syscall(SYS_mmap, page, g_page_size, slot->prot.load(std::memory_order_relaxed),
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0));
       errno = saved_errno;
       if (zeros != MAP_FAILED) return;  // the read runs again, on the zeros
     }

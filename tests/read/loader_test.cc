@@ -264,11 +264,6 @@ TEST_P(LoaderTest, VerifyCrcOffDeliversAFlippedPixelThatTheDefaultRejects) {
 }
 
 TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
-#if defined(__SANITIZE_THREAD__)
-  // ThreadSanitizer intercepts both memcpy and signals: what it makes of a SIGBUS inside its
-  // own interceptor is its business, not this test's. The plain and ASan runs cover it.
-  GTEST_SKIP() << "SIGBUS recovery is not possible under ThreadSanitizer";
-#endif
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), Spec(28));  // 4 shards of 7
   LoaderOptions o;
