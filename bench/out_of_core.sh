@@ -11,7 +11,8 @@
 # Prints one table: samples/s and GB/s of each, and the loader's share of the disk's
 # random-read rate. Needs root (cgroups, drop_caches); installs fio from Debian if absent.
 # Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]
-# Environment: THREADS (default 2), SHUFFLES (default "global block").
+# Environment: THREADS (default 2), SHUFFLES (default "global block"), BENCH_FLAGS (more
+# shardpack bench flags), SKIP_FIO=1 (loader rows only).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-out/bench-ooc}
@@ -44,9 +45,10 @@ in_cgroup() { sh -c "echo \$\$ > $cg/cgroup.procs; exec \"\$@\"" sh "$@"; }
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 seconds() { python3 -c "import time; print(time.monotonic())"; }
 
+calc() { python3 -c "print($1)"; }
 printf 'out of core: %s, %d samples of %d bytes, %.2f GB; cgroup limit %.2f GB (%.0f%% of the data); %d threads\n\n' \
-  "$dir" "$samples" "$record_bytes" "$(echo "$data_bytes / 1e9" | bc -l)" \
-  "$(echo "$limit / 1e9" | bc -l)" "$(echo "100 * $limit / $data_bytes" | bc -l)" "$threads"
+  "$dir" "$samples" "$record_bytes" "$(calc "$data_bytes / 1e9")" \
+  "$(calc "$limit / 1e9")" "$(calc "100 * $limit / $data_bytes")" "$threads"
 printf '| what | samples/s | GB/s | share of random QD1 |\n|---|---|---|---|\n'
 
 fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
@@ -59,27 +61,29 @@ fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
     python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
 }
 row() {  # WHAT BYTES_PER_S
-  printf '| %s | %.0f | %.2f | %.2f |\n' "$1" "$(echo "$2 / $record_bytes" | bc -l)" \
-    "$(echo "$2 / 1e9" | bc -l)" "$(echo "$2 / $random_qd1" | bc -l)"
+  printf '| %s | %.0f | %.2f | %.2f |\n' "$1" "$(calc "$2 / $record_bytes")" \
+    "$(calc "$2 / 1e9")" "$(calc "$2 / $random_qd1")"
 }
 random_qd1=$(fio_rate randread "${record_kib}k" 1 1)
 row "fio random ${record_kib} KiB reads, depth 1, 1 job" "$random_qd1"
-row "fio random ${record_kib} KiB reads, depth 8, 1 job" "$(fio_rate randread "${record_kib}k" 8 1)"
-row "fio random ${record_kib} KiB reads, depth 1, $threads jobs" "$(fio_rate randread "${record_kib}k" 1 "$threads")"
-row "fio sequential 1 MiB reads, depth 8" "$(fio_rate read 1m 8 1)"
+if [ "${SKIP_FIO:-0}" != 1 ]; then
+  row "fio random ${record_kib} KiB reads, depth 8, 1 job" "$(fio_rate randread "${record_kib}k" 8 1)"
+  row "fio random ${record_kib} KiB reads, depth 1, $threads jobs" "$(fio_rate randread "${record_kib}k" 1 "$threads")"
+  row "fio sequential 1 MiB reads, depth 8" "$(fio_rate read 1m 8 1)"
+fi
 
 drop
 t0=$(seconds)
 in_cgroup cat "$dir"/*.tfrecord > /dev/null
 t1=$(seconds)
-row "cat of the shards (page cache, sequential)" "$(echo "$data_bytes / ($t1 - $t0)" | bc -l)"
+row "cat of the shards (page cache, sequential)" "$(calc "$data_bytes / ($t1 - $t0)")"
 
 for shuffle in $shuffles; do
   drop
   # One epoch: the loader's row of shardpack bench gives samples/s.
   line=$(in_cgroup build/tools/shardpack bench "$dir" --threads "$threads" --shuffle "$shuffle" \
-    --epochs 1 | grep "^| $shuffle |")
+    --epochs 1 ${BENCH_FLAGS:-} | grep "^| $shuffle |")
   per_s=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
-  row "shardpack bench --shuffle $shuffle (mapped)" "$(echo "$per_s * $record_bytes" | bc -l)"
+  row "shardpack bench --shuffle $shuffle" "$(calc "$per_s * $record_bytes")"
 done
 rmdir "$cg" 2> /dev/null || true

@@ -59,6 +59,7 @@ struct Args {
   int prefetch = 2;
   int device = -1;
   bool no_crc = false;
+  uint64_t read_ahead = LoaderOptions{}.read_ahead_bytes;
 };
 
 ShuffleMode ShuffleOf(const std::string& s) {
@@ -155,6 +156,7 @@ int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes)
   o.num_threads = threads;
   o.shuffle = ShuffleOf(a.shuffles.front());
   o.verify_crc = !a.no_crc;
+  o.read_ahead_bytes = a.read_ahead;
   o.device = a.device;
   auto loader = Loader::Create(ds, o);
   if (!loader.ok()) return fail(loader.status());
@@ -265,6 +267,7 @@ int Run(const Args& a) {
       o.num_threads = threads;
       o.shuffle = ShuffleOf(shuffle);
       o.verify_crc = !a.no_crc;
+      o.read_ahead_bytes = a.read_ahead;
       const Rss before = ReadRss();
       auto loader = Loader::Create(ds, o);
       if (!loader.ok()) {
@@ -375,6 +378,10 @@ std::function<int()> AddBench(CLI::App& app) {
   cmd->add_option("--device", a->device, "CUDA device, -1 for the host path")
       ->check(Integer<int>(-1, 1024));
   cmd->add_flag("--no-crc", a->no_crc, "Do not check record checksums");
+  cmd->add_option("--read-ahead", a->read_ahead,
+                  "Bytes of upcoming samples the loader asks the kernel to read ahead (0: off)")
+      ->check(Integer<uint64_t>())
+      ->capture_default_str();
   return [a] { return Run(*a); };
 }
 

@@ -446,6 +446,14 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   return Status::Ok();
 }
 
+void LmdbShardReader::WillNeed(std::string_view value) const {
+  if (map_ == nullptr || value.empty()) return;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(value.data()) / page * page;
+  const auto end = reinterpret_cast<uintptr_t>(value.data()) + value.size();
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
 Status LmdbShardReader::FaultStatus(uint64_t index) const {
   return IOError(path_ + ": record " + std::to_string(index) + ": " + FaultMessage());
 }

@@ -42,6 +42,13 @@ class MappedFile {
   // read from data() are the file's only if this is still false after reading them;
   // report it with io::kShrunkWhileMapped.
   virtual bool faulted() const { return false; }
+  // Asks the kernel to read [offset, offset + length) into the page cache in the
+  // background (MADV_WILLNEED), so that later reads find it there instead of faulting
+  // page by page. A hint: it never fails and never changes what is read.
+  virtual void WillNeed(uint64_t offset, uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
 };
 
 // How a mapping will be read, passed to the kernel as a read-ahead hint.

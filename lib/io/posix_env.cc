@@ -121,6 +121,13 @@ class PosixMappedFile final : public MappedFile {
   const uint8_t* data() const override { return static_cast<const uint8_t*>(base_); }
   uint64_t size() const override { return size_; }
   bool faulted() const override { return range_->faulted(); }
+  void WillNeed(uint64_t offset, uint64_t length) const override {
+    if (base_ == nullptr || offset >= size_) return;
+    length = std::min(length, size_ - offset);
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    const uint64_t begin = offset / page * page;
+    ::madvise(static_cast<uint8_t*>(base_) + begin, offset + length - begin, MADV_WILLNEED);
+  }
 
  private:
   void* base_;
@@ -169,7 +176,8 @@ class PosixEnv final : public Env {
         base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
         if (base != MAP_FAILED) prot = PROT_READ | PROT_WRITE;
       }
-      if (base == nullptr || base == MAP_FAILED) base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+      if (base == nullptr || base == MAP_FAILED)
+        base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
       if (base == MAP_FAILED) {
         int err = errno;
         ::close(fd);

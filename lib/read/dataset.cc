@@ -63,6 +63,21 @@ class Dataset::Impl {
     return s;
   }
 
+  void WillNeed(uint64_t index) const {
+    const Shard& shard = shards[ShardOf(index)];
+    const uint64_t record = index - shard.first_sample;
+    if (shard.file) {
+      const format::IndexEntry& e = shard.index[record];
+      shard.file->WillNeed(e.offset, e.size);
+      return;
+    }
+    // LMDB: the lookup reads the (few, cached) branch and leaf pages; the value's own
+    // pages are what is hinted. A faulted map is left alone.
+    std::string_view value;
+    if (shard.lmdb->faulted() || !shard.lmdb->Get(record, &value).ok()) return;
+    shard.lmdb->WillNeed(value);
+  }
+
   Status CheckIntact(uint64_t index) const {
     const Shard& shard = shards[ShardOf(index)];
     return shard.faulted() ? ShrunkFault(shard, index - shard.first_sample) : Status::Ok();
@@ -203,8 +218,9 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     const std::string path = files.path(e.data.file);
     const std::string shown = files.display(e.data.file);
     if (impl->manifest.backend == Backend::kTfrecord) {
-      auto file = env->MapFile(
-          path, pattern, options.copy_on_write ? io::MapMode::kCopyOnWrite : io::MapMode::kReadOnly);
+      auto file =
+          env->MapFile(path, pattern,
+                       options.copy_on_write ? io::MapMode::kCopyOnWrite : io::MapMode::kReadOnly);
       if (!file.ok()) return file.status();
       shard.file = std::move(file).value();
       if (shard.file->size() != e.data.bytes) {
@@ -263,6 +279,12 @@ Status Dataset::ReserveReaders(int threads) const {
 
 Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   return impl_->Get(index, out, verify_crc);
+}
+
+void Dataset::WillNeed(std::span<const uint64_t> indices) const {
+  for (const uint64_t index : indices) {
+    if (index < size()) impl_->WillNeed(index);
+  }
 }
 
 Status Dataset::CheckIntact(uint64_t index) const {

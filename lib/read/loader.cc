@@ -152,8 +152,12 @@ class Loader::Impl {
   bool stopping = false;
   uint64_t generation = 0;
   read::EpochPlan plan;
-  uint64_t fill_batch = 0;     // the batch whose chunks are being handed out
-  int fill_chunk = 0;          // its next chunk
+  uint64_t fill_batch = 0;  // the batch whose chunks are being handed out
+  int fill_chunk = 0;       // its next chunk
+  // Read-ahead: batches [fill_batch, hinted_batch) were handed to Dataset::WillNeed, and
+  // it is kept read_ahead_batches past the batch being claimed.
+  uint64_t hinted_batch = 0;
+  uint64_t read_ahead_batches = 0;
   uint64_t deliver_batch = 0;  // the batch Next() returns next
   int active_chunks = 0;       // chunks being worked on
   bool failed = false;
@@ -189,6 +193,10 @@ class Loader::Impl {
   // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
   void Work(read::TransformScratch& scratch) {
     if (gpu) (void)cuda::SetDevice(options.device);
+    // The samples to hint, gathered under the lock, hinted outside it; sized once.
+    std::vector<uint64_t> hint, batch_indices;
+    hint.reserve(static_cast<size_t>((read_ahead_batches + 1) * options.batch_size));
+    batch_indices.reserve(static_cast<size_t>(options.batch_size));
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       Batch::Slot* slot = nullptr;
@@ -219,6 +227,17 @@ class Loader::Impl {
         slot->chunks_left = ChunksOf(slot->size);
         slot->status = Status::Ok();
         slot->status_position = -1;
+        // This batch and the next read_ahead_batches: their records are read in the
+        // background, all at once, while this one is copied.
+        hint.clear();
+        if (read_ahead_batches > 0) {
+          const uint64_t until = std::min(plan.num_batches(), fill_batch + 1 + read_ahead_batches);
+          for (uint64_t b = std::max(hinted_batch, fill_batch); b < until; ++b) {
+            const int valid = plan.Batch(b, &batch_indices);
+            hint.insert(hint.end(), batch_indices.begin(), batch_indices.begin() + valid);
+          }
+          hinted_batch = std::max(hinted_batch, until);
+        }
       }
       const int chunks = ChunksOf(slot->size);
       begin = fill_chunk * chunk;
@@ -229,6 +248,7 @@ class Loader::Impl {
       }
       ++active_chunks;
       lock.unlock();
+      if (!hint.empty()) dataset->WillNeed(hint);
 
       // The host buffer is rewritten only once the previous copy out of it is done.
       Status claim_status;
@@ -401,6 +421,7 @@ class Loader::Impl {
     }
     fill_batch = batch;
     fill_chunk = 0;
+    hinted_batch = batch;
     deliver_batch = batch;
     failed = false;
     work_cv.notify_all();
@@ -764,6 +785,13 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
 
   // The ring, allocated once.
   const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;
+  if (o.read_ahead_bytes > 0 && n > 0) {
+    // In batches of stored records (what the disk reads), at least one, at most 256.
+    uint64_t stored = 0;
+    for (const ShardEntry& e : impl->dataset->manifest().shards) stored += e.data.bytes;
+    const uint64_t stored_batch = std::max<uint64_t>(1, stored / n * o.batch_size);
+    impl->read_ahead_batches = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 256);
+  }
   const size_t out_bytes = batch_bytes * OutputElementBytes(o.output_type);
   for (int i = 0; i < o.prefetch + 2; ++i) {
     auto slot = std::make_unique<Batch::Slot>();

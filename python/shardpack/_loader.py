@@ -214,6 +214,9 @@ class Loader:
         seed: seed of the shuffles and of the random transforms (default 0).
         num_threads: worker threads (0: all cores, at most 8).
         prefetch: batches prepared ahead (default 2; the ring has prefetch + 2 slots).
+        read_ahead: bytes of the epoch's next samples the kernel is asked to read
+            ahead (default 128 MiB; 0: off): what makes a dataset bigger than memory
+            read at the disk's speed. The batches are the same either way.
         device: "cpu" (default), "cuda", "cuda:N", an int or a torch.device.
         rank, world_size: this process's part of each epoch (defaults 0, 1); see
             ``shardpack.torch.distributed_info()`` for torchrun.
@@ -257,6 +260,7 @@ class Loader:
         seed=0,
         num_threads=0,
         prefetch=2,
+        read_ahead=128 << 20,
         device="cpu",
         rank=0,
         world_size=1,
@@ -290,6 +294,7 @@ class Loader:
         o.seed = integer(seed, "seed", 0, UINT64_MAX)
         o.num_threads = integer(num_threads, "num_threads", 0, 4096)
         o.prefetch = integer(prefetch, "prefetch", 1, 64)
+        o.read_ahead_bytes = integer(read_ahead, "read_ahead", 0, UINT64_MAX)
         o.device = _parse_device(device)
         o.world_size = integer(world_size, "world_size", 1, INT32_MAX)
         o.rank = integer(rank, "rank", 0, o.world_size - 1)

@@ -264,6 +264,7 @@ void BindLoader(nb::module_& m) {
       .def_rw("seed", &LoaderOptions::seed)
       .def_rw("num_threads", &LoaderOptions::num_threads)
       .def_rw("prefetch", &LoaderOptions::prefetch)
+      .def_rw("read_ahead_bytes", &LoaderOptions::read_ahead_bytes)
       .def_rw("tail", &LoaderOptions::tail)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)

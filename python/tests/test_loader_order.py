@@ -215,3 +215,13 @@ def test_bad_options_raise_value_errors(dataset_path):
         loader(dataset_path, normalize="imagenet", dtype="uint8")
     with pytest.raises(FileNotFoundError):
         loader(dataset_path + "-missing")
+
+
+def test_read_ahead_changes_no_batch(dataset_path):
+    orders = []
+    for read_ahead in (0, 1, 128 << 20):
+        ld = loader(dataset_path, batch_size=7, seed=3, read_ahead=read_ahead)
+        orders.append(np.concatenate([b.indices for b in ld.batches()]))
+    assert all(np.array_equal(orders[0], o) for o in orders[1:])
+    with pytest.raises(shardpack.InvalidArgumentError, match="read_ahead must be an integer"):
+        loader(dataset_path, read_ahead=-1)

@@ -168,6 +168,30 @@ TEST(DatasetTest, AFifoInPlaceOfTheManifestOrAShardIsRefusedWithoutBlocking) {
       << ds.status().ToString();
 }
 
+TEST(DatasetTest, WillNeedIsAHintThatChangesNothingForBothBackends) {
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    TempDir dir;
+    testing::WriteTestDataset(
+        dir.path(),
+        {.backend = backend, .samples = 9, .height = 40, .width = 30, .max_shard_records = 4});
+    auto ds = Dataset::Open(dir.path());
+    ASSERT_TRUE(ds.ok());
+    std::vector<std::vector<uint8_t>> before;
+    for (uint64_t i = 0; i < 9; ++i) {
+      SampleView s;
+      ASSERT_OK((*ds)->Get(i, &s));
+      before.emplace_back(s.pixels.begin(), s.pixels.end());
+    }
+    const std::vector<uint64_t> all = {8, 0, 3, 3, 7, 1, 2, 4, 5, 6, 9, 1000};  // past the end too
+    (*ds)->WillNeed(all);
+    for (uint64_t i = 0; i < 9; ++i) {
+      SampleView s;
+      ASSERT_OK((*ds)->Get(i, &s));
+      EXPECT_EQ(std::vector<uint8_t>(s.pixels.begin(), s.pixels.end()), before[i]);
+    }
+  }
+}
+
 TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {
   // A static_assert no longer compiles everywhere: DatasetOptions holds strings now, which
   // clang 14 with libstdc++ 12 cannot construct in a constant expression.

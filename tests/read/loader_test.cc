@@ -138,6 +138,38 @@ TEST_P(LoaderTest, BatchesDoNotDependOnThreadsOrPrefetch) {
   }
 }
 
+// Read-ahead is a hint to the kernel: the batches are the same with it off, small (one
+// batch ahead) or large (past the end of the epoch), for both shuffles, from a resume
+// point too.
+TEST_P(LoaderTest, ReadAheadChangesNoBatch) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(61));
+  auto ds = OpenOrDie(dir.path());
+  for (ShuffleMode shuffle : {ShuffleMode::kGlobal, ShuffleMode::kBlock}) {
+    std::vector<Got> reference;
+    for (uint64_t read_ahead : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 30}) {
+      LoaderOptions o;
+      o.batch_size = 7;
+      o.shuffle = shuffle;
+      o.block_size = 3;
+      o.seed = 5;
+      o.num_threads = 2;
+      o.read_ahead_bytes = read_ahead;
+      auto loader = LoaderOrDie(ds, o);
+      std::vector<Got> got = ReadEpoch(*loader);
+      ASSERT_OK(loader->StartEpoch(3));
+      ASSERT_OK(loader->Next().status());
+      std::vector<Got> rest = ReadEpoch(*loader);  // epoch 3 from batch 1
+      got.insert(got.end(), rest.begin(), rest.end());
+      if (reference.empty()) {
+        reference = got;
+      } else {
+        EXPECT_TRUE(got == reference) << "read_ahead_bytes " << read_ahead;
+      }
+    }
+  }
+}
+
 TEST_P(LoaderTest, ResumingFromAStateContinuesWithTheSameBatches) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(45));
@@ -666,8 +698,7 @@ TEST(LoaderOptionsTest, MalformedStatesAreRejectedNamingTheItem) {
        "tail=some: expected partial, drop or pad"},
       {std::string(good).replace(good.find("shuffle=global"), 14, "shuffle=GLOBAL"),
        "shuffle=GLOBAL: expected none, global or block"},
-      {std::string(good).replace(good.find("shard_layout=00000000000000ff"), 29,
-                                 "shard_layout=ff"),
+      {std::string(good).replace(good.find("shard_layout=00000000000000ff"), 29, "shard_layout=ff"),
        "shard_layout=ff: expected 16 hex digits"},
   };
   for (const auto& [text, message] : bad) {

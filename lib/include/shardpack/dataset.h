@@ -107,6 +107,13 @@ class Dataset {
   // OK otherwise. Lock-free; a load and a compare.
   Status CheckIntact(uint64_t index) const;
 
+  // Tells the kernel that these samples will be read soon: their records are read into
+  // the page cache in the background, many at once (MADV_WILLNEED), instead of one page
+  // fault at a time when Get touches them. What makes a dataset bigger than memory read at
+  // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
+  // the end are ignored. Thread-safe.
+  void WillNeed(std::span<const uint64_t> indices) const;
+
   // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
   // afterwards: LMDB datasets open that many read transactions per shard up front
   // (TFRecord datasets need nothing). Optional; the Loader calls it. Thread-safe.

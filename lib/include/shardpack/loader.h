@@ -121,6 +121,12 @@ struct LoaderOptions {
   // Batches prepared ahead of the consumer (>= 1; default 2). The ring has prefetch + 2
   // slots: the one the consumer holds, the one being released, and prefetch more.
   int prefetch = 2;
+  // How far ahead of the batches being filled the loader asks the kernel to read the
+  // epoch's next samples into the page cache (Dataset::WillNeed), in bytes of stored
+  // samples: the order is known, so a dataset bigger than memory is read many records at
+  // once instead of one page fault at a time. 0 turns it off. The batches are the same
+  // either way. Default 128 MiB (bench/out_of_core.sh measures it).
+  uint64_t read_ahead_bytes = 128ull << 20;
   Tail tail = Tail::kPartial;
   // Distributed training: this process's rank in [0, world_size) (defaults 0 and 1).
   int rank = 0;
