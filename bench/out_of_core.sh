@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The loader on a dataset bigger than the memory it may use (issue 22), against the disk's
-# own rates measured in the same run. Builds a TFRecord dataset of SAMPLES synthetic
+# own rates measured in the same run. Builds a dataset of SAMPLES synthetic
 # 256x256x3 samples (30,000: 5.9 GB, Caltech-256-sized) unless DIR holds one, then, with
 # the page cache dropped before each run and every reader inside a memory cgroup (v1 or
 # v2) that caps what it may cache at LIMIT (default: a third of the dataset):
@@ -10,7 +10,7 @@
 #   - shardpack bench, one epoch per shuffle mode at THREADS threads.
 # Prints one table: samples/s and GB/s of each, and the loader's share of the disk's
 # random-read rate. Needs root (cgroups, drop_caches); installs fio from Debian if absent.
-# Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]
+# Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]   (BACKEND=lmdb for LMDB)
 # Environment: THREADS (default 2), SHUFFLES (default "global block"), BENCH_FLAGS (more
 # shardpack bench flags), SKIP_FIO=1 (loader rows only).
 set -euo pipefail
@@ -24,9 +24,11 @@ command -v fio > /dev/null || { apt-get update -qq && apt-get install -y -qq fio
 
 if [ ! -f "$dir/manifest.json" ]; then
   rm -rf "$dir"
-  build/samples/write_synthetic "$dir" --samples "$samples" --size 256x256 --classes 256 > /dev/null
+  build/samples/write_synthetic "$dir" --samples "$samples" --size 256x256 --classes 256 \
+    --backend "${BACKEND:-tfrecord}" > /dev/null
 fi
-data_bytes=$(cat "$dir"/*.tfrecord | wc -c)
+shards=$(ls "$dir"/shard-*.tfrecord "$dir"/shard-*.lmdb 2> /dev/null || true)
+data_bytes=$(cat $shards | wc -c)
 limit=${3:-$(( data_bytes / 3 ))}
 record_bytes=$(( data_bytes / samples ))
 record_kib=$(( (record_bytes + 1023) / 1024 ))
@@ -53,7 +55,7 @@ printf '| what | samples/s | GB/s | share of random QD1 |\n|---|---|---|---|\n'
 
 fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
   local files
-  files=$(ls "$dir"/*.tfrecord | head -64 | tr '\n' ':' | sed 's/:$//')
+  files=$(echo "$shards" | head -64 | tr '\n' ':' | sed 's/:$//')
   drop
   fio --name=ooc --filename="$files" --rw="$1" --bs="$2" --iodepth="$3" --numjobs="$4" \
     --ioengine=libaio --direct=1 --runtime=15 --time_based --group_reporting \
@@ -74,7 +76,7 @@ fi
 
 drop
 t0=$(seconds)
-in_cgroup cat "$dir"/*.tfrecord > /dev/null
+in_cgroup cat $shards > /dev/null
 t1=$(seconds)
 row "cat of the shards (page cache, sequential)" "$(calc "$data_bytes / ($t1 - $t0)")"
 
