@@ -263,7 +263,7 @@ def main():
             side(args, "shardpack-crop"),
         ),
         (
-            "shardpack.Loader: random_crop, flip, uint8 NHWC (the GPU path's host work)",
+            "shardpack.Loader: random_crop, flip, uint8 (the GPU path's host work)",
             side(args, "shardpack-uint8"),
         ),
     ]

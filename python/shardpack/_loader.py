@@ -102,21 +102,26 @@ class Batch:
 
     ``torch.from_dlpack(batch)`` and ``np.from_dlpack(batch)`` (host path) adopt the
     slot's memory; the slot stays held until this object and every array made from it
-    are gone, then it is refilled. Images are uint8 N x H x W x C, or N x C x H x W
-    float32/float16 when the loader normalises. On the GPU path ``__dlpack__(stream=s)``
+    are gone, then it is refilled. Images are N x C x H x W (the loader's ``layout``,
+    default "NCHW") or N x H x W x C ("NHWC"), uint8 or float32/float16, strided over the
+    slot's memory: uint8 samples are stored HWC, so uint8 NCHW is what PyTorch calls
+    channels_last, and normalised floats are stored CHW. On the GPU path ``__dlpack__(stream=s)``
     makes ``s`` wait for the batch's copy (no host synchronisation), and the slot's
     reuse waits for the work queued on ``s`` until the batch is released.
     """
 
-    __slots__ = ("_b",)
+    __slots__ = ("_b", "_nchw")
 
-    def __init__(self, handle):
+    def __init__(self, handle, nchw=True):
         self._b = handle
+        self._nchw = nchw
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         if self._b.device >= 0 and stream != -1:
             self._b.wait_on(_stream_handle(stream))
-        return self._b.images().__dlpack__(max_version=max_version, dl_device=dl_device, copy=copy)
+        return self._b.images(self._nchw).__dlpack__(
+            max_version=max_version, dl_device=dl_device, copy=copy
+        )
 
     def __dlpack_device__(self):
         if self._b.device >= 0:
@@ -185,8 +190,11 @@ class Loader:
     Iterating yields ``(images, labels)``: torch tensors (``framework="torch"``, the
     default; on ``device="cuda:N"`` already on the device, PyTorch's current stream made
     to wait for the copy) or NumPy arrays (``framework="numpy"``, host only). Images
-    are uint8 N x H x W x C, or N x C x H x W float32/float16 when ``normalize`` or a
-    float ``dtype`` is given; labels are int64 (copies). ``batches()`` yields the
+    are N x C x H x W (``layout="NCHW"``, the default, for every dtype) or N x H x W x C
+    (``layout="NHWC"``): uint8, or float32/float16 when ``normalize`` or a float
+    ``dtype`` is given; views of the ring slot whose strides follow its memory (uint8
+    samples are stored HWC: uint8 NCHW is PyTorch's channels_last, which convolutions
+    take as it is; ``.contiguous()`` makes a packed copy). Labels are int64 (copies). ``batches()`` yields the
     :class:`Batch` objects themselves (for DLPack consumers and ``valid``/``indices``).
 
     Lifetime: an images tensor is a view of its ring slot; the slot is refilled only
@@ -240,6 +248,7 @@ class Loader:
         on_corrupt: "fail" (default: the batch raises CorruptionError) or "skip"
             (the sample is left out and counted in ``stats().skipped_corrupt``).
         framework: "torch" (default) or "numpy".
+        layout: "NCHW" (default) or "NHWC", for every dtype; never a copy.
         state: a ``state_dict()`` to start from.
 
     Errors raise the shardpack exception of the C++ status (``CorruptionError`` naming
@@ -279,6 +288,7 @@ class Loader:
         verify_crc=True,
         on_corrupt="fail",
         framework="torch",
+        layout="NCHW",
         state=None,
     ):
         if isinstance(path, Dataset):
@@ -352,6 +362,9 @@ class Loader:
         o.verify_crc = bool(verify_crc)
         o.on_corrupt = enum_member(_shardpack.OnCorrupt, on_corrupt, "on_corrupt")
 
+        if layout not in ("NCHW", "NHWC"):
+            raise InvalidArgumentError(f'layout must be "NCHW" or "NHWC", not {layout!r}')
+        self._nchw = layout == "NCHW"
         if framework not in ("torch", "numpy"):
             raise InvalidArgumentError(f'framework must be "torch" or "numpy", not {framework!r}')
         if framework == "numpy" and o.device >= 0:
@@ -441,7 +454,7 @@ class Loader:
             self._exhausted = True
             raise
         self._touched = True
-        return Batch(handle)
+        return Batch(handle, self._nchw)
 
     def batches(self):
         """Iterates an epoch as :class:`Batch` objects (same epoch rules as iterating

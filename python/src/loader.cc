@@ -129,24 +129,35 @@ nb::dlpack::dtype DlpackType(OutputType t) {
 }
 
 // The images of the batch in `self` (a BatchHandle) as an array that keeps the batch
-// alive (through a capsule holding its BatchState): uint8 N x H x W x C, or N x C x H x W
-// floats when normalised; on the device (GPU path) or in the host slot, never copied.
-nb::ndarray<nb::array_api> Images(nb::handle self) {
+// alive (through a capsule holding its BatchState), on the device (GPU path) or in the
+// host slot, never copied. The slot holds uint8 samples HWC and normalised floats CHW;
+// `nchw` chooses the shape the array shows, N x C x H x W or N x H x W x C, whatever the
+// memory holds: where they differ the strides say so (uint8 shown NCHW is what PyTorch
+// calls channels_last).
+nb::ndarray<nb::array_api> Images(nb::handle self, bool nchw) {
   BatchHandle& h = nb::cast<BatchHandle&>(self);
   const Batch& b = h.batch();
   const size_t n = static_cast<size_t>(b.size());
   const size_t height = static_cast<size_t>(b.height());
   const size_t width = static_cast<size_t>(b.width());
   const size_t channels = static_cast<size_t>(b.channels());
-  const bool nchw = b.type() != OutputType::kUint8;
+  const bool memory_chw = b.type() != OutputType::kUint8;
+  // Element strides of the memory, per axis: n, c, h, w.
+  const int64_t hw = static_cast<int64_t>(height * width);
+  const int64_t sample = static_cast<int64_t>(channels) * hw;
+  const int64_t sc = memory_chw ? hw : 1;
+  const int64_t sh =
+      memory_chw ? static_cast<int64_t>(width) : static_cast<int64_t>(width * channels);
+  const int64_t sw = memory_chw ? 1 : static_cast<int64_t>(channels);
   const size_t shape[4] = {n, nchw ? channels : height, nchw ? height : width,
                            nchw ? width : channels};
+  const int64_t strides[4] = {sample, nchw ? sc : sh, nchw ? sh : sw, nchw ? sw : sc};
   const bool gpu = h.device() >= 0;
   void* data = gpu ? b.device_data() : const_cast<void*>(b.host_data());
   auto* keep = new std::shared_ptr<BatchState>(h.state());
   nb::capsule owner(keep,
                     [](void* p) noexcept { delete static_cast<std::shared_ptr<BatchState>*>(p); });
-  return nb::ndarray<nb::array_api>(data, 4, shape, owner, nullptr, DlpackType(b.type()),
+  return nb::ndarray<nb::array_api>(data, 4, shape, owner, strides, DlpackType(b.type()),
                                     gpu ? nb::device::cuda::value : nb::device::cpu::value,
                                     gpu ? h.device() : 0);
 }
@@ -300,9 +311,10 @@ void BindLoader(nb::module_& m) {
   nb::class_<BatchHandle>(m, "Batch",
                           "One batch, holding its ring slot until this object and every array "
                           "made from it are gone.")
-      .def("images", &Images,
-           "The images as an array (DLPack and buffer protocol) that keeps this batch alive: "
-           "uint8 NHWC, or NCHW floats when normalised; never a copy.")
+      .def("images", &Images, nb::arg("nchw") = true,
+           "The images as an array (DLPack and buffer protocol) that keeps this batch alive, "
+           "shaped N x C x H x W (nchw) or N x H x W x C, strided over the slot's memory "
+           "(uint8 HWC, normalised floats CHW); never a copy.")
       .def(
           "labels", [](const BatchHandle& h) { return CopyToNumpy(h.batch().labels()); },
           "The labels, int64, as a new array (a copy: holding it holds no slot).")

@@ -8,7 +8,10 @@ import shardpack
 
 
 def loader(path, **kw):
+    # The samples as stored (HWC), to compare with Dataset pixels; the default layout is
+    # test_one_layout_for_every_dtype's.
     kw.setdefault("framework", "numpy")
+    kw.setdefault("layout", "NHWC")
     return shardpack.Loader(path, **kw)
 
 
@@ -133,28 +136,32 @@ def test_every_for_loop_is_a_new_epoch_and_remaining_goes_on_explicitly(dataset_
     assert len(list(newer)) == 4
 
 
-def test_uint8_batches_are_nhwc_and_float_batches_nchw(dataset_path):
-    images, labels = next(iter(loader(dataset_path, batch_size=5, shuffle="none")))
-    assert images.shape == (5, 32, 32, 3) and images.dtype == np.uint8
+def test_one_layout_for_every_dtype_nchw_by_default_and_never_a_copy(dataset_path):
+    def first(**kw):
+        return next(iter(shardpack.Loader(dataset_path, batch_size=5, shuffle="none",
+                                          framework="numpy", **kw)))
+
+    stored, labels = first(layout="NHWC")
+    assert stored.shape == (5, 32, 32, 3) and stored.dtype == np.uint8
     assert labels.dtype == np.int64 and labels.shape == (5,)
+    images, _ = first()  # the default: NCHW, over the HWC memory (channels_last)
+    assert images.shape == (5, 3, 32, 32) and images.strides == (3072, 1, 96, 3)
+    np.testing.assert_array_equal(images, stored.transpose(0, 3, 1, 2))
     mean, std = (0.5, 0.4, 0.3), (0.2, 0.25, 0.3)
-    f32, _ = next(iter(loader(dataset_path, batch_size=5, shuffle="none", normalize=(mean, std))))
-    assert f32.shape == (5, 3, 32, 32) and f32.dtype == np.float32
-    expected = (images.transpose(0, 3, 1, 2) / 255.0 - np.array(mean)[:, None, None]) / np.array(
-        std
-    )[:, None, None]
+    f32, _ = first(normalize=(mean, std))
+    assert f32.shape == (5, 3, 32, 32) and f32.dtype == np.float32 and f32.flags.c_contiguous
+    expected = (images / 255.0 - np.array(mean)[:, None, None]) / np.array(std)[:, None, None]
     np.testing.assert_allclose(f32, expected, atol=1e-5)
-    f16, _ = next(
-        iter(
-            loader(
-                dataset_path, batch_size=5, shuffle="none", normalize=(mean, std), dtype="float16"
-            )
-        )
-    )
-    assert f16.dtype == np.float16
+    f32_nhwc, _ = first(normalize=(mean, std), layout="NHWC")
+    assert f32_nhwc.shape == (5, 32, 32, 3)
+    np.testing.assert_array_equal(f32_nhwc, f32.transpose(0, 2, 3, 1))
+    f16, _ = first(normalize=(mean, std), dtype="float16")
+    assert f16.dtype == np.float16 and f16.shape == (5, 3, 32, 32)
     np.testing.assert_allclose(f16.astype(np.float32), f32, atol=2e-3)
-    unit, _ = next(iter(loader(dataset_path, batch_size=5, shuffle="none", dtype="float32")))
-    np.testing.assert_allclose(unit, images.transpose(0, 3, 1, 2) / 255.0, atol=1e-6)
+    unit, _ = first(dtype="float32")
+    np.testing.assert_allclose(unit, images / 255.0, atol=1e-6)
+    with pytest.raises(shardpack.InvalidArgumentError, match='layout must be "NCHW" or "NHWC"'):
+        first(layout="CHW")
 
 
 def test_variable_size_dataset_needs_an_output_size(variable_path):

@@ -54,7 +54,8 @@ def test_dataloader_adapter_passes_batches_through(dataset_path):
     assert len(dl) == len(ds) == 8
     got = []
     for images, labels in dl:  # each batch dropped before the next: the ring is reused
-        assert images.shape[1:] == (32, 32, 3) and images.dtype == torch.uint8
+        assert images.shape[1:] == (3, 32, 32) and images.dtype == torch.uint8
+        assert images.is_contiguous(memory_format=torch.channels_last)
         got.append(labels)
     del images
     assert len(got) == 8
@@ -72,7 +73,7 @@ def test_dataloader_with_a_batch_size_is_refused_with_the_fix(dataset_path):
         next(iter(dl))
     copy = pickle.loads(pickle.dumps(ds))  # without its loader: the copy makes its own
     images, labels = next(iter(torch.utils.data.DataLoader(copy, batch_size=None)))
-    assert images.shape == (8, 32, 32, 3) and labels.shape == (8,)
+    assert images.shape == (8, 3, 32, 32) and labels.shape == (8,)
 
 
 def test_dataloader_adapter_refuses_worker_processes(dataset_path):

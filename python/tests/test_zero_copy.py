@@ -17,7 +17,7 @@ def test_torch_tensor_adopts_the_slot_memory(dataset_path):
     t = torch.from_dlpack(batch)
     a = np.from_dlpack(batch)
     assert t.data_ptr() == batch.data_address == a.ctypes.data
-    assert t.shape == (8, 32, 32, 3) and t.dtype == torch.uint8 and t.device.type == "cpu"
+    assert t.shape == (8, 3, 32, 32) and t.dtype == torch.uint8 and t.device.type == "cpu"
     a[0, 0, 0, 0] = 255 - a[0, 0, 0, 0]  # one memory: a write through one view shows in the other
     assert int(t[0, 0, 0, 0]) == int(a[0, 0, 0, 0])
 
@@ -36,6 +36,7 @@ def test_a_held_tensor_keeps_its_batch_after_the_loader_and_batch_are_gone(datas
     ld = shardpack.Loader(dataset_path, batch_size=8, shuffle="none")
     images, labels = next(iter(ld))
     expected = np.stack([shardpack.Dataset(dataset_path)[i].pixels for i in range(8)])
+    expected = expected.transpose(0, 3, 1, 2)  # stored HWC, delivered NCHW
     del ld
     gc.collect()
     np.testing.assert_array_equal(images.numpy(), expected)
