@@ -260,6 +260,14 @@ TEST(CliTest, ASecondConvertIntoALockedDirectoryFailsAtOnceNamingTheHolder) {
       << r.out;
   lock->reset();
   EXPECT_EQ(Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8").code, 0);
+  CliRun again = Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8 --resume");
+  EXPECT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find(dir.path() + ": already complete (the same inputs and options)"),
+            std::string::npos)
+      << again.out;
+  CliRun changed = Shardpack("convert " + src.path() + " " + dir.path() + " --size 9x9 --resume");
+  EXPECT_EQ(changed.code, 2) << changed.out;
+  EXPECT_NE(changed.out.find("other options (size: "), std::string::npos) << changed.out;
 }
 
 }  // namespace

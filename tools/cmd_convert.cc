@@ -270,6 +270,10 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     return ConvertExitCode(summary.status());
   }
   const ConvertSummary& s = *summary;
+  if (s.already_complete) {
+    std::printf("%s: already complete (the same inputs and options): nothing to do\n", out.c_str());
+    return kExitOk;
+  }
   if (a->resume && s.resumed_from > 0) {
     std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
                  (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);

@@ -613,6 +613,7 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     summary.written = manifest->num_samples;
     summary.rejected = j.value("rejected", uint64_t{0});
     summary.resumed_from = summary.inputs;
+    summary.already_complete = true;
     summary.rejects.clear();
     summary.manifest = std::move(manifest).value();
     // Already complete: the manifest is the commit point. A run killed between publishing

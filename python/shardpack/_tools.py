@@ -40,8 +40,12 @@ class ConvertSummary:
     resumed_from: int  # inputs already done by an interrupted run (resume=True)
     rejects: List[Tuple[str, str]]  # (path relative to the source, reason)
     manifest: dict
+    # resume=True found the dataset complete, of the same inputs and options
+    already_complete: bool = False
 
     def __str__(self):
+        if self.already_complete:
+            return f"{self.dataset}: already complete (the same inputs and options)"
         rate = (self.inputs - self.resumed_from) / self.seconds if self.seconds > 0 else 0.0
         return (
             f"{self.dataset}: {self.inputs} inputs: {self.written} written, "

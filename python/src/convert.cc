@@ -37,6 +37,7 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   d["bytes_in"] = s.bytes_in;
   d["seconds"] = s.seconds;
   d["resumed_from"] = s.resumed_from;
+  d["already_complete"] = s.already_complete;
   d["rejects"] = rejects;
   d["manifest_json"] = SerializeManifest(s.manifest);
   return d;

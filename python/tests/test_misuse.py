@@ -64,3 +64,13 @@ def test_convert_progress_true_draws_a_bar(tmp_path, capsys):
     assert s.written == s.inputs
     err = capsys.readouterr().err
     assert f"{s.inputs}/{s.inputs}" in err, err
+
+
+def test_resume_says_already_complete_only_for_the_same_inputs_and_options(tmp_path):
+    make_image_folder(str(tmp_path / "src"), per_class=2, broken=False)
+    first = shardpack.convert(tmp_path / "src", tmp_path / "ds", size=8)
+    assert not first.already_complete
+    again = shardpack.convert(tmp_path / "src", tmp_path / "ds", size=8, resume=True)
+    assert again.already_complete and "already complete" in str(again)
+    with pytest.raises(shardpack.InvalidArgumentError, match="other options"):
+        shardpack.convert(tmp_path / "src", tmp_path / "ds", size=9, resume=True)

@@ -147,6 +147,7 @@ TEST(ResumeTest, ACompleteDatasetOfOtherInputsOrOptionsIsRefusedNamingWhatChange
   fs::remove(src.Join("class0/new.jpg"));
   r = Convert(src.path(), out.path(), o);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->already_complete);
   EXPECT_EQ(Files(out.path()), before) << "nothing changes";
 }
 

@@ -142,6 +142,8 @@ struct ConvertSummary {
   std::vector<ConvertReject> rejects;
   Manifest manifest;
   uint64_t resumed_from = 0;  // inputs already done by an interrupted run (resume)
+  // resume found DST complete, made from the same inputs and options: nothing was done.
+  bool already_complete = false;
 };
 
 // Converts SRC into DST (created; must not hold a dataset). Errors: InvalidArgument for
