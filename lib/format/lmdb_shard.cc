@@ -454,6 +454,15 @@ void LmdbShardReader::WillNeed(std::string_view value) const {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
 }
 
+bool LmdbShardReader::Resident(std::string_view value) const {
+  if (map_ == nullptr || value.empty()) return true;
+  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  unsigned char in_core = 0;
+  const auto begin = reinterpret_cast<uintptr_t>(value.data()) / page * page;
+  if (::mincore(reinterpret_cast<void*>(begin), 1, &in_core) != 0) return true;
+  return (in_core & 1) != 0;
+}
+
 Status LmdbShardReader::FaultStatus(uint64_t index) const {
   return IOError(path_ + ": record " + std::to_string(index) + ": " + FaultMessage());
 }

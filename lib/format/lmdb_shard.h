@@ -126,6 +126,8 @@ class LmdbShardReader {
   Status Get(uint64_t index, std::string_view* value) const;
   // Asks the kernel to read the pages under `value` (from Get) in the background.
   void WillNeed(std::string_view value) const;
+  // Whether the first page under `value` (from Get, or a part of it) is in memory now.
+  bool Resident(std::string_view value) const;
   // Opens read transactions until the pool has made `readers` of them, so that that many
   // threads calling Get at once allocate nothing.
   Status ReserveReaders(int readers) const;

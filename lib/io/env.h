@@ -49,6 +49,12 @@ class MappedFile {
     (void)offset;
     (void)length;
   }
+  // Whether the page holding byte `offset` is in memory now (mincore); true where that
+  // cannot be told (memory that is no file mapping).
+  virtual bool Resident(uint64_t offset) const {
+    (void)offset;
+    return true;
+  }
 };
 
 // How a mapping will be read, passed to the kernel as a read-ahead hint.

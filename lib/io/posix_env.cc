@@ -121,6 +121,15 @@ class PosixMappedFile final : public MappedFile {
   const uint8_t* data() const override { return static_cast<const uint8_t*>(base_); }
   uint64_t size() const override { return size_; }
   bool faulted() const override { return range_->faulted(); }
+  bool Resident(uint64_t offset) const override {
+    if (base_ == nullptr || offset >= size_) return true;
+    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+    unsigned char in_core = 0;
+    if (::mincore(static_cast<uint8_t*>(base_) + offset / page * page, 1, &in_core) != 0) {
+      return true;
+    }
+    return (in_core & 1) != 0;
+  }
   void WillNeed(uint64_t offset, uint64_t length) const override {
     if (base_ == nullptr || offset >= size_) return;
     length = std::min(length, size_ - offset);

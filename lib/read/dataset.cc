@@ -78,6 +78,20 @@ class Dataset::Impl {
     shard.lmdb->WillNeed(value);
   }
 
+  bool Resident(uint64_t index) const {
+    const Shard& shard = shards[ShardOf(index)];
+    const uint64_t record = index - shard.first_sample;
+    // The middle of the record: its pixels. Its first page also holds the previous
+    // record's tail and its own header, which a reader may have touched alone.
+    if (shard.file) {
+      const format::IndexEntry& e = shard.index[record];
+      return shard.file->Resident(e.offset + e.size / 2);
+    }
+    std::string_view value;
+    if (shard.lmdb->faulted() || !shard.lmdb->Get(record, &value).ok()) return true;
+    return shard.lmdb->Resident(value.substr(value.size() / 2));
+  }
+
   Status CheckIntact(uint64_t index) const {
     const Shard& shard = shards[ShardOf(index)];
     return shard.faulted() ? ShrunkFault(shard, index - shard.first_sample) : Status::Ok();
@@ -286,6 +300,8 @@ void Dataset::WillNeed(std::span<const uint64_t> indices) const {
     if (index < size()) impl_->WillNeed(index);
   }
 }
+
+bool Dataset::Resident(uint64_t index) const { return index < size() && impl_->Resident(index); }
 
 Status Dataset::CheckIntact(uint64_t index) const {
   if (index >= size()) {

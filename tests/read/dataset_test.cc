@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -188,8 +189,29 @@ TEST(DatasetTest, WillNeedIsAHintThatChangesNothingForBothBackends) {
       SampleView s;
       ASSERT_OK((*ds)->Get(i, &s));
       EXPECT_EQ(std::vector<uint8_t>(s.pixels.begin(), s.pixels.end()), before[i]);
+      EXPECT_TRUE((*ds)->Resident(i)) << "just read: in memory";
     }
+    EXPECT_FALSE((*ds)->Resident(9)) << "past the end";
   }
+}
+
+TEST(DatasetTest, ResidentTellsWhetherARecordIsInThePageCache) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(
+      dir.path(), {.samples = 8, .height = 64, .width = 64, .max_shard_records = 8});
+  // Out of the page cache: written back, then dropped.
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  const int fd = ::open(shard.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::fsync(fd), 0);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_TRUE(ds.ok());
+  if ((*ds)->Resident(5)) GTEST_SKIP() << "this file system keeps the pages (tmpfs?)";
+  SampleView s;
+  ASSERT_OK((*ds)->Get(5, &s));
+  EXPECT_TRUE((*ds)->Resident(5));
 }
 
 TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {

@@ -113,6 +113,10 @@ class Dataset {
   // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
   // the end are ignored. Thread-safe.
   void WillNeed(std::span<const uint64_t> indices) const;
+  // Whether the middle of sample `index`'s record (its pixels) is in memory now (mincore):
+  // a cheap probe of whether the dataset sits in the page cache. True where that cannot be told,
+  // false for an index past the end.
+  bool Resident(uint64_t index) const;
 
   // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
   // afterwards: LMDB datasets open that many read transactions per shard up front
