@@ -318,7 +318,7 @@ Status RemovePartialOutput(const std::string& dst) {
   if (!names.ok()) return names.status();
   for (const std::string& n : *names) {
     bool ours = n.rfind("shard-", 0) == 0 || n == "rejects.tsv" || n == kProgressName ||
-                (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0);
+                (n.size() > 4 && n.ends_with(".tmp"));
     if (ours) SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dst, n)));
   }
   return Status::Ok();

@@ -298,7 +298,7 @@ void RemovePartDir(const std::string& dir) {
     for (const std::string& n : *names) {
       bool ours = n == format::kManifestName || n == kRejectsName ||
                   n == ".shardpack-convert.json" ||
-                  (n.size() > 4 && n.compare(n.size() - 4, 4, ".tmp") == 0);
+                  (n.size() > 4 && n.ends_with(".tmp"));
       if (ours) env->RemoveFile(io::JoinPath(dir, n)).IgnoreError();
     }
   }

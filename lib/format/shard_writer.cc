@@ -391,15 +391,11 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Resume(const std::string& di
   }
   auto names = env->ListDir(dir);
   if (!names.ok()) return names.status();
-  auto ends_with = [](const std::string& s, std::string_view suffix) {
-    return s.size() >= suffix.size() &&
-           s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
   for (const std::string& n : *names) {
     if (n == format::kManifestName) {
       return AlreadyExistsError(io::JoinPath(dir, n) + ": the dataset is already complete");
     }
-    if ((n.rfind("shard-", 0) == 0 || ends_with(n, ".tmp")) && keep.count(n) == 0) {
+    if ((n.starts_with("shard-") || n.ends_with(".tmp")) && keep.count(n) == 0) {
       SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(io::JoinPath(dir, n)));
     }
   }

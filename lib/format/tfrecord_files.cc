@@ -13,10 +13,6 @@
 namespace shardpack::format {
 namespace {
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 constexpr std::string_view kDataSuffixes[] = {".tfrecords", ".tfrecord", ".tfr"};
 
 // Adds `path` as a file to read, or as a reject when it is not a regular file.
@@ -58,7 +54,7 @@ StatusOr<TfrecordFileSet> FromDirectory(const std::string& dir) {
   for (const std::string& n : *names) {  // ListDir sorts bytewise
     if (n[0] == '.') {
       ++set.hidden_ignored;
-    } else if (!EndsWith(n, ".idx") && n != "rejects.tsv") {
+    } else if (!std::string_view(n).ends_with(".idx") && n != "rejects.tsv") {
       AddEntry(io::JoinPath(dir, n), n, &set);
     }
   }
@@ -116,7 +112,7 @@ StatusOr<TfrecordFileSet> FindTfrecordFiles(const std::string& src) {
 
 bool LooksLikeTfrecordName(std::string_view name) {
   for (std::string_view suffix : kDataSuffixes) {
-    if (EndsWith(name, suffix) && name.size() > suffix.size()) return true;
+    if (std::string_view(name).ends_with(suffix) && name.size() > suffix.size()) return true;
   }
   // "-NNNNN-of-NNNNN": digits, "-of-", digits at the end.
   size_t of = name.rfind("-of-");
@@ -133,7 +129,7 @@ bool LooksLikeTfrecordName(std::string_view name) {
 
 std::string IndexNameFor(std::string_view data_name) {
   for (std::string_view suffix : kDataSuffixes) {
-    if (EndsWith(data_name, suffix) && data_name.size() > suffix.size()) {
+    if (std::string_view(data_name).ends_with(suffix) && data_name.size() > suffix.size()) {
       return std::string(data_name.substr(0, data_name.size() - suffix.size())) + ".idx";
     }
   }

@@ -26,11 +26,6 @@ constexpr std::string_view kPartialSuffix = ".partial";
 constexpr std::string_view kBadSuffix = ".bad";
 constexpr char kReservedName[] = ".reserved";
 
-bool EndsWith(std::string_view s, std::string_view suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A published file's name ends in "." and 32 lower-case hex digits.
 bool IsPublishedName(std::string_view name) {
   if (name.size() < 34 || name[name.size() - 33] != '.') return false;
@@ -249,7 +244,8 @@ class Fetcher {
     now[1] = now[0];
     for (const FileEntry* f : files) {
       const std::string& p = out_->paths_[f->file];
-      if (!p.empty() && EndsWith(p, f->xxh3_128)) ::utimensat(AT_FDCWD, p.c_str(), now, 0);
+      if (!p.empty() && std::string_view(p).ends_with(f->xxh3_128))
+        ::utimensat(AT_FDCWD, p.c_str(), now, 0);
     }
     out_->requests_ = client_->requests();
     out_->use_fd_ = use.Leak();
@@ -316,7 +312,7 @@ class Fetcher {
         struct stat fs;
         if (::stat(path.c_str(), &fs) != 0 || !S_ISREG(fs.st_mode)) continue;
         const auto bytes = static_cast<uint64_t>(fs.st_size);
-        if (EndsWith(name, kPartialSuffix) || name == kReservedName) {
+        if (std::string_view(name).ends_with(kPartialSuffix) || name == kReservedName) {
           // A live download's bytes are counted by its reservation, not by its partials.
           // Ours are left over from a dead process too: we hold .fetch and have not
           // started.
@@ -325,7 +321,7 @@ class Fetcher {
           } else if (name == kReservedName) {
             used += bytes;
           }
-        } else if (EndsWith(name, kBadSuffix)) {
+        } else if (std::string_view(name).ends_with(kBadSuffix)) {
           if (use.held()) {
             ::unlink(path.c_str());
           } else {

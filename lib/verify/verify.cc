@@ -550,11 +550,7 @@ void CheckManifestChecksum(const Manifest& m, FileFaults* faults) {
 }
 
 bool LooksLikeOurs(const std::string& name) {
-  auto ends_with = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() &&
-           name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
-  };
-  return name.rfind("shard-", 0) == 0 || ends_with(".tmp");
+  return name.starts_with("shard-") || name.ends_with(".tmp");
 }
 
 // Checks every shard of `m` from `source` into `report` (which already counts the
