@@ -21,6 +21,7 @@
 #include "image/resize.h"
 #include "io/dir_lock.h"
 #include "io/env.h"
+#include "read/random.h"
 #include "shardpack/convert.h"
 #include "shardpack/shard_writer.h"
 #include "util/hash.h"
@@ -30,15 +31,11 @@ namespace shardpack {
 namespace {
 
 // A seeded permutation that is the same on every platform and library version
-// (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64.
+// (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64 seeded with
+// `seed` itself (read::Random; not a mixed key: the write order of existing datasets).
 void Shuffle(std::vector<size_t>* order, uint64_t seed) {
-  uint64_t state = seed;
-  auto next = [&state] {
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-  };
+  read::Random random(seed);
+  auto next = [&random] { return random.Next64(); };
   for (size_t i = order->size(); i > 1; --i) {
     // Rejection sampling: an unbiased index in [0, i).
     const uint64_t limit = UINT64_MAX - UINT64_MAX % i;

@@ -11,6 +11,7 @@
 
 #include "image/font.h"
 #include "image/resize.h"
+#include "read/random.h"
 
 namespace shardpack {
 
@@ -81,19 +82,12 @@ StatusOr<image::Image> BlankSheet(const Geometry& g, uint64_t cells_across, uint
   return sheet;
 }
 
-uint64_t SplitMix64(uint64_t* state) {
-  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 // Every index of [0, n) once, in an order that does not depend on the platform: bit-reversed
 // (seed 0) or a Fisher-Yates shuffle driven by splitmix64, computed lazily so that a scan
 // that stops early costs memory for the indices it visited only.
 class ScanOrder {
  public:
-  ScanOrder(uint64_t n, uint64_t seed) : n_(n), seed_(seed), state_(seed) {
+  ScanOrder(uint64_t n, uint64_t seed) : n_(n), seed_(seed), random_(seed) {
     while (bits_ < 64 && (uint64_t{1} << bits_) < n) ++bits_;
   }
 
@@ -129,7 +123,7 @@ class ScanOrder {
     const uint64_t threshold = (0 - bound) % bound;
     uint64_t x;
     do {
-      x = SplitMix64(&state_);
+      x = random_.Next64();
     } while (x < threshold);
     return x % bound;
   }
@@ -140,7 +134,7 @@ class ScanOrder {
 
   uint64_t n_;
   uint64_t seed_;
-  uint64_t state_;
+  read::Random random_;  // splitmix64 seeded with the seed itself
   int bits_ = 0;
   uint64_t pos_ = 0;
   uint64_t visited_ = 0;

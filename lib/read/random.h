@@ -51,11 +51,9 @@ class Random {
 
   // The next 64 uniformly distributed bits.
   constexpr uint64_t Next64() {
+    const uint64_t z = state_;
     state_ += 0x9e3779b97f4a7c15ull;
-    uint64_t z = state_;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
+    return Mix64(z);  // adds the same constant, then finalises: the splitmix64 output
   }
 
   // A uniform integer in [0, bound), without bias. bound must be positive (Below(0)
