@@ -9,6 +9,7 @@
 #include "format/example.h"
 #include "format/format.h"
 #include "format/record.h"
+#include "image/image.h"
 #include "util/crc32c.h"
 
 namespace shardpack::convert {
@@ -59,9 +60,7 @@ image::Image PixelsToImage(const format::DecodedSample& d, int channels) {
     }
   } else {  // RGB -> gray
     for (uint64_t i = 0; i < n; ++i) {
-      const uint32_t y = 19595u * d.pixels[3 * i] + 38470u * d.pixels[3 * i + 1] +
-                         7471u * d.pixels[3 * i + 2] + 32768u;
-      im.pixels[i] = static_cast<uint8_t>(y >> 16);
+      im.pixels[i] = image::Luma601(d.pixels[3 * i], d.pixels[3 * i + 1], d.pixels[3 * i + 2]);
     }
   }
   return im;

@@ -125,8 +125,7 @@ void DrawText(Image* img, int x, int y, std::string_view text, const uint8_t rgb
     return;
   }
   const int channels = img->channels;
-  const uint8_t luma =
-      static_cast<uint8_t>((19595 * rgb[0] + 38470 * rgb[1] + 7471 * rgb[2] + 32768) >> 16);
+  const uint8_t luma = Luma601(rgb[0], rgb[1], rgb[2]);
   // Pen positions in 64 bits: a long text at a large scale may run far past INT_MAX.
   const int64_t cell = int64_t{kCellWidth} * scale;
   for (size_t i = 0; i < text.size(); ++i) {

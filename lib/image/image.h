@@ -21,6 +21,13 @@
 
 namespace shardpack::image {
 
+// ITU-R BT.601 luma with libjpeg's 16-bit fixed-point weights (jdcolor.c
+// rgb_gray_convert): every RGB -> gray conversion in shardpack (decoders, TFRecord inputs,
+// padding colours, the preview's text) computes this one, so that they agree bit for bit.
+constexpr uint8_t Luma601(uint32_t r, uint32_t g, uint32_t b) {
+  return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+}
+
 // HWC uint8 pixels, row-major, no padding: pixels.size() == height * width * channels.
 // channels is 1 (gray) or 3 (RGB).
 struct Image {

@@ -234,8 +234,7 @@ void ConvertRow(const Session* s, const uint8_t* row, JDIMENSION from, JDIMENSIO
       out[1] = static_cast<uint8_t>(g);
       out[2] = static_cast<uint8_t>(b);
     } else {
-      // BT.601 with libjpeg's 16-bit fixed-point weights (jdcolor.c rgb_gray_convert).
-      out[0] = static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
+      out[0] = Luma601(r, g, b);
     }
   }
 }

@@ -262,17 +262,13 @@ uint8_t Composite(uint32_t c, uint32_t a, uint32_t background) {
   return static_cast<uint8_t>((c * a + background * (255 - a) + 127) / 255);
 }
 
-uint8_t Luma(uint32_t r, uint32_t g, uint32_t b) {
-  return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
-}
-
 // Converts `count` pixels of in_channels (1 gray, 2 gray+alpha, 3 RGB, 4 RGBA) to
 // out_channels (1 or 3) in place. Pixel i is read before it is written and its output never
 // reaches past its input because out_channels <= in_channels.
 void ConvertInPlace(uint8_t* p, size_t count, int in_channels, int out_channels,
                     const uint8_t background[3]) {
   const uint32_t bg_r = background[0], bg_g = background[1], bg_b = background[2];
-  const uint32_t bg_luma = Luma(bg_r, bg_g, bg_b);
+  const uint32_t bg_luma = Luma601(bg_r, bg_g, bg_b);
   const uint8_t* in = p;
   uint8_t* out = p;
   if (out_channels == 3) {
@@ -293,12 +289,12 @@ void ConvertInPlace(uint8_t* p, size_t count, int in_channels, int out_channels,
       }
       break;
     case 3:
-      for (size_t i = 0; i < count; ++i, in += 3, ++out) *out = Luma(in[0], in[1], in[2]);
+      for (size_t i = 0; i < count; ++i, in += 3, ++out) *out = Luma601(in[0], in[1], in[2]);
       break;
     case 4:
       for (size_t i = 0; i < count; ++i, in += 4, ++out) {
         const uint32_t r = in[0], g = in[1], b = in[2], a = in[3];
-        *out = Luma(Composite(r, a, bg_r), Composite(g, a, bg_g), Composite(b, a, bg_b));
+        *out = Luma601(Composite(r, a, bg_r), Composite(g, a, bg_g), Composite(b, a, bg_b));
       }
       break;
     default:  // gray already

@@ -488,8 +488,9 @@ Source WholeSource(const Image& img) {
 // Pillow's ImagingResampleInner: resamples `box` of the source to out_height x out_width
 // at `out` (rows out_stride apart). Arguments are already validated. False, with out
 // untouched, when the source's window lacks a pixel the resampling reads.
-bool ResampleInto(const Source& src, const Box& box, int out_height, int out_width, ResizeFilter filter,
-                  uint8_t* out, size_t out_stride, ResizeScratch::Buffers& buffers) {
+bool ResampleInto(const Source& src, const Box& box, int out_height, int out_width,
+                  ResizeFilter filter, uint8_t* out, size_t out_stride,
+                  ResizeScratch::Buffers& buffers) {
   const int c = src.channels;
   const size_t src_stride = src.stride;
   const Kernel kernel = KernelFor(filter);
@@ -778,8 +779,8 @@ FitPlan PlanFit(int src_height, int src_width, int out_height, int out_width, Fi
   return plan;
 }
 
-StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
-                          const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, FitMode fit,
+                          ResizeFilter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
   ResizeScratch local;
   SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
   if (fit == FitMode::kPad && pad_rgb == nullptr) {
@@ -796,8 +797,7 @@ StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, FitM
   const int c = src.channels;
   Image out = NewImage(out_height, out_width, c);
   if (c == 1) {
-    const uint8_t luma = static_cast<uint8_t>(
-        (19595 * pad_rgb[0] + 38470 * pad_rgb[1] + 7471 * pad_rgb[2] + 32768) >> 16);
+    const uint8_t luma = Luma601(pad_rgb[0], pad_rgb[1], pad_rgb[2]);
     std::fill(out.pixels.begin(), out.pixels.end(), luma);
   } else {
     for (size_t i = 0; i < out.pixels.size(); i += 3) {
@@ -816,14 +816,15 @@ StatusOr<Image> FitSource(const Source& src, int out_height, int out_width, FitM
 
 }  // namespace
 
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
-                          const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit,
+                          ResizeFilter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
   return FitSource(WholeSource(src), out_height, out_width, fit, filter, pad_rgb, scratch);
 }
 
 StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, FitMode fit,
-                                ResizeFilter filter, const uint8_t pad_rgb[3], ResizeScratch* scratch) {
+                                ResizeFilter filter, const uint8_t pad_rgb[3],
+                                ResizeScratch* scratch) {
   const Image& img = src.image;
   SHARDPACK_RETURN_IF_ERROR(CheckSource(img));
   SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src.full_height, src.full_width, img.channels));
