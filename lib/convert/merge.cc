@@ -297,8 +297,7 @@ void RemovePartDir(const std::string& dir) {
   if (names.ok()) {
     for (const std::string& n : *names) {
       bool ours = n == format::kManifestName || n == kRejectsName ||
-                  n == ".shardpack-convert.json" ||
-                  (n.size() > 4 && n.ends_with(".tmp"));
+                  n == ".shardpack-convert.json" || (n.size() > 4 && n.ends_with(".tmp"));
       if (ours) env->RemoveFile(io::JoinPath(dir, n)).IgnoreError();
     }
   }

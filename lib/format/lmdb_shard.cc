@@ -287,17 +287,8 @@ bool IsCaffeKey(std::string_view key) {
 StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path,
                                                                  bool random_access, Keys keys) {
   if (::access(path.c_str(), R_OK) != 0) return ErrnoError(path + ": open", errno);
-  {
-    // LMDB's open of a FIFO would block for a writer; a directory is no shard either.
-    struct stat before {};
-    if (::stat(path.c_str(), &before) != 0) return ErrnoError(path + ": stat", errno);
-    if (!S_ISREG(before.st_mode)) {
-      return InvalidArgumentError(path + ": not a regular file but " +
-                                  (S_ISDIR(before.st_mode)    ? "a directory"
-                                   : S_ISFIFO(before.st_mode) ? "a FIFO"
-                                                              : "a special file"));
-    }
-  }
+  // LMDB's open of a FIFO would block for a writer; a directory is no shard either.
+  SHARDPACK_RETURN_IF_ERROR(io::RequireRegularFile(path));
   MDB_env* raw = nullptr;
   int rc = mdb_env_create(&raw);
   if (rc != 0) return LmdbError(path + ": mdb_env_create", rc);
@@ -447,20 +438,11 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
 }
 
 void LmdbShardReader::WillNeed(std::string_view value) const {
-  if (map_ == nullptr || value.empty()) return;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const auto begin = reinterpret_cast<uintptr_t>(value.data()) / page * page;
-  const auto end = reinterpret_cast<uintptr_t>(value.data()) + value.size();
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  if (map_ != nullptr) io::WillNeedPages(value.data(), value.size());
 }
 
 bool LmdbShardReader::Resident(std::string_view value) const {
-  if (map_ == nullptr || value.empty()) return true;
-  static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  unsigned char in_core = 0;
-  const auto begin = reinterpret_cast<uintptr_t>(value.data()) / page * page;
-  if (::mincore(reinterpret_cast<void*>(begin), 1, &in_core) != 0) return true;
-  return (in_core & 1) != 0;
+  return map_ == nullptr || value.empty() || io::PageResident(value.data());
 }
 
 Status LmdbShardReader::FaultStatus(uint64_t index) const {

@@ -95,6 +95,11 @@ class Env {
   virtual bool FileExists(const std::string& path) = 0;
 };
 
+// OK for a regular file; InvalidArgument "<path>: not a regular file but a FIFO" (a
+// directory, a device, ...) otherwise, for code that opens files itself (LMDB would block
+// in open on a FIFO). Does not open the file.
+Status RequireRegularFile(const std::string& path);
+
 // Joins a directory and a file name.
 std::string JoinPath(std::string_view dir, std::string_view name);
 // The part of a path after the last '/'.

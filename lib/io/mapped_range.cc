@@ -44,7 +44,11 @@ struct Chunk {
 Chunk g_first;
 std::mutex g_grow;  // serialises only the appending of chunks
 struct sigaction g_previous;
-uintptr_t g_page_size = 4096;
+// Set before main (static initialisation): the handler reads it without any guard.
+const uintptr_t g_page_size = [] {
+  const long size = ::sysconf(_SC_PAGESIZE);
+  return size > 0 ? static_cast<uintptr_t>(size) : uintptr_t{4096};
+}();
 
 RangeSlot* FindSlot(uintptr_t addr) {
   for (Chunk* c = &g_first; c != nullptr; c = c->next.load(std::memory_order_acquire)) {
@@ -101,8 +105,6 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
 void InstallHandler() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const long page = ::sysconf(_SC_PAGESIZE);
-    if (page > 0) g_page_size = static_cast<uintptr_t>(page);
     struct sigaction action;
     std::memset(&action, 0, sizeof(action));
     action.sa_sigaction = OnSigbus;
@@ -152,6 +154,21 @@ MappedRange::~MappedRange() {
   slot_->begin.store(0, std::memory_order_release);
   slot_->end.store(0, std::memory_order_relaxed);
   slot_->used.store(false, std::memory_order_release);
+}
+
+void WillNeedPages(const void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
+  const auto end = reinterpret_cast<uintptr_t>(p) + n;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+}
+
+bool PageResident(const void* p) {
+  if (p == nullptr) return true;
+  const auto page = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
+  unsigned char in_core = 0;
+  if (::mincore(reinterpret_cast<void*>(page), 1, &in_core) != 0) return true;
+  return (in_core & 1) != 0;
 }
 
 StatusOr<Mapping> MappingAt(const void* inside) {

@@ -65,6 +65,13 @@ class MappedRange {
   internal::RangeSlot* slot_ = nullptr;
 };
 
+// Asks the kernel to read the pages under [p, p + n) of a file mapping into the page cache
+// in the background (MADV_WILLNEED). A hint: it never fails.
+void WillNeedPages(const void* p, size_t n);
+
+// Whether the page holding `p` is in memory now (mincore); true where that cannot be told.
+bool PageResident(const void* p);
+
 // The mapping (from /proc/self/maps) holding address `inside`: where it begins and its
 // size. For mappings made by a library that does not say where (LMDB's map), found from a
 // pointer it returned. NotFound when no mapping holds it.

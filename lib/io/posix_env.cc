@@ -122,20 +122,11 @@ class PosixMappedFile final : public MappedFile {
   uint64_t size() const override { return size_; }
   bool faulted() const override { return range_->faulted(); }
   bool Resident(uint64_t offset) const override {
-    if (base_ == nullptr || offset >= size_) return true;
-    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    unsigned char in_core = 0;
-    if (::mincore(static_cast<uint8_t*>(base_) + offset / page * page, 1, &in_core) != 0) {
-      return true;
-    }
-    return (in_core & 1) != 0;
+    return base_ == nullptr || offset >= size_ || PageResident(data() + offset);
   }
   void WillNeed(uint64_t offset, uint64_t length) const override {
     if (base_ == nullptr || offset >= size_) return;
-    length = std::min(length, size_ - offset);
-    static const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-    const uint64_t begin = offset / page * page;
-    ::madvise(static_cast<uint8_t*>(base_) + begin, offset + length - begin, MADV_WILLNEED);
+    WillNeedPages(data() + offset, std::min(length, size_ - offset));
   }
 
  private:
@@ -161,6 +152,19 @@ StatusOr<int> OpenRegularFile(const std::string& path, struct stat* st) {
   return fd;
 }
 
+}  // namespace
+
+Status RequireRegularFile(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoError(path + ": stat", errno);
+  if (!S_ISREG(st.st_mode)) {
+    return InvalidArgumentError(path + ": not a regular file but " + FileTypeName(st.st_mode));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
 class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
@@ -185,8 +189,9 @@ class PosixEnv final : public Env {
         base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
         if (base != MAP_FAILED) prot = PROT_READ | PROT_WRITE;
       }
-      if (base == nullptr || base == MAP_FAILED)
+      if (base == nullptr || base == MAP_FAILED) {
         base = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+      }
       if (base == MAP_FAILED) {
         int err = errno;
         ::close(fd);

@@ -231,7 +231,6 @@ class Loader::Impl {
         slot->status_position = -1;
         // This batch and the next read_ahead_batches: their records are read in the
         // background, all at once, while this one is copied.
-        hint.clear();
         if (read_ahead_batches > 0) {
           const uint64_t until = std::min(plan.num_batches(), fill_batch + 1 + read_ahead_batches);
           for (uint64_t b = std::max(hinted_batch, fill_batch); b < until; ++b) {

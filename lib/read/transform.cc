@@ -139,9 +139,9 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
   switch (t) {
     case Transform::kNone:
       if (!spec.fixed()) {
-        return InvalidArgumentError("transform: " + name +
-                                    " needs a fixed-size dataset; this one has variable sizes " +
-                                    "(use \"center_crop\" or \"random_resized_crop\" with an output size)");
+        return InvalidArgumentError(
+            "transform: " + name + " needs a fixed-size dataset; this one has variable sizes " +
+            "(use \"center_crop\" or \"random_resized_crop\" with an output size)");
       }
       if (out_h != spec.height || out_w != spec.width) {
         return InvalidArgumentError("transform: " + name + " keeps the stored size " + fixed_text +
