@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 namespace shardpack::io {
 namespace internal {
@@ -42,8 +41,8 @@ struct Chunk {
 };
 
 Chunk g_first;
-std::mutex g_grow;  // serialises only the appending of chunks
 struct sigaction g_previous;
+std::atomic<bool> g_installed{false};
 // Set before main (static initialisation): the handler reads it without any guard.
 const uintptr_t g_page_size = [] {
   const long size = ::sysconf(_SC_PAGESIZE);
@@ -102,18 +101,28 @@ void OnSigbus(int sig, siginfo_t* info, void* context) {
   PassOn(sig, info, context);
 }
 
+// Installing takes no lock and waits on nothing: verify forks a child to read a damaged
+// LMDB file while other threads register ranges, and a lock or once-flag held by one of
+// them at the fork would stay held in the child forever (a child may only rely on state
+// that no other thread can leave half-changed). Two threads racing here both install the
+// same handler; only the first keeps the previous one to pass signals on to.
 void InstallHandler() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    struct sigaction action;
-    std::memset(&action, 0, sizeof(action));
-    action.sa_sigaction = OnSigbus;
-    action.sa_flags = SA_SIGINFO | SA_ONSTACK;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGBUS, &action, &g_previous);
-  });
+  if (g_installed.load(std::memory_order_acquire)) return;
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = OnSigbus;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK;
+  sigemptyset(&action.sa_mask);
+  struct sigaction previous;
+  sigaction(SIGBUS, &action, &previous);
+  if (previous.sa_sigaction != OnSigbus || (previous.sa_flags & SA_SIGINFO) == 0) {
+    g_previous = previous;
+  }
+  g_installed.store(true, std::memory_order_release);
 }
 
+// Lock-free for the same reason: a full chunk gets a successor by compare-and-swap; the
+// loser of a race frees its own.
 RangeSlot* ClaimSlot() {
   for (Chunk* c = &g_first;;) {
     for (RangeSlot& s : c->slots) {
@@ -125,11 +134,11 @@ RangeSlot* ClaimSlot() {
     }
     Chunk* next = c->next.load(std::memory_order_acquire);
     if (next == nullptr) {
-      std::lock_guard<std::mutex> lock(g_grow);
-      next = c->next.load(std::memory_order_acquire);
-      if (next == nullptr) {
-        next = new Chunk;  // never freed: the handler may be walking the list
-        c->next.store(next, std::memory_order_release);
+      auto* fresh = new Chunk;  // never freed once linked: the handler may be walking the list
+      if (c->next.compare_exchange_strong(next, fresh, std::memory_order_acq_rel)) {
+        next = fresh;
+      } else {
+        delete fresh;  // `next` now holds the chunk another thread linked
       }
     }
     c = next;
