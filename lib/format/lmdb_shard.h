@@ -124,6 +124,10 @@ class LmdbShardReader {
   std::string FaultMessage() const;
   // The value of record `index`.
   Status Get(uint64_t index, std::string_view* value) const;
+  // Where `value` (from Get) begins in the file: LMDB maps the file from its first byte.
+  uint64_t FileOffset(std::string_view value) const {
+    return static_cast<uint64_t>(value.data() - map_);
+  }
   // Asks the kernel to read the pages under `value` (from Get) in the background.
   void WillNeed(std::string_view value) const;
   // Whether the first page under `value` (from Get, or a part of it) is in memory now.

@@ -57,6 +57,33 @@ class MappedFile {
   }
 };
 
+// A file read at explicit offsets (pread), from any thread at once. For the loader's
+// read-ahead path: the bytes land in the caller's buffer, never in a mapping, so a file
+// that shrinks gives a short read (an error naming the file), never SIGBUS.
+class RandomAccessFile {
+ public:
+  // Offsets, lengths and buffer addresses of reads from a direct file are multiples of
+  // this (the logical block size of every device seen; 4096 covers 512-byte ones too).
+  static constexpr size_t kDirectAlignment = 4096;
+
+  virtual ~RandomAccessFile() = default;
+  // Reads up to `n` bytes at `offset` into `dst`, going on after short reads and EINTR:
+  // fewer than `n` only where the file ends. An error names the file and the errno.
+  virtual StatusOr<size_t> Read(uint64_t offset, size_t n, uint8_t* dst) const = 0;
+  // True when reads bypass the page cache (O_DIRECT): then offset, n and dst must be
+  // multiples of kDirectAlignment.
+  virtual bool direct() const { return false; }
+  // Drops [offset, offset + n) from the page cache (POSIX_FADV_DONTNEED), for a cached
+  // file read once. A hint: it never fails.
+  virtual void DontNeed(uint64_t offset, uint64_t n) const {
+    (void)offset;
+    (void)n;
+  }
+  // The file descriptor, for callers that queue reads themselves (io_uring); -1 where the
+  // file is not one (MemEnv).
+  virtual int fd() const { return -1; }
+};
+
 // How a mapping will be read, passed to the kernel as a read-ahead hint.
 enum class AccessPattern { kNormal, kSequential, kRandom };
 
@@ -78,6 +105,11 @@ class Env {
   virtual StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
                                                         AccessPattern pattern,
                                                         MapMode mode = MapMode::kReadOnly) = 0;
+  // Opens `path` for RandomAccessFile reads. `direct`: bypass the page cache (O_DIRECT)
+  // where the file system allows it; where it does not (tmpfs, some network file
+  // systems), the file is opened cached and direct() says so. Refuses what MapFile does.
+  virtual StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
+                                                                       bool direct) = 0;
   // Reads a whole file into memory; refuses files above `max_bytes`. MapFile and ReadFile
   // open without blocking and refuse anything but a regular file (a FIFO, a device, a
   // directory) with InvalidArgument naming what it is.

@@ -1,6 +1,8 @@
 #include "io/mem_env.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <cstring>
 
 namespace shardpack::io {
 
@@ -32,6 +34,29 @@ class MemWritableFile final : public WritableFile {
   std::string path_;
   std::shared_ptr<std::string> data_;
   bool closed_ = false;
+};
+
+class MemRandomAccessFile final : public RandomAccessFile {
+ public:
+  MemRandomAccessFile(MemEnv* env, std::string path) : env_(env), path_(std::move(path)) {}
+
+  StatusOr<size_t> Read(uint64_t offset, size_t n, uint8_t* dst) const override {
+    const std::string what =
+        path_ + ": read of " + std::to_string(n) + " bytes at offset " + std::to_string(offset);
+    SHARDPACK_RETURN_IF_ERROR(env_->Tick(FaultOp::kRead, what));
+    std::lock_guard<std::mutex> l(env_->mu_);
+    auto it = env_->files_.find(path_);
+    if (it == env_->files_.end()) return ErrnoError(what, ENOENT);
+    const std::string& data = *it->second;
+    if (offset >= data.size()) return size_t{0};
+    const size_t k = std::min<uint64_t>(n, data.size() - offset);
+    std::memcpy(dst, data.data() + offset, k);
+    return k;
+  }
+
+ private:
+  MemEnv* env_;
+  std::string path_;
 };
 
 namespace {
@@ -99,6 +124,13 @@ StatusOr<std::unique_ptr<MappedFile>> MemEnv::MapFile(const std::string& path, A
   // A snapshot: later writes to the file do not move bytes under the reader.
   return std::unique_ptr<MappedFile>(
       new MemMappedFile(std::make_shared<const std::string>(*it->second)));
+}
+
+StatusOr<std::unique_ptr<RandomAccessFile>> MemEnv::OpenRandomAccess(const std::string& path,
+                                                                     bool) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (files_.find(path) == files_.end()) return Missing(path + ": open");
+  return std::unique_ptr<RandomAccessFile>(new MemRandomAccessFile(this, path));
 }
 
 StatusOr<std::string> MemEnv::ReadFile(const std::string& path, uint64_t max_bytes) {

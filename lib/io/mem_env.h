@@ -17,7 +17,7 @@
 
 namespace shardpack::io {
 
-enum class FaultOp { kAppend, kSync, kClose, kRename, kSyncDir };
+enum class FaultOp { kAppend, kSync, kClose, kRename, kSyncDir, kRead };
 
 class MemEnv final : public Env {
  public:
@@ -36,6 +36,10 @@ class MemEnv final : public Env {
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override;
   StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path, AccessPattern pattern,
                                                 MapMode mode) override;
+  // Reads see the file as it is at each read: SetFileContents with fewer bytes truncates
+  // it under an open reader. Every Read counts as a FaultOp::kRead.
+  StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
+                                                               bool direct) override;
   StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override;
   Status RenameFile(const std::string& from, const std::string& to) override;
   Status RemoveFile(const std::string& path) override;
@@ -47,6 +51,7 @@ class MemEnv final : public Env {
 
  private:
   friend class MemWritableFile;
+  friend class MemRandomAccessFile;
   // Counts a call of `op`; returns the injected error if this call must fail.
   Status Tick(FaultOp op, const std::string& what);
 

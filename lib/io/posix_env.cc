@@ -152,6 +152,43 @@ StatusOr<int> OpenRegularFile(const std::string& path, struct stat* st) {
   return fd;
 }
 
+class PosixRandomAccessFile final : public RandomAccessFile {
+ public:
+  PosixRandomAccessFile(std::string path, int fd, bool direct)
+      : path_(std::move(path)), fd_(fd), direct_(direct) {}
+  ~PosixRandomAccessFile() override { ::close(fd_); }
+
+  StatusOr<size_t> Read(uint64_t offset, size_t n, uint8_t* dst) const override {
+    size_t done = 0;
+    while (done < n) {
+      const ssize_t r = ::pread(fd_, dst + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(
+            path_ + ": read of " + std::to_string(n) + " bytes at offset " + std::to_string(offset),
+            errno);
+      }
+      if (r == 0) break;  // the end of the file
+      done += static_cast<size_t>(r);
+      // A direct read ends short only at the end of the file: the rest is not block-sized.
+      if (direct_ && done % kDirectAlignment != 0) break;
+    }
+    return done;
+  }
+  bool direct() const override { return direct_; }
+  void DontNeed(uint64_t offset, uint64_t n) const override {
+    if (!direct_) {
+      ::posix_fadvise(fd_, static_cast<off_t>(offset), static_cast<off_t>(n), POSIX_FADV_DONTNEED);
+    }
+  }
+  int fd() const override { return fd_; }
+
+ private:
+  std::string path_;
+  int fd_;
+  bool direct_;
+};
+
 }  // namespace
 
 Status RequireRegularFile(const std::string& path) {
@@ -204,6 +241,24 @@ class PosixEnv final : public Env {
     }
     ::close(fd);  // the mapping keeps the file referenced
     return std::unique_ptr<MappedFile>(new PosixMappedFile(base, size, prot));
+  }
+
+  StatusOr<std::unique_ptr<RandomAccessFile>> OpenRandomAccess(const std::string& path,
+                                                               bool direct) override {
+    struct stat st {};
+    SHARDPACK_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
+    bool is_direct = false;
+    if (direct) {
+      // Switched on after the checks, on the same descriptor: EINVAL where the file
+      // system has no direct I/O (tmpfs), and the file then stays cached.
+      const int flags = ::fcntl(fd, F_GETFL);
+      is_direct = flags >= 0 && ::fcntl(fd, F_SETFL, (flags | O_DIRECT) & ~O_NONBLOCK) == 0;
+    }
+    if (!is_direct) {
+      const int flags = ::fcntl(fd, F_GETFL);
+      if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+    }
+    return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(path, fd, is_direct));
   }
 
   StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) override {

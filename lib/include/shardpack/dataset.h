@@ -29,6 +29,9 @@ namespace shardpack {
 namespace io {
 class Env;
 }
+namespace read {
+class ShardReader;
+}
 
 struct DatasetOptions {
   // Check each record's payload checksum (and the pixel checksum) on Get. Default on: a
@@ -122,6 +125,12 @@ class Dataset {
   // afterwards: LMDB datasets open that many read transactions per shard up front
   // (TFRecord datasets need nothing). Optional; the Loader calls it. Thread-safe.
   Status ReserveReaders(int threads) const;
+
+  // For readers inside the library (the loader's read-ahead path): shard i of
+  // manifest().shards as its format reads it (read/shard_reader.h), and the file system
+  // its files are read through.
+  const read::ShardReader& shard(size_t i) const;
+  io::Env* env() const;
 
  private:
   class Impl;

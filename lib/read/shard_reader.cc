@@ -1,0 +1,258 @@
+#include "read/shard_reader.h"
+
+#include <vector>
+
+#include "format/example.h"
+#include "format/format.h"
+#include "format/index_file.h"
+#include "format/lmdb_shard.h"
+#include "format/record.h"
+#include "io/env.h"
+#include "io/mapped_range.h"
+#include "util/crc32c.h"
+
+namespace shardpack::read {
+
+std::string ShardReader::Where(uint64_t record) const {
+  std::string where = name_ + ": record " + std::to_string(record);
+  if (offsets_) where += " at offset " + std::to_string(LocationOffset(record));
+  return where;
+}
+
+Status ShardReader::Fault(uint64_t record, const Status& s) const {
+  return Status(s.code(), Where(record) + ": " + s.message());
+}
+
+namespace {
+
+Status Fill(const format::DecodedSample& d, SampleView* out) {
+  out->pixels = {d.pixels, d.pixel_bytes};
+  out->height = static_cast<int>(d.height);
+  out->width = static_cast<int>(d.width);
+  out->channels = static_cast<int>(d.channels);
+  out->label = d.label;
+  out->class_text = d.class_text;
+  out->filename = d.filename;
+  return Status::Ok();
+}
+
+Status PixelCrcError(uint32_t actual, uint32_t expected) {
+  return CorruptionError("pixel checksum " + format::Hex32(actual) + ", expected " +
+                         format::Hex32(expected));
+}
+
+// One pass over the pixels: their checksum, combined with the prefix's, gives the payload
+// checksum, and is checked against image/raw/crc32c as well.
+Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d) {
+  const uint64_t pixel_start = static_cast<uint64_t>(d.pixels - r.payload);
+  const uint64_t pixel_end = pixel_start + d.pixel_bytes;
+  uint32_t pixels = crc32c::Value(d.pixels, d.pixel_bytes);
+  uint32_t payload = crc32c::Combine(crc32c::Value(r.payload, pixel_start), pixels, d.pixel_bytes);
+  payload = crc32c::Extend(payload, r.payload + pixel_end, r.length - pixel_end);
+  SHARDPACK_RETURN_IF_ERROR(format::CheckPayloadCrc(r, payload));
+  if (d.has_pixel_crc && pixels != d.pixel_crc) return PixelCrcError(pixels, d.pixel_crc);
+  return Status::Ok();
+}
+
+// An Example payload (an LMDB value, or a TFRecord record's payload whose checksums were
+// checked already) into a sample; with `verify_crc`, its pixel checksum checked.
+Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc, SampleView* out) {
+  format::DecodedSample d;
+  SHARDPACK_RETURN_IF_ERROR(format::ParseSample(payload, length, &d));
+  if (verify_crc && d.has_pixel_crc) {
+    const uint32_t actual = crc32c::Value(d.pixels, d.pixel_bytes);
+    if (actual != d.pixel_crc) return PixelCrcError(actual, d.pixel_crc);
+  }
+  return Fill(d, out);
+}
+
+class TfrecordShard final : public ShardReader {
+ public:
+  TfrecordShard(const ShardEntry& e, std::string path, std::unique_ptr<io::MappedFile> file,
+                std::vector<format::IndexEntry> index, uint64_t max_record_bytes)
+      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true),
+        file_(std::move(file)),
+        index_(std::move(index)),
+        max_record_bytes_(max_record_bytes) {}
+
+  Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
+    const format::IndexEntry& e = index_[record];
+    // The rest of the file from the record on: a length field claiming more than the
+    // index line says is named as such, not as a truncation.
+    // (Open checked that every index line lies inside the file: they are ordered.)
+    Status s = Decode(record, file_->data() + e.offset, file_->size() - e.offset, verify_crc, out);
+    // Whatever was read (a checksum over zeros fails too), a lost page is the fault.
+    if (file_->faulted()) return CheckIntact(record);
+    return s;
+  }
+
+  void WillNeed(uint64_t record) const override {
+    const format::IndexEntry& e = index_[record];
+    file_->WillNeed(e.offset, e.size);
+  }
+
+  // The middle of the record: its pixels. Its first page also holds the previous record's
+  // tail and its own header, which a reader may have touched alone.
+  bool Resident(uint64_t record) const override {
+    const format::IndexEntry& e = index_[record];
+    return file_->Resident(e.offset + e.size / 2);
+  }
+
+  Status CheckIntact(uint64_t record) const override {
+    if (!file_->faulted()) return Status::Ok();
+    return Fault(record, IOError(std::string(io::kShrunkWhileMapped)));
+  }
+
+  StatusOr<RecordExtent> Extent(uint64_t record) const override {
+    return RecordExtent{index_[record].offset, index_[record].size};
+  }
+
+  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
+               SampleView* out) const override {
+    return Decode(record, bytes, n, verify_crc, out);
+  }
+
+  uint64_t LocationOffset(uint64_t record) const override { return index_[record].offset; }
+
+ private:
+  // The framed record at the start of `bytes` (`n` of them available).
+  Status Decode(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
+                SampleView* out) const {
+    const format::IndexEntry& e = index_[record];
+    format::RecordView r;
+    Status s = format::ReadRecordAt(bytes, n, 0, max_record_bytes_,
+                                    /*check_payload_crc=*/false, &r);
+    if (s.ok() && r.framed_size() != e.size) {
+      s = CorruptionError("the record is " + std::to_string(r.framed_size()) +
+                          " bytes, its index line says " + std::to_string(e.size));
+    }
+    if (!s.ok()) return Fault(record, s);
+    if (!verify_crc) {
+      s = ParseExample(r.payload, r.length, /*verify_crc=*/false, out);
+      return s.ok() ? s : Fault(record, s);
+    }
+    format::DecodedSample d;
+    s = format::ParseSample(r.payload, r.length, &d);
+    if (s.ok()) s = CheckCrcs(r, d);
+    if (!s.ok()) return Fault(record, s);
+    return Fill(d, out);
+  }
+
+  std::unique_ptr<io::MappedFile> file_;
+  std::vector<format::IndexEntry> index_;
+  uint64_t max_record_bytes_;
+};
+
+class LmdbShard final : public ShardReader {
+ public:
+  LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb)
+      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false),
+        lmdb_(std::move(lmdb)) {}
+
+  Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
+    std::string_view v;
+    Status s = lmdb_->Get(record, &v);
+    if (s.ok()) {
+      s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, out);
+      if (!s.ok()) s = Fault(record, s);
+    }
+    if (lmdb_->faulted()) return CheckIntact(record);
+    return s;
+  }
+
+  // The lookup reads the (few, cached) branch and leaf pages; the value's own pages are
+  // what is hinted. A faulted map is left alone.
+  void WillNeed(uint64_t record) const override {
+    std::string_view value;
+    if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return;
+    lmdb_->WillNeed(value);
+  }
+
+  bool Resident(uint64_t record) const override {
+    std::string_view value;
+    if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return true;
+    return lmdb_->Resident(value.substr(value.size() / 2));
+  }
+
+  Status CheckIntact(uint64_t record) const override {
+    if (!lmdb_->faulted()) return Status::Ok();
+    return Fault(record, IOError(lmdb_->FaultMessage()));
+  }
+
+  Status ReserveReaders(int threads) const override { return lmdb_->ReserveReaders(threads); }
+
+  // The value's bytes: LMDB stores a value larger than a page contiguously, in overflow
+  // pages, and a smaller one inside its leaf page; either way one range of the file.
+  StatusOr<RecordExtent> Extent(uint64_t record) const override {
+    std::string_view v;
+    Status s = lmdb_->Get(record, &v);
+    if (lmdb_->faulted()) return CheckIntact(record);
+    if (!s.ok()) return s;
+    return RecordExtent{lmdb_->FileOffset(v), v.size()};
+  }
+
+  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
+               SampleView* out) const override {
+    Status s = ParseExample(bytes, n, verify_crc, out);
+    return s.ok() ? s : Fault(record, s);
+  }
+
+  uint64_t LocationOffset(uint64_t) const override { return 0; }
+
+ private:
+  std::unique_ptr<format::LmdbShardReader> lmdb_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(const ShardEntry& e,
+                                                         const std::string& path,
+                                                         const std::string& shown,
+                                                         const std::string& index_path,
+                                                         const std::string& index_shown,
+                                                         const ShardOpenOptions& options) {
+  io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
+  const auto pattern =
+      options.random_access ? io::AccessPattern::kRandom : io::AccessPattern::kSequential;
+  SHARDPACK_ASSIGN_OR_RETURN(
+      auto file,
+      env->MapFile(path, pattern,
+                   options.copy_on_write ? io::MapMode::kCopyOnWrite : io::MapMode::kReadOnly));
+  if (file->size() != e.data.bytes) {
+    return CorruptionError(shown + ": " + std::to_string(file->size()) +
+                           " bytes, the manifest says " + std::to_string(e.data.bytes));
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(std::string index_text,
+                             env->ReadFile(index_path, format::kMaxIndexBytes));
+  auto index = format::ParseIndex(index_text);
+  if (!index.ok()) return index.status().WithPrefix(index_shown);
+  if (index->size() != e.records) {
+    return CorruptionError(index_shown + ": " + std::to_string(index->size()) +
+                           " records, the manifest says " + std::to_string(e.records));
+  }
+  if (!index->empty()) {
+    const format::IndexEntry& last = index->back();
+    // Not `last.offset + last.size > size`: the sum can wrap.
+    if (last.offset > file->size() || last.size > file->size() - last.offset) {
+      return CorruptionError(index_shown + ": line " + std::to_string(index->size()) +
+                             ": record ends at " + std::to_string(last.offset + last.size) +
+                             ", past the end of " + e.data.file + " (" +
+                             std::to_string(file->size()) + " bytes)");
+    }
+  }
+  return std::unique_ptr<ShardReader>(new TfrecordShard(
+      e, path, std::move(file), std::move(index).value(), options.max_record_bytes));
+}
+
+StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const std::string& path,
+                                                     const std::string& shown,
+                                                     const ShardOpenOptions& options) {
+  SHARDPACK_ASSIGN_OR_RETURN(auto lmdb, format::LmdbShardReader::Open(path, options.random_access));
+  if (lmdb->entries() != e.records) {
+    return CorruptionError(shown + ": " + std::to_string(lmdb->entries()) +
+                           " records, the manifest says " + std::to_string(e.records));
+  }
+  return std::unique_ptr<ShardReader>(new LmdbShard(e, path, std::move(lmdb)));
+}
+
+}  // namespace shardpack::read

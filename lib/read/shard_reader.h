@@ -1,0 +1,101 @@
+// One shard as its format sees it: where each record's bytes are in the file, and what
+// they mean. How the bytes arrive is the caller's business: through the shard's mapping
+// (Get, zero-copy from the page cache), or read by the loader's read-ahead path into its
+// own buffers (Extent, then Parse over what was read). Both give the same samples and the
+// same messages: "<file>: record N[ at offset X]: <what>".
+//
+// One implementation per format: TFRecord (a mapped file located through its .idx) and
+// LMDB (a read-only environment; a record's extent is its value's bytes, which LMDB keeps
+// contiguous in the file).
+//
+// Thread-safety: every method may be called from any number of threads at once.
+#ifndef SHARDPACK_READ_SHARD_READER_H_
+#define SHARDPACK_READ_SHARD_READER_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "shardpack/dataset.h"
+#include "shardpack/status.h"
+
+namespace shardpack::io {
+class Env;
+}
+
+namespace shardpack::read {
+
+// The bytes of a shard's file that hold one record.
+struct RecordExtent {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+class ShardReader {
+ public:
+  virtual ~ShardReader() = default;
+
+  // The manifest's name of the file (in messages) and the path to open to read it.
+  const std::string& name() const { return name_; }
+  const std::string& path() const { return path_; }
+  uint64_t records() const { return records_; }
+
+  // The mapped path. Get reads record `record` through the mapping; Corruption naming
+  // Where(record) for a damaged one, IOError when the file shrank under the mapping.
+  virtual Status Get(uint64_t record, bool verify_crc, SampleView* out) const = 0;
+  virtual void WillNeed(uint64_t record) const = 0;
+  virtual bool Resident(uint64_t record) const = 0;
+  // OK, or the IOError of a shard whose mapping lost pages (io/mapped_range.h).
+  virtual Status CheckIntact(uint64_t record) const = 0;
+  // Prepares for `threads` threads calling Get at once (LMDB's read transactions).
+  virtual Status ReserveReaders(int threads) const {
+    (void)threads;
+    return Status::Ok();
+  }
+
+  // The read-ahead path: the bytes to read for `record`, then the sample in them. `bytes`
+  // holds exactly Extent(record).length bytes read from Extent(record).offset; out's
+  // pointers point into them.
+  virtual StatusOr<RecordExtent> Extent(uint64_t record) const = 0;
+  virtual Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
+                       SampleView* out) const = 0;
+
+  // TFRecord: the record's offset in the file; LMDB: 0 (a key, not an offset, finds it).
+  virtual uint64_t LocationOffset(uint64_t record) const = 0;
+  // "<name>: record N at offset X" (TFRecord) or "<name>: record N" (LMDB).
+  std::string Where(uint64_t record) const;
+  // `s` with Where(record) in front of its message, its code kept.
+  Status Fault(uint64_t record, const Status& s) const;
+
+ protected:
+  ShardReader(std::string name, std::string path, uint64_t records, bool offsets)
+      : name_(std::move(name)), path_(std::move(path)), records_(records), offsets_(offsets) {}
+
+ private:
+  std::string name_;
+  std::string path_;
+  uint64_t records_;
+  bool offsets_;  // whether Where names an offset
+};
+
+struct ShardOpenOptions {
+  io::Env* env = nullptr;  // TFRecord files; LMDB always reads real files
+  bool random_access = true;
+  bool copy_on_write = false;
+  uint64_t max_record_bytes = 0;
+};
+
+// Opens the shard described by `entry` at `path` (and its index at `index_path`), named
+// `shown` in messages, and checks it against the manifest: file size, index lines,
+// record count.
+StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(
+    const ShardEntry& entry, const std::string& path, const std::string& shown,
+    const std::string& index_path, const std::string& index_shown, const ShardOpenOptions& options);
+StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& entry,
+                                                     const std::string& path,
+                                                     const std::string& shown,
+                                                     const ShardOpenOptions& options);
+
+}  // namespace shardpack::read
+
+#endif  // SHARDPACK_READ_SHARD_READER_H_
