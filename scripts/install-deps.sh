@@ -18,6 +18,8 @@ packages=(
   # scale-out (docs/SCALE.md): convert --mpi and the mpirun tests; shards over HTTP
   # (libcurl) and the tests that serve a dataset with a real nginx on loopback
   libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light
+  # the loader's read-ahead path (docs/LOADER.md): io_uring
+  liburing-dev
 )
 
 missing=()

@@ -28,7 +28,9 @@
 #include <thread>
 
 #include "cuda/cuda.h"
+#include "read/io_choice.h"
 #include "read/normalize.h"
+#include "read/read_ahead.h"
 #include "read/sampler.h"
 #include "read/transform.h"
 #include "util/coding.h"
@@ -158,6 +160,12 @@ class Loader::Impl {
   // it is kept read_ahead_batches past the batch being claimed.
   uint64_t hinted_batch = 0;
   uint64_t read_ahead_batches = 0;
+  // The read-ahead path (null: the mapped path). Batches [.., started_batch) had their
+  // reads started; it runs up to read_slots batches ahead of the batch being claimed.
+  std::unique_ptr<read::ReadAhead> reads;
+  uint64_t started_batch = 0;
+  uint64_t read_slots = 0;
+  std::string io_description;
   uint64_t deliver_batch = 0;  // the batch Next() returns next
   int active_chunks = 0;       // chunks being worked on
   bool failed = false;
@@ -196,6 +204,7 @@ class Loader::Impl {
     // The samples to hint, gathered under the lock, hinted outside it; sized once.
     std::vector<uint64_t> hint, batch_indices;
     std::vector<size_t> hint_batches;  // where each batch of `hint` ends
+    uint64_t first_start = 0;          // read-ahead: the first batch of `hint`
     hint.reserve(static_cast<size_t>((read_ahead_batches + 1) * options.batch_size));
     batch_indices.reserve(static_cast<size_t>(options.batch_size));
     hint_batches.reserve(static_cast<size_t>(read_ahead_batches + 1));
@@ -231,7 +240,9 @@ class Loader::Impl {
         slot->status_position = -1;
         // This batch and the next read_ahead_batches: their records are read in the
         // background, all at once, while this one is copied.
-        if (read_ahead_batches > 0) {
+        if (reads != nullptr) {
+          first_start = CollectStarts(&hint, &hint_batches, &batch_indices);
+        } else if (read_ahead_batches > 0) {
           const uint64_t until = std::min(plan.num_batches(), fill_batch + 1 + read_ahead_batches);
           for (uint64_t b = std::max(hinted_batch, fill_batch); b < until; ++b) {
             const int valid = plan.Batch(b, &batch_indices);
@@ -250,7 +261,11 @@ class Loader::Impl {
       }
       ++active_chunks;
       lock.unlock();
-      if (!hint.empty()) HintBatches(hint, hint_batches);
+      if (reads != nullptr) {
+        StartReads(first_start, hint, hint_batches);
+      } else if (!hint.empty()) {
+        HintBatches(hint, hint_batches);
+      }
       hint.clear();
       hint_batches.clear();
 
@@ -285,6 +300,18 @@ class Loader::Impl {
         slot->status_position = error_position;
       }
       const bool last = --slot->chunks_left == 0;
+      if (last && reads != nullptr) {
+        // Its records are done with: its read slot takes the next batch that needs one.
+        reads->Finish(slot->index);
+        first_start = CollectStarts(&hint, &hint_batches, &batch_indices);
+        if (!hint.empty()) {
+          lock.unlock();
+          StartReads(first_start, hint, hint_batches);
+          hint.clear();
+          hint_batches.clear();
+          lock.lock();
+        }
+      }
       if (last && gen == generation) {
         // Still counted as active: StartEpoch waits until the publication is over.
         lock.unlock();
@@ -298,6 +325,34 @@ class Loader::Impl {
         ready_cv.notify_all();
       }
       if (--active_chunks == 0) idle_cv.notify_all();
+    }
+  }
+
+  // Read-ahead path, under the lock: the batches whose reads may start now, in order (a
+  // batch's read slot is free once the batch read_slots before it is done), up to
+  // read_slots past the batch being claimed; their samples go to `indices`, each batch
+  // ending at ends[k]. Returns the number of the first.
+  uint64_t CollectStarts(std::vector<uint64_t>* indices, std::vector<size_t>* ends,
+                         std::vector<uint64_t>* batch) {
+    const uint64_t until = std::min(plan.num_batches(), fill_batch + read_slots);
+    const uint64_t first = started_batch;
+    while (started_batch < until && reads->CanStart(started_batch)) {
+      plan.Batch(started_batch, batch);
+      indices->insert(indices->end(), batch->begin(), batch->end());
+      ends->push_back(indices->size());
+      ++started_batch;
+    }
+    return first;
+  }
+
+  // Outside the lock: queues the reads of the batches CollectStarts gathered.
+  void StartReads(uint64_t first, const std::vector<uint64_t>& indices,
+                  const std::vector<size_t>& ends) {
+    size_t begin = 0;
+    uint64_t b = first;
+    for (const size_t end : ends) {
+      reads->Start(b++, std::span<const uint64_t>(indices.data() + begin, end - begin));
+      begin = end;
     }
   }
 
@@ -327,13 +382,16 @@ class Loader::Impl {
   // turns that into an IOError naming the file, whatever else the zeros caused.
   Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     Status s = CopySample(slot, i, scratch);
+    if (reads != nullptr) return s;  // nothing mapped: nothing can have shrunk under it
     Status intact = dataset->CheckIntact(slot.indices[i]);
     return intact.ok() ? s : intact;
   }
 
   Status CopySample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     SampleView view;
-    SHARDPACK_RETURN_IF_ERROR(dataset->Get(slot.indices[i], &view, options.verify_crc));
+    SHARDPACK_RETURN_IF_ERROR(reads != nullptr
+                                  ? reads->Sample(slot.index, i, options.verify_crc, &view)
+                                  : dataset->Get(slot.indices[i], &view, options.verify_crc));
     slot.labels[i] = view.label;
     uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
     if (transformer.pass_through()) {
@@ -435,6 +493,7 @@ class Loader::Impl {
     restarting = true;
     idle_cv.wait(lock, [&] { return active_chunks == 0; });
     restarting = false;
+    if (reads != nullptr) reads->Reset();  // no read in flight into a buffer it reuses
     plan = read::EpochPlan::Make(spec, shard_records, epoch);
     const uint64_t n = slots.size();
     slot_base = (next_slot + n - batch % n) % n;
@@ -447,6 +506,7 @@ class Loader::Impl {
     fill_batch = batch;
     fill_chunk = 0;
     hinted_batch = batch;
+    started_batch = batch;
     deliver_batch = batch;
     failed = false;
     work_cv.notify_all();
@@ -734,6 +794,9 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   if (o.batch_size < 1) return bad("batch_size must be >= 1, not " + std::to_string(o.batch_size));
   if (o.prefetch < 1) return bad("prefetch must be >= 1, not " + std::to_string(o.prefetch));
   if (o.num_threads < 0) return bad("num_threads must be >= 0");
+  if (o.io_depth < 1 || o.io_depth > 256) {
+    return bad("io_depth must be in 1..256, not " + std::to_string(o.io_depth));
+  }
   if (o.world_size < 1) return bad("world_size must be >= 1");
   if (o.rank < 0 || o.rank >= o.world_size) {
     return bad("rank " + std::to_string(o.rank) + " is outside [0, " +
@@ -808,15 +871,39 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   impl->chunk = std::clamp(o.batch_size / (2 * threads), 1, 64);
   SHARDPACK_RETURN_IF_ERROR(impl->dataset->ReserveReaders(threads));
 
+  // The I/O path; the read-ahead, in batches of stored records (what the disk reads).
+  uint64_t stored = 0;
+  for (const ShardEntry& e : impl->dataset->manifest().shards) stored += e.data.bytes;
+  const uint64_t stored_batch = std::max<uint64_t>(1, (n > 0 ? stored / n : 0) * o.batch_size);
+  bool read_ahead = o.io == IoPath::kReadAhead;
+  std::string why = "forced";
+  if (o.io == IoPath::kAuto) {
+    const read::IoChoice choice = read::ChooseIo(stored, read::PageCacheLimit());
+    read_ahead = choice.read_ahead;
+    why = choice.why;
+  }
+  if (read_ahead) {
+    impl->read_slots = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 64);
+    read::ReadAheadOptions ro;
+    ro.batch_size = o.batch_size;
+    ro.slots = static_cast<int>(impl->read_slots);
+    ro.depth = o.io_depth;
+    ro.direct = o.io_bypass_cache;
+    ro.queue = o.io_queue == IoQueue::kUring   ? read::QueueKind::kUring
+               : o.io_queue == IoQueue::kPread ? read::QueueKind::kPread
+                                               : read::QueueKind::kAuto;
+    SHARDPACK_ASSIGN_OR_RETURN(impl->reads, read::ReadAhead::Create(*impl->dataset, ro));
+    impl->io_description = "read-ahead: " + impl->reads->Describe() + " (" + why + ")";
+  } else {
+    if (o.read_ahead_bytes > 0 && n > 0) {
+      // At least one batch, at most 256.
+      impl->read_ahead_batches = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 256);
+    }
+    impl->io_description = "mapped (" + why + ")";
+  }
+
   // The ring, allocated once.
   const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;
-  if (o.read_ahead_bytes > 0 && n > 0) {
-    // In batches of stored records (what the disk reads), at least one, at most 256.
-    uint64_t stored = 0;
-    for (const ShardEntry& e : impl->dataset->manifest().shards) stored += e.data.bytes;
-    const uint64_t stored_batch = std::max<uint64_t>(1, stored / n * o.batch_size);
-    impl->read_ahead_batches = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 256);
-  }
   const size_t out_bytes = batch_bytes * OutputElementBytes(o.output_type);
   for (int i = 0; i < o.prefetch + 2; ++i) {
     auto slot = std::make_unique<Batch::Slot>();
@@ -971,6 +1058,8 @@ LoaderStats Loader::stats() const {
   s.mean_ready_batches =
       s.batches > 0 ? static_cast<double>(impl_->stat_ready_sum) / static_cast<double>(s.batches)
                     : 0.0;
+  s.io = impl_->io_description;
+  s.bytes_read = impl_->reads != nullptr ? impl_->reads->bytes_read() : 0;
   return s;
 }
 

@@ -161,9 +161,7 @@ HostNormalizer::HostNormalizer(const NormalizeParams& p, NormalizeType type)
   }
 }
 
-uint64_t HostNormalizer::Constructed() {
-  return g_constructed.load(std::memory_order_relaxed);
-}
+uint64_t HostNormalizer::Constructed() { return g_constructed.load(std::memory_order_relaxed); }
 
 void HostNormalizer::Run(const uint8_t* in_nhwc, int n, int h, int w, int c, void* out_nchw) const {
   if (type_ == NormalizeType::kFloat16) {

@@ -106,6 +106,9 @@ enum class OnCorrupt { kFail, kSkip };
 // host path the same arithmetic runs on the worker threads. Both give identical bits.
 enum class OutputType { kUint8, kFloat32, kFloat16 };
 
+enum class IoPath { kAuto, kMapped, kReadAhead };
+enum class IoQueue { kAuto, kUring, kPread };
+
 struct LoaderOptions {
   // Samples per batch (>= 1; default 256).
   int batch_size = 256;
@@ -121,12 +124,31 @@ struct LoaderOptions {
   // Batches prepared ahead of the consumer (>= 1; default 2). The ring has prefetch + 2
   // slots: the one the consumer holds, the one being released, and prefetch more.
   int prefetch = 2;
-  // How far ahead of the batches being filled the loader asks the kernel to read the
-  // epoch's next samples into the page cache (Dataset::WillNeed), in bytes of stored
-  // samples: the order is known, so a dataset bigger than memory is read many records at
-  // once instead of one page fault at a time. 0 turns it off. The batches are the same
-  // either way. Default 128 MiB (bench/out_of_core.sh measures it).
+  // How the shards are read (docs/LOADER.md, "Two I/O paths"):
+  //   kMapped: zero-copy from the mapped shards, the page cache serving the reads; best
+  //     while the dataset fits in memory.
+  //   kReadAhead: the epoch's next records are read ahead, io_depth reads in flight, into
+  //     buffers allocated once (read_ahead_bytes of them), bypassing the page cache; for
+  //     datasets bigger than memory. A shard that shrinks is a short read, never SIGBUS.
+  //   kAuto (default): kMapped while the dataset fits in 75% of what the page cache may
+  //     hold for this process (MemAvailable, and the cgroup's memory limit where one is
+  //     set), kReadAhead otherwise. LoaderStats::io says which and why.
+  // Both paths deliver the same batches, bytes and errors.
+  IoPath io = IoPath::kAuto;
+  // Bytes of stored records read ahead of the batches being filled (default 128 MiB,
+  // bench/out_of_core.sh measures it). kReadAhead: the buffers' budget, in whole batches,
+  // at least one. kMapped: how far ahead the kernel is asked to read the epoch's next
+  // samples into the page cache (MADV_WILLNEED; 0 turns that off).
   uint64_t read_ahead_bytes = 128ull << 20;
+  // kReadAhead: reads in flight at once (io_uring's queue depth, or pread threads where
+  // io_uring is unavailable), 1..256, default 16.
+  int io_depth = 16;
+  // kReadAhead: keep the shards out of the page cache (default on): O_DIRECT where the
+  // file system allows it, else each read's pages dropped after it (POSIX_FADV_DONTNEED).
+  bool io_bypass_cache = true;
+  // kReadAhead: kUring or kPread forces a queue (tests); kAuto takes io_uring where the
+  // kernel allows it.
+  IoQueue io_queue = IoQueue::kAuto;
   Tail tail = Tail::kPartial;
   // Distributed training: this process's rank in [0, world_size) (defaults 0 and 1).
   int rank = 0;
@@ -224,7 +246,11 @@ struct LoaderStats {
   double seconds = 0;             // since Create
   double wait_seconds = 0;        // time Next() spent waiting for a batch
   double mean_ready_batches = 0;  // queue occupancy seen by Next(), averaged
-  std::string ToString() const;   // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
+  // The I/O path and why: "mapped (dataset 0.1 GB <= 75% of ...)", "read-ahead: io_uring,
+  // depth 16, O_DIRECT, 2 batches ahead (dataset 5.9 GB > ...)" or "... (forced)".
+  std::string io;
+  uint64_t bytes_read = 0;       // read-ahead: bytes read from storage (mapped: 0, not counted)
+  std::string ToString() const;  // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
 };
 
 class Loader;

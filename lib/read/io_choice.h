@@ -1,0 +1,36 @@
+// Which I/O path the loader takes when LoaderOptions::io is kAuto: the mapping while the
+// dataset fits in what the page cache may hold for this process, read-ahead otherwise.
+#ifndef SHARDPACK_READ_IO_CHOICE_H_
+#define SHARDPACK_READ_IO_CHOICE_H_
+
+#include <cstdint>
+#include <string>
+
+namespace shardpack::read {
+
+// What the page cache may hold for this process: the memory the kernel reports available
+// (MemAvailable, page cache it can reclaim included), lowered to the memory limit of the
+// process's cgroup and of each cgroup above it (v2 memory.max, v1 memory.limit_in_bytes)
+// where one is set.
+struct CacheLimit {
+  uint64_t bytes = 0;
+  std::string source;  // "MemAvailable" or "cgroup memory.max of /a/b", ...
+};
+
+// Reads /proc and /sys/fs/cgroup under `root` ("" for the real ones; tests pass a folder
+// laid out the same way). Without /proc/meminfo: the physical memory (sysconf).
+CacheLimit PageCacheLimit(const std::string& root = "");
+
+// The mapping wins while the dataset fits with room to spare: at most this fraction of
+// the limit (the rest is the training process's own memory and other files).
+inline constexpr double kMappedFraction = 0.75;
+
+struct IoChoice {
+  bool read_ahead = false;
+  std::string why;  // "dataset 5.9 GB > 75% of 2.1 GB that the page cache may hold (cgroup ...)"
+};
+IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit);
+
+}  // namespace shardpack::read
+
+#endif  // SHARDPACK_READ_IO_CHOICE_H_

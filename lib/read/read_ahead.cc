@@ -1,0 +1,495 @@
+#include "read/read_ahead.h"
+
+#include <liburing.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <limits>
+#include <thread>
+
+#include "io/env.h"
+#include "io/mapped_range.h"
+#include "read/shard_reader.h"
+
+namespace shardpack::read {
+namespace {
+
+constexpr size_t kAlign = io::RandomAccessFile::kDirectAlignment;
+// Adjacent records are read together up to this many bytes: large enough for the disk's
+// sequential rate, small enough that a block's reads still run in parallel.
+constexpr size_t kMaxReadBytes = 4 << 20;
+
+size_t AlignDown(uint64_t n) { return static_cast<size_t>(n / kAlign * kAlign); }
+size_t AlignUp(uint64_t n) { return static_cast<size_t>((n + kAlign - 1) / kAlign * kAlign); }
+
+// ---- pread threads ----
+
+class PreadQueue final : public ReadQueue {
+ public:
+  PreadQueue(int threads, Done done) : done_(std::move(done)) {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  }
+  ~PreadQueue() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    for (std::thread& t : threads_) t.join();
+  }
+
+  void Submit(std::span<const ReadRequest> requests) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      queue_.insert(queue_.end(), requests.begin(), requests.end());
+    }
+    cv_.notify_all();
+  }
+
+  std::string Describe() const override {
+    return "pread, " + std::to_string(threads_.size()) + " threads";
+  }
+
+ private:
+  void Run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and nothing left to read
+      const ReadRequest r = queue_.front();
+      queue_.pop_front();
+      lock.unlock();
+      done_(r.tag, r.file->Read(r.offset, r.length, r.dst));
+      lock.lock();
+    }
+  }
+
+  Done done_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<ReadRequest> queue_;
+  bool stopping_ = false;
+  std::vector<std::thread> threads_;
+};
+
+// ---- io_uring ----
+
+// Submitters fill the submission queue under a mutex, up to `depth` reads in flight (the
+// rest wait in a list); one thread reaps completions, resubmits the rest of a short read
+// (a cached read may stop early) and tops the queue up from the list.
+class UringQueue final : public ReadQueue {
+ public:
+  static StatusOr<std::unique_ptr<ReadQueue>> Create(int depth, Done done) {
+    auto q = std::unique_ptr<UringQueue>(new UringQueue(depth, std::move(done)));
+    const int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, &q->ring_, 0);
+    if (rc < 0) return ErrnoError("io_uring_queue_init", -rc);
+    q->ready_ = true;
+    q->reaper_ = std::thread([p = q.get()] { p->Reap(); });
+    return std::unique_ptr<ReadQueue>(std::move(q));
+  }
+
+  ~UringQueue() override {
+    if (!ready_) return;
+    {
+      // The owner destroys the queue with no read in flight; a no-op wakes the reaper.
+      std::lock_guard<std::mutex> lock(mu_);
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe != nullptr) {
+        io_uring_prep_nop(sqe);
+        sqe->user_data = kStop;
+        io_uring_submit(&ring_);
+      }
+    }
+    reaper_.join();
+    io_uring_queue_exit(&ring_);
+  }
+
+  void Submit(std::span<const ReadRequest> requests) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const ReadRequest& r : requests) waiting_.push_back({r, 0});
+    Fill();
+  }
+
+  std::string Describe() const override { return "io_uring, depth " + std::to_string(depth_); }
+
+ private:
+  static constexpr uint64_t kStop = std::numeric_limits<uint64_t>::max();
+  struct Entry {
+    ReadRequest request;
+    size_t done = 0;  // bytes read so far
+  };
+
+  UringQueue(int depth, Done done)
+      : depth_(depth), done_(std::move(done)), entries_(static_cast<size_t>(depth)) {
+    for (int i = depth - 1; i >= 0; --i) free_.push_back(i);
+  }
+
+  // Under mu_: moves waiting reads into the ring while it has room.
+  void Fill() {
+    bool queued = false;
+    while (!waiting_.empty() && !free_.empty()) {
+      io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+      if (sqe == nullptr) break;
+      const int e = free_.back();
+      free_.pop_back();
+      entries_[static_cast<size_t>(e)] = waiting_.front();
+      waiting_.pop_front();
+      Prepare(sqe, e);
+      queued = true;
+    }
+    if (queued) io_uring_submit(&ring_);
+  }
+
+  void Prepare(io_uring_sqe* sqe, int e) {
+    const Entry& entry = entries_[static_cast<size_t>(e)];
+    const ReadRequest& r = entry.request;
+    io_uring_prep_read(sqe, r.file->fd(), r.dst + entry.done,
+                       static_cast<unsigned>(r.length - entry.done), r.offset + entry.done);
+    sqe->user_data = static_cast<uint64_t>(e);
+  }
+
+  void Reap() {
+    for (;;) {
+      io_uring_cqe* cqe = nullptr;
+      const int rc = io_uring_wait_cqe(&ring_, &cqe);
+      if (rc == -EINTR) continue;
+      if (rc < 0) std::abort();  // the ring itself broke: nothing sensible remains
+      const uint64_t id = cqe->user_data;
+      const int res = cqe->res;
+      io_uring_cqe_seen(&ring_, cqe);
+      if (id == kStop) return;
+      const int e = static_cast<int>(id);
+      Entry& entry = entries_[static_cast<size_t>(e)];
+      const ReadRequest& r = entry.request;
+      bool finished = true;
+      StatusOr<size_t> result = size_t{0};
+      if (res == -EINTR || res == -EAGAIN) {
+        finished = false;
+      } else if (res < 0) {
+        result = ErrnoError(
+            "read of " + std::to_string(r.length) + " bytes at offset " + std::to_string(r.offset),
+            -res);
+      } else {
+        entry.done += static_cast<size_t>(res);
+        const bool at_end = res == 0 || (r.file->direct() && entry.done % kAlign != 0);
+        finished = at_end || entry.done == r.length;
+        result = entry.done;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!finished) {
+        io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
+        if (sqe != nullptr) {
+          Prepare(sqe, e);
+          io_uring_submit(&ring_);
+          continue;
+        }
+        waiting_.push_front(entry);  // no room: back to the head of the list
+        free_.push_back(e);
+        Fill();
+        continue;
+      }
+      const ReadRequest done = r;
+      free_.push_back(e);
+      Fill();
+      done_(done.tag, std::move(result));
+    }
+  }
+
+  const int depth_;
+  Done done_;
+  io_uring ring_{};
+  bool ready_ = false;
+  std::mutex mu_;
+  std::vector<Entry> entries_;  // by id, the reads in the ring
+  std::vector<int> free_;       // ids not in the ring
+  std::deque<Entry> waiting_;   // reads beyond the depth
+  std::thread reaper_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth,
+                                                   ReadQueue::Done done) {
+  depth = std::max(1, depth);
+  if (kind != QueueKind::kPread) {
+    auto uring = UringQueue::Create(depth, done);
+    if (uring.ok() || kind == QueueKind::kUring) return uring;
+  }
+  return std::unique_ptr<ReadQueue>(new PreadQueue(depth, std::move(done)));
+}
+
+// ---- ReadAhead ----
+
+struct ReadAhead::Slot {
+  static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+  struct Item {  // one sample of the batch
+    size_t shard = 0;
+    uint64_t record = 0;
+    size_t at = 0;  // where its bytes begin in the buffer
+    uint64_t length = 0;
+    int read = -1;  // its read; -1: its extent was not found
+    Status status;  // why not
+  };
+  struct Read {
+    size_t need = 0;  // bytes the read must deliver for its records to be whole
+    bool done = false;
+    Status status;
+  };
+
+  uint64_t batch = kNone;  // the batch it holds, kNone when free
+  bool started = false;
+  int pending = 0;  // reads in flight
+  std::vector<Item> items;
+  std::vector<Read> reads;
+  std::vector<ReadRequest> requests;  // planning scratch, kept for its capacity
+  std::vector<size_t> starts;         // where each read's first record lands in the buffer
+  uint8_t* buffer = nullptr;
+  size_t capacity = 0;
+
+  ~Slot() { std::free(buffer); }
+  bool Grow(size_t bytes) {
+    if (bytes <= capacity) return true;
+    std::free(buffer);
+    capacity = AlignUp(bytes);
+    buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, capacity));
+    if (buffer == nullptr) capacity = 0;
+    return buffer != nullptr;
+  }
+};
+
+ReadAhead::ReadAhead(const Dataset& dataset, const ReadAheadOptions& options)
+    : dataset_(dataset), options_(options) {}
+
+ReadAhead::~ReadAhead() {
+  if (queue_ != nullptr) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return in_flight_ == 0; });
+  }
+}
+
+StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
+                                                       const ReadAheadOptions& options) {
+  auto ra = std::unique_ptr<ReadAhead>(new ReadAhead(dataset, options));
+  io::Env* env = dataset.env();
+  bool all_direct = true;
+  bool all_fds = true;
+  const size_t shards = dataset.manifest().shards.size();
+  for (size_t i = 0; i < shards; ++i) {
+    SHARDPACK_ASSIGN_OR_RETURN(auto file,
+                               env->OpenRandomAccess(dataset.shard(i).path(), options.direct));
+    all_direct = all_direct && file->direct();
+    all_fds = all_fds && file->fd() >= 0;
+    ra->files_.push_back(std::move(file));
+  }
+  ra->direct_ = options.direct && all_direct && shards > 0;
+  QueueKind kind = options.queue;
+  if (!all_fds) {
+    if (kind == QueueKind::kUring) {
+      return InvalidArgumentError("read-ahead: io_uring needs files with descriptors");
+    }
+    kind = QueueKind::kPread;
+  }
+  ReadAhead* raw = ra.get();
+  SHARDPACK_ASSIGN_OR_RETURN(
+      ra->queue_, MakeReadQueue(kind, options.depth, [raw](uint64_t tag, StatusOr<size_t> r) {
+        raw->Completed(tag, std::move(r));
+      }));
+  // Buffers for batches of typical records; a batch of larger ones grows its slot once.
+  const Manifest& m = dataset.manifest();
+  uint64_t stored = 0;
+  for (const ShardEntry& e : m.shards) stored += e.data.bytes;
+  const uint64_t typical = m.num_samples > 0 ? stored / m.num_samples : 0;
+  const size_t bytes = static_cast<size_t>(options.batch_size) * AlignUp(typical + 2 * kAlign);
+  for (int i = 0; i < std::max(1, options.slots); ++i) {
+    auto slot = std::make_unique<Slot>();
+    if (!slot->Grow(bytes)) {
+      return ResourceExhaustedError("read-ahead: cannot allocate " + std::to_string(bytes) +
+                                    " bytes for a batch of records");
+    }
+    slot->items.reserve(static_cast<size_t>(options.batch_size));
+    slot->reads.reserve(static_cast<size_t>(options.batch_size));
+    slot->requests.reserve(static_cast<size_t>(options.batch_size));
+    ra->slots_.push_back(std::move(slot));
+  }
+  return ra;
+}
+
+ReadAhead::Slot& ReadAhead::SlotOf(uint64_t batch) const { return *slots_[batch % slots_.size()]; }
+
+bool ReadAhead::CanStart(uint64_t batch) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return SlotOf(batch).batch == Slot::kNone;
+}
+
+void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
+  Slot& slot = SlotOf(batch);
+  {
+    // A batch that failed part-way may have left reads in flight into this buffer.
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] { return slot.pending == 0; });
+    slot.batch = batch;
+    slot.started = false;
+  }
+  // Plan: each sample's extent, then runs of adjacent records as one read each.
+  slot.items.clear();
+  slot.reads.clear();
+  slot.requests.clear();
+  size_t total = 0;
+  uint64_t run_end = 0;  // where the open read's last record ends in its file
+  for (const uint64_t index : indices) {
+    Slot::Item item;
+    auto loc = dataset_.Locate(index);
+    StatusOr<RecordExtent> extent = loc.status();
+    if (loc.ok()) {
+      item.shard = loc->shard;
+      item.record = loc->record;
+      extent = dataset_.shard(item.shard).Extent(item.record);
+    }
+    if (!extent.ok()) {
+      item.status = extent.status();
+      slot.items.push_back(std::move(item));
+      continue;
+    }
+    item.length = extent->length;
+    ReadRequest* open = slot.requests.empty() ? nullptr : &slot.requests.back();
+    const bool joins = open != nullptr && open->file == files_[item.shard].get() &&
+                       extent->offset == run_end &&
+                       run_end + extent->length - open->offset <= kMaxReadBytes;
+    if (joins) {
+      item.read = static_cast<int>(slot.requests.size()) - 1;
+      item.at = static_cast<size_t>(extent->offset - open->offset);  // relative for now
+      run_end += extent->length;
+      open->length = static_cast<size_t>(run_end - open->offset);
+    } else {
+      ReadRequest r;
+      r.file = files_[item.shard].get();
+      r.offset = extent->offset;
+      r.length = static_cast<size_t>(extent->length);
+      item.read = static_cast<int>(slot.requests.size());
+      item.at = 0;
+      run_end = extent->offset + extent->length;
+      slot.requests.push_back(r);
+    }
+    slot.items.push_back(std::move(item));
+  }
+  // Place the reads in the buffer (block-aligned supersets when direct), then the items.
+  std::vector<size_t>& starts = slot.starts;
+  starts.clear();
+  for (ReadRequest& r : slot.requests) {
+    const bool direct = r.file->direct();
+    const uint64_t begin = direct ? AlignDown(r.offset) : r.offset;
+    const uint64_t end = direct ? AlignUp(r.offset + r.length) : r.offset + r.length;
+    total = AlignUp(total);
+    starts.push_back(total + static_cast<size_t>(r.offset - begin));
+    Slot::Read read;
+    read.need = static_cast<size_t>(r.offset + r.length - begin);
+    slot.reads.push_back(read);
+    r.tag = total;  // the read's place in the buffer, until the buffer is known
+    r.length = static_cast<size_t>(end - begin);
+    r.offset = begin;
+    total += r.length;
+  }
+  Status grown = slot.Grow(total)
+                     ? Status::Ok()
+                     : ResourceExhaustedError("read-ahead: cannot allocate " +
+                                              std::to_string(total) + " bytes for a batch");
+  const uint64_t slot_index = batch % slots_.size();
+  for (size_t k = 0; k < slot.requests.size(); ++k) {
+    ReadRequest& r = slot.requests[k];
+    r.dst = slot.buffer + r.tag;
+    r.tag = slot_index << 32 | k;
+  }
+  for (Slot::Item& item : slot.items) {
+    if (item.read >= 0) item.at += starts[static_cast<size_t>(item.read)];
+    if (!grown.ok() && item.read >= 0) {
+      item.status = grown;
+      item.read = -1;
+    }
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    slot.started = true;
+    if (grown.ok()) {
+      slot.pending = static_cast<int>(slot.requests.size());
+      in_flight_ += slot.pending;
+    }
+  }
+  cv_.notify_all();
+  if (grown.ok() && !slot.requests.empty()) {
+    reads_issued_.fetch_add(slot.requests.size(), std::memory_order_relaxed);
+    queue_->Submit(slot.requests);
+  }
+}
+
+void ReadAhead::Completed(uint64_t tag, StatusOr<size_t> result) {
+  Slot& slot = *slots_[tag >> 32];
+  const size_t k = tag & 0xffffffffu;
+  const ReadRequest& r = slot.requests[k];
+  if (result.ok()) {
+    bytes_read_.fetch_add(*result, std::memory_order_relaxed);
+    if (options_.direct) r.file->DontNeed(r.offset, r.length);  // cached files only
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Slot::Read& read = slot.reads[k];
+    read.done = true;
+    if (!result.ok()) {
+      read.status = result.status();
+    } else if (*result < read.need) {
+      read.status = IOError(std::string(io::kShrunkWhileOpen));
+    }
+    --slot.pending;
+    --in_flight_;
+  }
+  cv_.notify_all();
+}
+
+Status ReadAhead::Sample(uint64_t batch, int position, bool verify_crc, SampleView* out) {
+  Slot& slot = SlotOf(batch);
+  const Slot::Item* item = nullptr;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [&] {
+      if (slot.batch != batch || !slot.started) return false;
+      const Slot::Item& it = slot.items[static_cast<size_t>(position)];
+      return it.read < 0 || slot.reads[static_cast<size_t>(it.read)].done;
+    });
+    item = &slot.items[static_cast<size_t>(position)];
+    if (item->read < 0) return item->status;
+    const Status& s = slot.reads[static_cast<size_t>(item->read)].status;
+    if (!s.ok()) return dataset_.shard(item->shard).Fault(item->record, s);
+  }
+  return dataset_.shard(item->shard)
+      .Parse(item->record, slot.buffer + item->at, item->length, verify_crc, out);
+}
+
+void ReadAhead::Finish(uint64_t batch) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = SlotOf(batch);
+  if (slot.batch == batch) {
+    slot.batch = Slot::kNone;
+    slot.started = false;
+  }
+}
+
+void ReadAhead::Reset() {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait(lock, [&] { return in_flight_ == 0; });
+  for (auto& slot : slots_) {
+    slot->batch = Slot::kNone;
+    slot->started = false;
+  }
+}
+
+std::string ReadAhead::Describe() const {
+  return queue_->Describe() +
+         (direct_           ? ", O_DIRECT"
+          : options_.direct ? ", cached then dropped"
+                            : ", cached") +
+         ", " + std::to_string(slots_.size()) + " batches ahead";
+}
+
+}  // namespace shardpack::read

@@ -1,0 +1,418 @@
+// The loader's read-ahead path: its planner (coalescing, slots), its equality with the
+// mapped path over every order-changing option, its errors (injected through MemEnv and
+// on real files), and the automatic choice between the paths.
+#include "read/read_ahead.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "io/mapped_range.h"
+#include "io/mem_env.h"
+#include "read/io_choice.h"
+#include "shardpack/loader.h"
+#include "test_util.h"
+
+namespace shardpack {
+namespace {
+
+using testing::TempDir;
+using testing::TestDatasetSpec;
+
+std::shared_ptr<const Dataset> OpenOrDie(const std::string& dir, io::Env* env = nullptr) {
+  DatasetOptions options;
+  options.env = env;
+  auto ds = Dataset::Open(dir, options);
+  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
+  return std::shared_ptr<const Dataset>(std::move(ds).value());
+}
+
+TestDatasetSpec Spec(Backend backend, uint64_t samples) {
+  TestDatasetSpec s;
+  s.backend = backend;
+  s.samples = samples;
+  s.height = 6;
+  s.width = 5;
+  s.max_shard_records = 7;
+  return s;
+}
+
+std::string SampleBytes(const SampleView& v) {
+  return std::string(reinterpret_cast<const char*>(v.pixels.data()), v.pixels.size());
+}
+
+// ---- the planner ----
+
+class ReadAheadTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(ReadAheadTest, AdjacentRecordsOfAFileAreOneReadAndEverySampleIsTheStoredOne) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 21));  // 3 shards of 7
+  auto ds = OpenOrDie(dir.path());
+  read::ReadAheadOptions o;
+  o.batch_size = 9;
+  o.slots = 2;
+  o.queue = read::QueueKind::kPread;
+  auto ra = read::ReadAhead::Create(*ds, o);
+  ASSERT_OK(ra.status());
+  // Records 3..11 span shards 0 and 1: two runs, two reads.
+  std::vector<uint64_t> run = {3, 4, 5, 6, 7, 8, 9, 10, 11};
+  // Out of order: every record is a read of its own.
+  std::vector<uint64_t> scattered = {20, 2, 15, 9, 0, 13, 6, 18, 11};
+  (*ra)->Start(0, run);
+  (*ra)->Start(1, scattered);
+  for (auto [batch, indices] : {std::pair{0, run}, std::pair{1, scattered}}) {
+    for (size_t i = 0; i < indices.size(); ++i) {
+      SampleView got, want;
+      ASSERT_OK((*ra)->Sample(batch, static_cast<int>(i), true, &got));
+      ASSERT_OK(ds->Get(indices[i], &want));
+      EXPECT_EQ(SampleBytes(got), SampleBytes(want)) << "sample " << indices[i];
+      EXPECT_EQ(got.label, want.label);
+      EXPECT_EQ(got.filename, want.filename);
+    }
+  }
+  if (GetParam() == Backend::kTfrecord) {
+    EXPECT_EQ((*ra)->reads_issued(), 2u + 9u);
+  } else {
+    // LMDB: small values sit in leaf pages between node headers, so they never touch;
+    // a read per sample at most.
+    EXPECT_LE((*ra)->reads_issued(), 18u);
+  }
+  EXPECT_GT((*ra)->bytes_read(), 18u * 90);
+  (*ra)->Finish(0);
+  (*ra)->Finish(1);
+}
+
+TEST_P(ReadAheadTest, ASlotTakesItsNextBatchOnlyOnceFinished) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 14));
+  auto ds = OpenOrDie(dir.path());
+  read::ReadAheadOptions o;
+  o.batch_size = 2;
+  o.slots = 2;
+  auto ra = read::ReadAhead::Create(*ds, o);
+  ASSERT_OK(ra.status());
+  EXPECT_TRUE((*ra)->CanStart(0));
+  (*ra)->Start(0, std::vector<uint64_t>{0, 1});
+  EXPECT_FALSE((*ra)->CanStart(2)) << "batch 2 shares batch 0's slot";
+  EXPECT_TRUE((*ra)->CanStart(1));
+  (*ra)->Finish(0);
+  EXPECT_TRUE((*ra)->CanStart(2));
+  (*ra)->Start(2, std::vector<uint64_t>{4, 5});
+  SampleView v, want;
+  ASSERT_OK((*ra)->Sample(2, 1, true, &v));
+  ASSERT_OK(ds->Get(5, &want));
+  EXPECT_EQ(SampleBytes(v), SampleBytes(want));
+  (*ra)->Reset();
+  EXPECT_TRUE((*ra)->CanStart(2));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb),
+                         [](const auto& info) {
+                           return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
+                         });
+
+// ---- the loader: read-ahead delivers the mapped path's batches ----
+
+struct Got {
+  uint64_t epoch, index;
+  int size, valid;
+  std::vector<uint64_t> indices;
+  std::vector<int64_t> labels;
+  std::string bytes;
+  bool operator==(const Got&) const = default;
+};
+
+// Epoch `epoch` from batch `from` on, then the whole of epoch + 1.
+std::vector<Got> Read(std::shared_ptr<const Dataset> ds, const LoaderOptions& o, uint64_t epoch,
+                      uint64_t from) {
+  LoaderState state;
+  state.epoch = epoch;
+  state.next_batch = from;
+  state.seed = o.seed;
+  state.num_samples = ds->size();
+  state.rank = o.rank;
+  state.world_size = o.world_size;
+  state.batch_size = o.batch_size;
+  state.shuffle = o.shuffle;
+  state.tail = o.tail;
+  state.block_size = o.block_size;
+  state.block_window = o.block_window;
+  state.shard_layout = ShardLayoutDigest(ds->manifest());
+  auto loader = Loader::Create(ds, o, &state);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  std::vector<Got> out;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (;;) {
+      auto b = (*loader)->Next();
+      if (!b.ok()) {
+        EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
+        break;
+      }
+      out.push_back({b->epoch(),
+                     b->index(),
+                     b->size(),
+                     b->valid(),
+                     {b->indices().begin(), b->indices().end()},
+                     {b->labels().begin(), b->labels().end()},
+                     std::string(static_cast<const char*>(b->host_data()), b->host_bytes())});
+    }
+    if (pass == 0) EXPECT_OK((*loader)->StartEpoch(epoch + 1));
+  }
+  return out;
+}
+
+class ReadAheadLoaderTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 61));
+  auto ds = OpenOrDie(dir.path());
+  struct Case {
+    const char* name;
+    std::function<void(LoaderOptions*)> set;
+    uint64_t from;
+  };
+  const std::vector<Case> cases = {
+      {"global", [](LoaderOptions*) {}, 0},
+      {"none", [](LoaderOptions* o) { o->shuffle = ShuffleMode::kNone; }, 0},
+      {"block",
+       [](LoaderOptions* o) {
+         o->shuffle = ShuffleMode::kBlock;
+         o->block_size = 3;
+         o->block_window = 2;
+       },
+       0},
+      {"rank 1 of 3, pad",
+       [](LoaderOptions* o) {
+         o->rank = 1;
+         o->world_size = 3;
+         o->tail = Tail::kPad;
+       },
+       0},
+      {"resume at batch 4", [](LoaderOptions*) {}, 4},
+      {"drop tail, one slot",
+       [](LoaderOptions* o) {
+         o->tail = Tail::kDrop;
+         o->read_ahead_bytes = 1;
+       },
+       2},
+      {"random crop, flip, float16",
+       [](LoaderOptions* o) {
+         o->transform = Transform::kRandomResizedCrop;
+         o->output_height = 4;
+         o->output_width = 4;
+         o->random_flip = true;
+         o->output_type = OutputType::kFloat16;
+       },
+       1},
+      {"no checksums, cached reads, depth 1",
+       [](LoaderOptions* o) {
+         o->verify_crc = false;
+         o->io_bypass_cache = false;
+         o->io_depth = 1;
+       },
+       0},
+  };
+  for (const Case& c : cases) {
+    for (IoQueue queue : {IoQueue::kUring, IoQueue::kPread}) {
+      LoaderOptions o;
+      o.batch_size = 7;
+      o.seed = 11;
+      o.num_threads = 3;
+      c.set(&o);
+      o.io = IoPath::kMapped;
+      const std::vector<Got> mapped = Read(ds, o, 2, c.from);
+      o.io = IoPath::kReadAhead;
+      o.io_queue = queue;
+      const std::vector<Got> read_ahead = Read(ds, o, 2, c.from);
+      EXPECT_FALSE(mapped.empty()) << c.name;
+      EXPECT_TRUE(read_ahead == mapped)
+          << c.name << (queue == IoQueue::kUring ? ", io_uring" : ", pread");
+    }
+  }
+}
+
+TEST_P(ReadAheadLoaderTest, StatsNameThePathAndCountTheBytesRead) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 20));
+  auto ds = OpenOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 5;
+  o.io = IoPath::kReadAhead;
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
+  while ((*loader)->Next().ok()) {
+  }
+  const LoaderStats s = (*loader)->stats();
+  EXPECT_EQ(s.io.rfind("read-ahead: ", 0), 0u) << s.io;
+  EXPECT_NE(s.io.find("(forced)"), std::string::npos) << s.io;
+  EXPECT_GE(s.bytes_read, 20u * 90);
+  o.io = IoPath::kAuto;  // a small dataset fits: the mapping
+  auto small = Loader::Create(ds, o);
+  ASSERT_OK(small.status());
+  EXPECT_EQ((*small)->stats().io.rfind("mapped (dataset ", 0), 0u) << (*small)->stats().io;
+  EXPECT_EQ((*small)->stats().bytes_read, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadLoaderTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb),
+                         [](const auto& info) {
+                           return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
+                         });
+
+// ---- errors through MemEnv: an EIO, a truncation, on the read-ahead path ----
+
+// A TFRecord dataset written to disk, then copied into a MemEnv under the same paths.
+std::shared_ptr<const Dataset> InMemory(const TempDir& dir, io::MemEnv* env, Manifest* m) {
+  *m = testing::WriteTestDataset(dir.path(), Spec(Backend::kTfrecord, 14));
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
+    env->SetFileContents(entry.path().string(), testing::ReadFileOrDie(entry.path().string()));
+  }
+  return OpenOrDie(dir.path(), env);
+}
+
+StatusOr<int> BatchesUntilFailure(Loader& loader) {
+  for (int b = 0;; ++b) {
+    auto batch = loader.Next();
+    if (!batch.ok()) {
+      if (batch.status().code() == StatusCode::kOutOfRange) return b;
+      return batch.status();
+    }
+  }
+}
+
+TEST(ReadAheadFaultTest, AnInjectedReadErrorNamesTheFileTheRecordAndTheErrno) {
+  TempDir dir;
+  io::MemEnv env;
+  Manifest m;
+  auto ds = InMemory(dir, &env, &m);
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.shuffle = ShuffleMode::kNone;
+  o.io = IoPath::kReadAhead;
+  o.num_threads = 1;
+  env.InjectFault(io::FaultOp::kRead, 2, EIO);  // the second shard's read
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
+  auto failed = BatchesUntilFailure(**loader);
+  ASSERT_FALSE(failed.ok()) << "an injected EIO went unnoticed";
+  EXPECT_EQ(failed.status().code(), StatusCode::kIOError);
+  const std::string msg = failed.status().message();
+  EXPECT_NE(msg.find(m.shards[1].data.file + ": record 0 at offset 0: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("Input/output error"), std::string::npos) << msg;
+  EXPECT_EQ((*loader)->Next().status().code(), StatusCode::kIOError) << "the error stays";
+}
+
+TEST(ReadAheadFaultTest, AShardTruncatedWhileOpenIsAShortReadNamedAsSuch) {
+  TempDir dir;
+  io::MemEnv env;
+  Manifest m;
+  auto ds = InMemory(dir, &env, &m);
+  LoaderOptions o;
+  o.batch_size = 7;
+  o.shuffle = ShuffleMode::kNone;
+  o.io = IoPath::kReadAhead;
+  o.read_ahead_bytes = 1;  // one batch at a time: the truncation comes before shard 1's read
+  o.prefetch = 1;
+  o.num_threads = 1;
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
+  const std::string shard1 = dir.Join(m.shards[1].data.file);
+  const std::string bytes = env.FileContents(shard1);
+  env.SetFileContents(shard1, bytes.substr(0, bytes.size() / 2));
+  auto failed = BatchesUntilFailure(**loader);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kIOError);
+  EXPECT_NE(failed.status().message().find(m.shards[1].data.file + ": record 0 at offset 0: " +
+                                           std::string(io::kShrunkWhileOpen)),
+            std::string::npos)
+      << failed.status().message();
+}
+
+TEST(ReadAheadFaultTest, ACorruptRecordReadsAsOnTheMappedPath) {
+  TempDir dir;
+  Manifest m = testing::WriteTestDataset(dir.path(), Spec(Backend::kTfrecord, 14));
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  std::string bytes = testing::ReadFileOrDie(shard);
+  std::vector<uint8_t> px = testing::TestPixels(4, 6, 5, 3);
+  const size_t at = bytes.find(std::string(px.begin(), px.end()));
+  ASSERT_NE(at, std::string::npos);
+  bytes[at + 3] ^= 4;
+  testing::WriteFileOrDie(shard, bytes);
+  auto ds = OpenOrDie(dir.path());
+  std::string messages[2];
+  uint64_t skipped[2];
+  for (int path = 0; path < 2; ++path) {
+    LoaderOptions o;
+    o.batch_size = 7;
+    o.shuffle = ShuffleMode::kNone;
+    o.io = path == 0 ? IoPath::kMapped : IoPath::kReadAhead;
+    auto loader = Loader::Create(ds, o);
+    ASSERT_OK(loader.status());
+    messages[path] = (*loader)->Next().status().ToString();
+    o.on_corrupt = OnCorrupt::kSkip;
+    auto skipping = Loader::Create(ds, o);
+    ASSERT_OK(skipping.status());
+    auto b = (*skipping)->Next();
+    ASSERT_OK(b.status());
+    EXPECT_EQ(b->size(), 6);
+    b->Release();
+    skipped[path] = (*skipping)->stats().skipped_corrupt;
+  }
+  EXPECT_NE(messages[0].find("record 4 at offset"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[1], messages[0]);
+  EXPECT_EQ(skipped[0], 1u);
+  EXPECT_EQ(skipped[1], 1u);
+}
+
+// ---- the automatic choice ----
+
+void WriteText(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+TEST(IoChoiceTest, TheCgroupLimitBelowMemAvailableDecides) {
+  TempDir root;
+  WriteText(root.Join("proc/meminfo"), "MemTotal: 25000000 kB\nMemAvailable: 20000000 kB\n");
+  // cgroup v1: the limit of a parent counts for its children.
+  WriteText(root.Join("proc/self/cgroup"), "4:memory:/job/step\n0::/\n");
+  WriteText(root.Join("sys/fs/cgroup/memory/job/memory.limit_in_bytes"), "2147483648\n");
+  WriteText(root.Join("sys/fs/cgroup/memory/job/step/memory.limit_in_bytes"),
+            "9223372036854771712\n");
+  read::CacheLimit v1 = read::PageCacheLimit(root.path());
+  EXPECT_EQ(v1.bytes, 2147483648u);
+  EXPECT_EQ(v1.source, "cgroup memory.limit_in_bytes of /job");
+  // cgroup v2: "max" is no limit.
+  WriteText(root.Join("proc/self/cgroup"), "0::/user/session\n");
+  WriteText(root.Join("sys/fs/cgroup/user/memory.max"), "max\n");
+  WriteText(root.Join("sys/fs/cgroup/user/session/memory.max"), "1000000000\n");
+  read::CacheLimit v2 = read::PageCacheLimit(root.path());
+  EXPECT_EQ(v2.bytes, 1000000000u);
+  EXPECT_EQ(v2.source, "cgroup memory.max of /user/session");
+  // No cgroup limit: what the kernel reports available.
+  WriteText(root.Join("sys/fs/cgroup/user/session/memory.max"), "max\n");
+  read::CacheLimit none = read::PageCacheLimit(root.path());
+  EXPECT_EQ(none.bytes, 20000000ull * 1024);
+  EXPECT_EQ(none.source, "MemAvailable");
+}
+
+TEST(IoChoiceTest, MappedWhileTheDatasetFitsInThreeQuartersOfTheLimit) {
+  const read::CacheLimit limit{4000000000, "cgroup memory.max of /a"};
+  read::IoChoice fits = read::ChooseIo(3000000000, limit);
+  EXPECT_FALSE(fits.read_ahead);
+  EXPECT_EQ(
+      fits.why,
+      "dataset 3.0 GB <= 75% of the 4.0 GB the page cache may hold (cgroup memory.max of /a)");
+  read::IoChoice big = read::ChooseIo(3000000001, limit);
+  EXPECT_TRUE(big.read_ahead);
+  EXPECT_NE(big.why.find("dataset 3.0 GB > 75% of the 4.0 GB"), std::string::npos) << big.why;
+}
+
+}  // namespace
+}  // namespace shardpack
