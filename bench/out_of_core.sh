@@ -4,23 +4,31 @@
 # 256x256x3 samples (30,000: 5.9 GB, Caltech-256-sized) unless DIR holds one, then, with
 # the page cache dropped before each run and every reader inside a memory cgroup (v1 or
 # v2) that caps what it may cache at LIMIT (default: a third of the dataset):
-#   - fio: sequential 1 MiB reads, and random reads of one record's size at queue depth 1
-#     and 8 (O_DIRECT: the device, not the cache);
+#   - fio: random reads of one record's size at queue depth 1, 2, 8 and 32, and sequential
+#     1 MiB reads at depth 8 (O_DIRECT: the device, not the cache);
 #   - cat of the shards (sequential, through the page cache);
-#   - shardpack bench, one epoch per shuffle mode at THREADS threads.
-# Prints one table: samples/s and GB/s of each, and the loader's share of the disk's
-# random-read rate. Needs root (cgroups, drop_caches); installs fio from Debian if absent.
+#   - shardpack bench, one epoch per I/O path x shuffle mode x thread count;
+#   - FFCV 1.0.2 with os_cache=False (its out-of-core mode) on the same pixels, where
+#     out/venv-peers-ffcv exists (bench/peers/run.sh installs it; FFCV=0 leaves it out):
+#     QUASI_RANDOM and RANDOM at batch 256 with its default 8 MiB pages, and QUASI_RANDOM
+#     with 2 MiB pages at batch 256 and 64. An OOM kill is a result ("killed"), not a failure.
+# Prints one table: samples/s and GB/s of each, its share of the best random-read rate and of
+# the sequential rate, CPU seconds per GB read, and peak RSS. Needs root (cgroups,
+# drop_caches); installs fio from Debian if absent.
 # Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]   (BACKEND=lmdb for LMDB)
-# Environment: THREADS (default 2), SHUFFLES (default "global block"), BENCH_FLAGS (more
-# shardpack bench flags), SKIP_FIO=1 (loader rows only).
+# Environment: THREADS (default "1 2"), SHUFFLES (default "global block"), IOS (default
+# "mapped readahead"), BENCH_FLAGS (more shardpack bench flags), SKIP_FIO=1 (depth 1 only),
+# FFCV=0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-out/bench-ooc}
 samples=${2:-30000}
-threads=${THREADS:-2}
+threads_list=${THREADS:-1 2}
 shuffles=${SHUFFLES:-global block}
+ios=${IOS:-mapped readahead}
 [ -x build/tools/shardpack ] || bash scripts/build.sh
 command -v fio > /dev/null || { apt-get update -qq && apt-get install -y -qq fio > /dev/null; }
+[ -x /usr/bin/time ] || { apt-get update -qq && apt-get install -y -qq time > /dev/null; }
 
 if [ ! -f "$dir/manifest.json" ]; then
   rm -rf "$dir"
@@ -48,10 +56,9 @@ drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 seconds() { python3 -c "import time; print(time.monotonic())"; }
 
 calc() { python3 -c "print($1)"; }
-printf 'out of core: %s, %d samples of %d bytes, %.2f GB; cgroup limit %.2f GB (%.0f%% of the data); %d threads\n\n' \
+printf 'out of core: %s, %d samples of %d bytes, %.2f GB; cgroup limit %.2f GB (%.0f%% of the data); threads %s\n\n' \
   "$dir" "$samples" "$record_bytes" "$(calc "$data_bytes / 1e9")" \
-  "$(calc "$limit / 1e9")" "$(calc "100 * $limit / $data_bytes")" "$threads"
-printf '| what | samples/s | GB/s | share of random QD1 |\n|---|---|---|---|\n'
+  "$(calc "$limit / 1e9")" "$(calc "100 * $limit / $data_bytes")" "$threads_list"
 
 fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
   local files
@@ -62,30 +69,93 @@ fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
     --output-format=json 2> /dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
 }
-row() {  # WHAT BYTES_PER_S
-  printf '| %s | %.0f | %.2f | %.2f |\n' "$1" "$(calc "$2 / $record_bytes")" \
-    "$(calc "$2 / 1e9")" "$(calc "$2 / $random_qd1")"
+declare -a rows
+best_random=0
+sequential=0
+add() {  # WHAT BYTES_PER_S CPU_S PEAK_RSS_KB: a row, its shares computed at the end
+  rows+=("$1|$2|${3:--}|${4:--}")
 }
-random_qd1=$(fio_rate randread "${record_kib}k" 1 1)
-row "fio random ${record_kib} KiB reads, depth 1, 1 job" "$random_qd1"
+for depth in 1 2 8 32; do
+  [ "${SKIP_FIO:-0}" = 1 ] && [ "$depth" != 1 ] && continue
+  rate=$(fio_rate randread "${record_kib}k" "$depth" 1)
+  add "fio random ${record_kib} KiB reads, depth $depth" "$rate"
+  [ "$rate" -gt "$best_random" ] && best_random=$rate
+done
 if [ "${SKIP_FIO:-0}" != 1 ]; then
-  row "fio random ${record_kib} KiB reads, depth 8, 1 job" "$(fio_rate randread "${record_kib}k" 8 1)"
-  row "fio random ${record_kib} KiB reads, depth 1, $threads jobs" "$(fio_rate randread "${record_kib}k" 1 "$threads")"
-  row "fio sequential 1 MiB reads, depth 8" "$(fio_rate read 1m 8 1)"
+  sequential=$(fio_rate read 1m 8 1)
+  add "fio sequential 1 MiB reads, depth 8" "$sequential"
 fi
 
 drop
 t0=$(seconds)
 in_cgroup cat $shards > /dev/null
 t1=$(seconds)
-row "cat of the shards (page cache, sequential)" "$(calc "$data_bytes / ($t1 - $t0)")"
+add "cat of the shards (page cache, sequential)" "$(calc "int($data_bytes / ($t1 - $t0))")"
 
-for shuffle in $shuffles; do
-  drop
-  # One epoch: the loader's row of shardpack bench gives samples/s.
-  line=$(in_cgroup build/tools/shardpack bench "$dir" --threads "$threads" --shuffle "$shuffle" \
-    --epochs 1 ${BENCH_FLAGS:-} | grep "^| $shuffle |")
-  per_s=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
-  row "shardpack bench --shuffle $shuffle" "$(calc "$per_s * $record_bytes")"
+timed=$(mktemp)
+for io in $ios; do
+  for shuffle in $shuffles; do
+    for threads in $threads_list; do
+      drop
+      # One epoch: the loader's row of shardpack bench gives samples/s; /usr/bin/time the
+      # CPU seconds and the peak RSS.
+      what="shardpack, $io, --shuffle $shuffle, $threads threads"
+      rc=0
+      line=$(in_cgroup /usr/bin/time -f '%U %S %M' -o "$timed" build/tools/shardpack bench "$dir" \
+        --threads "$threads" --shuffle "$shuffle" --io "$io" --epochs 1 --no-baseline \
+        ${BENCH_FLAGS:-} | grep "^| $shuffle |") || rc=$?
+      if [ -z "$line" ]; then
+        rows+=("$what|failed (exit $rc; killed when out of memory in the cgroup)|-|-")
+        continue
+      fi
+      per_s=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
+      read -r user sys rss_kb < "$timed"
+      add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb"
+    done
+  done
+done
+
+ffcv_py=out/venv-peers-ffcv/bin/python
+if [ "${FFCV:-1}" != 0 ] && [ -x "$ffcv_py" ]; then
+  for page in 8388608 2097152; do
+    beton="$dir.ffcv-$page.beton"
+    [ -f "$beton" ] || "$ffcv_py" bench/peers/ffcv_out_of_core.py write "$dir" "$beton" \
+      --page-size "$page" --threads 2 > /dev/null
+  done
+  for setting in "quasi_random 256 8388608" "random 256 8388608" "quasi_random 256 2097152" \
+    "quasi_random 64 2097152"; do
+    read -r order batch page <<< "$setting"
+    threads=${threads_list##* }
+    drop
+    rc=0
+    out=$(in_cgroup /usr/bin/time -f '%U %S %M' -o "$timed" "$ffcv_py" \
+      bench/peers/ffcv_out_of_core.py read "$dir.ffcv-$page.beton" --order "$order" \
+      --os-cache 0 --batch-size "$batch" --threads "$threads" 2> /dev/null) || rc=$?
+    what="FFCV os_cache=False, $order, batch $batch, $((page >> 20)) MiB pages, $threads threads"
+    if [ "$rc" -ne 0 ]; then
+      rows+=("$what|killed (exit $rc: out of memory in the cgroup)|-|-")
+      continue
+    fi
+    per_s=$(echo "$out" | python3 -c "import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])['samples_per_s'])")
+    read -r user sys rss_kb < "$timed"
+    add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb"
+  done
+fi
+rm -f "$timed"
+
+printf '| what | samples/s | GB/s | share of the best random read | share of sequential | CPU s per GB | peak RSS (MB) |\n'
+printf '|---|---|---|---|---|---|---|\n'
+for r in "${rows[@]}"; do
+  IFS='|' read -r what rate cpu rss <<< "$r"
+  if ! [[ "$rate" =~ ^[0-9]+$ ]]; then
+    printf '| %s | %s | | | | | |\n' "$what" "$rate"
+    continue
+  fi
+  share_random=$(calc "'%.2f' % ($rate / $best_random)")
+  share_seq=$([ "$sequential" -gt 0 ] && calc "'%.2f' % ($rate / $sequential)" || echo -)
+  cpu_gb=$([ "$cpu" != - ] && calc "'%.1f' % ($cpu / ($data_bytes / 1e9))" || echo -)
+  rss_mb=$([ "$rss" != - ] && calc "'%.0f' % ($rss / 1024)" || echo -)
+  printf '| %s | %.0f | %.2f | %s | %s | %s | %s |\n' "$what" "$(calc "$rate / $record_bytes")" \
+    "$(calc "$rate / 1e9")" "$share_random" "$share_seq" "$cpu_gb" "$rss_mb"
 done
 rmdir "$cg" 2> /dev/null || true

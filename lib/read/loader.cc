@@ -382,7 +382,6 @@ class Loader::Impl {
   // turns that into an IOError naming the file, whatever else the zeros caused.
   Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     Status s = CopySample(slot, i, scratch);
-    if (reads != nullptr) return s;  // nothing mapped: nothing can have shrunk under it
     Status intact = dataset->CheckIntact(slot.indices[i]);
     return intact.ok() ? s : intact;
   }
@@ -889,6 +888,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     ro.slots = static_cast<int>(impl->read_slots);
     ro.depth = o.io_depth;
     ro.direct = o.io_bypass_cache;
+    ro.reuse_cache = o.io_reuse_page_cache;
     ro.queue = o.io_queue == IoQueue::kUring   ? read::QueueKind::kUring
                : o.io_queue == IoQueue::kPread ? read::QueueKind::kPread
                                                : read::QueueKind::kAuto;
@@ -1060,6 +1060,7 @@ LoaderStats Loader::stats() const {
                     : 0.0;
   s.io = impl_->io_description;
   s.bytes_read = impl_->reads != nullptr ? impl_->reads->bytes_read() : 0;
+  s.batches_from_page_cache = impl_->reads != nullptr ? impl_->reads->cached_batches() : 0;
   return s;
 }
 

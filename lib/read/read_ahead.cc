@@ -21,6 +21,8 @@ constexpr size_t kAlign = io::RandomAccessFile::kDirectAlignment;
 // Adjacent records are read together up to this many bytes: large enough for the disk's
 // sequential rate, small enough that a block's reads still run in parallel.
 constexpr size_t kMaxReadBytes = 4 << 20;
+// Samples of a batch probed for residency in the page cache (mincore), evenly spaced.
+constexpr size_t kResidentProbes = 8;
 
 size_t AlignDown(uint64_t n) { return static_cast<size_t>(n / kAlign * kAlign); }
 size_t AlignUp(uint64_t n) { return static_cast<size_t>((n + kAlign - 1) / kAlign * kAlign); }
@@ -241,7 +243,8 @@ struct ReadAhead::Slot {
 
   uint64_t batch = kNone;  // the batch it holds, kNone when free
   bool started = false;
-  int pending = 0;  // reads in flight
+  bool cached = false;  // its records are in the page cache: read through the mapping
+  int pending = 0;      // reads in flight
   std::vector<Item> items;
   std::vector<Read> reads;
   std::vector<ReadRequest> requests;  // planning scratch, kept for its capacity
@@ -333,10 +336,38 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
     slot.batch = batch;
     slot.started = false;
   }
-  // Plan: each sample's extent, then runs of adjacent records as one read each.
   slot.items.clear();
   slot.reads.clear();
   slot.requests.clear();
+  // A batch whose records are in the page cache already (probed as the mapped path's
+  // read-ahead does) is read from there, zero-copy: a dataset that fits in memory after
+  // all, or the part of one that another reader brought in, costs no second read.
+  slot.cached = options_.reuse_cache && !indices.empty();
+  for (size_t k = 0; k < kResidentProbes && k < indices.size() && slot.cached; ++k) {
+    const size_t n = indices.size();
+    slot.cached = dataset_.Resident(indices[k * n / std::min(n, kResidentProbes)]);
+  }
+  if (slot.cached) {
+    for (const uint64_t index : indices) {
+      Slot::Item item;
+      auto loc = dataset_.Locate(index);
+      if (loc.ok()) {
+        item.shard = loc->shard;
+        item.record = loc->record;
+      } else {
+        item.status = loc.status();
+      }
+      slot.items.push_back(std::move(item));
+    }
+    cached_batches_.fetch_add(1, std::memory_order_relaxed);
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      slot.started = true;
+    }
+    cv_.notify_all();
+    return;
+  }
+  // Plan: each sample's extent, then runs of adjacent records as one read each.
   size_t total = 0;
   uint64_t run_end = 0;  // where the open read's last record ends in its file
   for (const uint64_t index : indices) {
@@ -455,9 +486,14 @@ Status ReadAhead::Sample(uint64_t batch, int position, bool verify_crc, SampleVi
     cv_.wait(lock, [&] {
       if (slot.batch != batch || !slot.started) return false;
       const Slot::Item& it = slot.items[static_cast<size_t>(position)];
-      return it.read < 0 || slot.reads[static_cast<size_t>(it.read)].done;
+      return slot.cached || it.read < 0 || slot.reads[static_cast<size_t>(it.read)].done;
     });
     item = &slot.items[static_cast<size_t>(position)];
+    if (slot.cached) {
+      if (!item->status.ok()) return item->status;
+      lock.unlock();
+      return dataset_.shard(item->shard).Get(item->record, verify_crc, out);
+    }
     if (item->read < 0) return item->status;
     const Status& s = slot.reads[static_cast<size_t>(item->read)].status;
     if (!s.ok()) return dataset_.shard(item->shard).Fault(item->record, s);

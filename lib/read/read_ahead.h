@@ -4,8 +4,8 @@
 // ahead, many reads in flight, into buffers allocated once: a batch of stored records per
 // read slot, `slots` of them (the byte budget decides how many). The loader's workers then
 // parse and copy each sample out of its slot's buffer exactly as they would out of a
-// mapping (read::ShardReader::Parse). Nothing is mapped: a shard that shrinks gives a short
-// read, reported as an IOError naming the file, record and offset, never SIGBUS.
+// mapping (read::ShardReader::Parse). A shard that shrinks gives a short read, reported as
+// an IOError naming the file, record and offset.
 //
 // Planning a batch: each sample's record extent (ShardReader::Extent); runs of records
 // that follow each other in the same file and in the batch (block shuffle, no shuffle) are
@@ -69,9 +69,10 @@ StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth, Re
 
 struct ReadAheadOptions {
   int batch_size = 256;
-  int slots = 2;       // batches read ahead (>= 1)
-  int depth = 16;      // reads in flight
-  bool direct = true;  // bypass the page cache (O_DIRECT, else DONTNEED after reading)
+  int slots = 2;            // batches read ahead (>= 1)
+  int depth = 16;           // reads in flight
+  bool direct = true;       // bypass the page cache (O_DIRECT, else DONTNEED after reading)
+  bool reuse_cache = true;  // read batches found in the page cache through the mapping
   QueueKind queue = QueueKind::kAuto;
 };
 
@@ -98,6 +99,8 @@ class ReadAhead {
 
   std::string Describe() const;  // "io_uring, depth 16, O_DIRECT, 2 batches ahead"
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
+  // Batches found in the page cache and read through the mapping instead.
+  uint64_t cached_batches() const { return cached_batches_.load(std::memory_order_relaxed); }
   // Reads queued so far (adjacent records coalesce into one).
   uint64_t reads_issued() const { return reads_issued_.load(std::memory_order_relaxed); }
 
@@ -119,6 +122,7 @@ class ReadAhead {
   int in_flight_ = 0;
   std::atomic<uint64_t> bytes_read_{0};
   std::atomic<uint64_t> reads_issued_{0};
+  std::atomic<uint64_t> cached_batches_{0};
 };
 
 }  // namespace shardpack::read

@@ -77,6 +77,9 @@ class LoaderStats:
     seconds: float  # since the loader was made
     wait_seconds: float  # time the consumer spent waiting for batches
     mean_ready_batches: float  # batches ready when one was asked for, averaged
+    io: str = ""  # the I/O path and why ("mapped (dataset ...)", "read-ahead: ...")
+    bytes_read: int = 0  # read-ahead path: bytes read from storage
+    batches_from_page_cache: int = 0  # read-ahead path: batches found in the page cache
 
     @property
     def samples_per_second(self):
@@ -222,9 +225,16 @@ class Loader:
         seed: seed of the shuffles and of the random transforms (default 0).
         num_threads: worker threads (0: all cores, at most 8).
         prefetch: batches prepared ahead (default 2; the ring has prefetch + 2 slots).
-        read_ahead: bytes of the epoch's next samples the kernel is asked to read
-            ahead (default 128 MiB; 0: off): what makes a dataset bigger than memory
-            read at the disk's speed. The batches are the same either way.
+        io: how the shards are read: "auto" (default: the mapping while the dataset
+            fits in 75% of what the page cache may hold for this process, its cgroup's
+            memory limit included, else read-ahead), "mapped" or "readahead" (the
+            epoch's next records read ahead, ``io_depth`` reads in flight, into buffers
+            allocated once, bypassing the page cache). The batches are the same either
+            way; ``loader.stats().io`` says which path and why (docs/LOADER.md).
+        read_ahead: bytes of the epoch's next samples read ahead (default 128 MiB).
+            Read-ahead path: the buffers' budget. Mapped path: what the kernel is asked
+            to read into the page cache ahead (0: off).
+        io_depth: read-ahead path: reads in flight (default 16).
         device: "cpu" (default), "cuda", "cuda:N", an int or a torch.device.
         rank, world_size: this process's part of each epoch (defaults 0, 1); see
             ``shardpack.torch.distributed_info()`` for torchrun.
@@ -270,6 +280,8 @@ class Loader:
         num_threads=0,
         prefetch=2,
         read_ahead=128 << 20,
+        io="auto",
+        io_depth=16,
         device="cpu",
         rank=0,
         world_size=1,
@@ -305,6 +317,8 @@ class Loader:
         o.num_threads = integer(num_threads, "num_threads", 0, 4096)
         o.prefetch = integer(prefetch, "prefetch", 1, 64)
         o.read_ahead_bytes = integer(read_ahead, "read_ahead", 0, UINT64_MAX)
+        o.io = enum_member(_shardpack.IoPath, io, "io")
+        o.io_depth = integer(io_depth, "io_depth", 1, 256)
         o.device = _parse_device(device)
         o.world_size = integer(world_size, "world_size", 1, INT32_MAX)
         o.rank = integer(rank, "rank", 0, o.world_size - 1)
@@ -529,6 +543,9 @@ class Loader:
             seconds=time.monotonic() - self._created,
             wait_seconds=sum(p.wait_seconds for p in parts),
             mean_ready_batches=ready / batches if batches else 0.0,
+            io=parts[-1].io,
+            bytes_read=sum(p.bytes_read for p in parts),
+            batches_from_page_cache=sum(p.batches_from_page_cache for p in parts),
         )
 
     def epoch_order(self, epoch):

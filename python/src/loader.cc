@@ -248,6 +248,10 @@ void BindLoader(nb::module_& m) {
       .value("center_crop", Transform::kCenterCrop)
       .value("random_resized_crop", Transform::kRandomResizedCrop)
       .value("random_crop", Transform::kRandomCrop);
+  nb::enum_<IoPath>(m, "IoPath")
+      .value("auto", IoPath::kAuto)
+      .value("mapped", IoPath::kMapped)
+      .value("readahead", IoPath::kReadAhead);
   nb::enum_<OnCorrupt>(m, "OnCorrupt")
       .value("fail", OnCorrupt::kFail)
       .value("skip", OnCorrupt::kSkip);
@@ -276,6 +280,9 @@ void BindLoader(nb::module_& m) {
       .def_rw("num_threads", &LoaderOptions::num_threads)
       .def_rw("prefetch", &LoaderOptions::prefetch)
       .def_rw("read_ahead_bytes", &LoaderOptions::read_ahead_bytes)
+      .def_rw("io", &LoaderOptions::io)
+      .def_rw("io_depth", &LoaderOptions::io_depth)
+      .def_rw("io_bypass_cache", &LoaderOptions::io_bypass_cache)
       .def_rw("tail", &LoaderOptions::tail)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)
@@ -306,6 +313,11 @@ void BindLoader(nb::module_& m) {
       .def_ro("wait_seconds", &LoaderStats::wait_seconds,
               "Seconds the consumer waited for batches.")
       .def_ro("mean_ready_batches", &LoaderStats::mean_ready_batches)
+      .def_ro("io", &LoaderStats::io, "The I/O path and why it was chosen.")
+      .def_ro("bytes_read", &LoaderStats::bytes_read,
+              "Read-ahead path: bytes read from storage (mapped path: 0).")
+      .def_ro("batches_from_page_cache", &LoaderStats::batches_from_page_cache,
+              "Read-ahead path: batches found in the page cache and read from there.")
       .def("__str__", &LoaderStats::ToString);
 
   nb::class_<BatchHandle>(m, "Batch",

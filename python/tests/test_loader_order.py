@@ -232,3 +232,23 @@ def test_read_ahead_changes_no_batch(dataset_path):
     assert all(np.array_equal(orders[0], o) for o in orders[1:])
     with pytest.raises(shardpack.InvalidArgumentError, match="read_ahead must be an integer"):
         loader(dataset_path, read_ahead=-1)
+
+
+def test_both_io_paths_deliver_the_same_batches(dataset_path):
+    got = {}
+    for io in ("mapped", "readahead"):
+        ld = loader(dataset_path, batch_size=7, seed=3, io=io, io_depth=4)
+        indices, labels, images = collect(ld)
+        got[io] = (indices, labels, np.concatenate(images))
+        stats = ld.stats()
+        assert stats.io.startswith("mapped" if io == "mapped" else "read-ahead: "), stats.io
+        # Read-ahead reads from storage, or from the page cache where it finds the batch there.
+        assert (stats.bytes_read + stats.batches_from_page_cache > 0) == (io == "readahead")
+    for a, b in zip(got["mapped"], got["readahead"]):
+        np.testing.assert_array_equal(a, b)
+    assert len(got["mapped"][0]) == 60
+    assert loader(dataset_path).stats().io.startswith("mapped (dataset "), "a small dataset fits"
+    with pytest.raises(shardpack.InvalidArgumentError, match="io must be one of 'auto', 'mapped', 'readahead'"):
+        loader(dataset_path, io="direct")
+    with pytest.raises(shardpack.InvalidArgumentError, match="io_depth"):
+        loader(dataset_path, io_depth=0)

@@ -91,6 +91,7 @@ class LoaderTest : public ::testing::TestWithParam<LoaderParam> {
     LoaderOptions o;
     o.io = GetParam().io;
     o.io_queue = GetParam().queue;
+    o.io_reuse_page_cache = false;  // the shards were just written: read them from storage
     return o;
   }
   bool read_ahead() const { return GetParam().io == IoPath::kReadAhead; }

@@ -56,6 +56,7 @@ TEST_P(ReadAheadTest, AdjacentRecordsOfAFileAreOneReadAndEverySampleIsTheStoredO
   o.batch_size = 9;
   o.slots = 2;
   o.queue = read::QueueKind::kPread;
+  o.reuse_cache = false;
   auto ra = read::ReadAhead::Create(*ds, o);
   ASSERT_OK(ra.status());
   // Records 3..11 span shards 0 and 1: two runs, two reads.
@@ -93,6 +94,7 @@ TEST_P(ReadAheadTest, ASlotTakesItsNextBatchOnlyOnceFinished) {
   read::ReadAheadOptions o;
   o.batch_size = 2;
   o.slots = 2;
+  o.reuse_cache = false;
   auto ra = read::ReadAhead::Create(*ds, o);
   ASSERT_OK(ra.status());
   EXPECT_TRUE((*ra)->CanStart(0));
@@ -210,6 +212,7 @@ TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
          o->output_type = OutputType::kFloat16;
        },
        1},
+      {"page cache reused", [](LoaderOptions* o) { o->io_reuse_page_cache = true; }, 0},
       {"no checksums, cached reads, depth 1",
        [](LoaderOptions* o) {
          o->verify_crc = false;
@@ -224,10 +227,12 @@ TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
       o.batch_size = 7;
       o.seed = 11;
       o.num_threads = 3;
+      o.io_reuse_page_cache = false;  // just written: read from storage unless a case says
       c.set(&o);
       o.io = IoPath::kMapped;
       const std::vector<Got> mapped = Read(ds, o, 2, c.from);
       o.io = IoPath::kReadAhead;
+      o.io_reuse_page_cache = false;
       o.io_queue = queue;
       const std::vector<Got> read_ahead = Read(ds, o, 2, c.from);
       EXPECT_FALSE(mapped.empty()) << c.name;
@@ -244,6 +249,7 @@ TEST_P(ReadAheadLoaderTest, StatsNameThePathAndCountTheBytesRead) {
   LoaderOptions o;
   o.batch_size = 5;
   o.io = IoPath::kReadAhead;
+  o.io_reuse_page_cache = false;
   auto loader = Loader::Create(ds, o);
   ASSERT_OK(loader.status());
   while ((*loader)->Next().ok()) {
@@ -252,6 +258,17 @@ TEST_P(ReadAheadLoaderTest, StatsNameThePathAndCountTheBytesRead) {
   EXPECT_EQ(s.io.rfind("read-ahead: ", 0), 0u) << s.io;
   EXPECT_NE(s.io.find("(forced)"), std::string::npos) << s.io;
   EXPECT_GE(s.bytes_read, 20u * 90);
+  EXPECT_EQ(s.batches_from_page_cache, 0u);
+  // With the page cache reused (the default), batches found there are read through the
+  // mapping: the same batches, no storage read.
+  for (const ShardEntry& e : ds->manifest().shards) testing::ReadFileOrDie(dir.Join(e.data.file));
+  o.io_reuse_page_cache = true;
+  auto reusing = Loader::Create(ds, o);
+  ASSERT_OK(reusing.status());
+  while ((*reusing)->Next().ok()) {
+  }
+  EXPECT_EQ((*reusing)->stats().batches_from_page_cache, 4u);
+  EXPECT_EQ((*reusing)->stats().bytes_read, 0u);
   o.io = IoPath::kAuto;  // a small dataset fits: the mapping
   auto small = Loader::Create(ds, o);
   ASSERT_OK(small.status());
@@ -295,6 +312,7 @@ TEST(ReadAheadFaultTest, AnInjectedReadErrorNamesTheFileTheRecordAndTheErrno) {
   o.batch_size = 7;
   o.shuffle = ShuffleMode::kNone;
   o.io = IoPath::kReadAhead;
+  o.io_reuse_page_cache = false;
   o.num_threads = 1;
   env.InjectFault(io::FaultOp::kRead, 2, EIO);  // the second shard's read
   auto loader = Loader::Create(ds, o);
@@ -317,6 +335,7 @@ TEST(ReadAheadFaultTest, AShardTruncatedWhileOpenIsAShortReadNamedAsSuch) {
   o.batch_size = 7;
   o.shuffle = ShuffleMode::kNone;
   o.io = IoPath::kReadAhead;
+  o.io_reuse_page_cache = false;
   o.read_ahead_bytes = 1;  // one batch at a time: the truncation comes before shard 1's read
   o.prefetch = 1;
   o.num_threads = 1;

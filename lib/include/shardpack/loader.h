@@ -146,6 +146,10 @@ struct LoaderOptions {
   // kReadAhead: keep the shards out of the page cache (default on): O_DIRECT where the
   // file system allows it, else each read's pages dropped after it (POSIX_FADV_DONTNEED).
   bool io_bypass_cache = true;
+  // kReadAhead: a batch whose records are found in the page cache already (a few probed
+  // with mincore) is read from there through the mapping, zero-copy, as on the mapped
+  // path (default on). Off: every batch is read from storage (to measure that path).
+  bool io_reuse_page_cache = true;
   // kReadAhead: kUring or kPread forces a queue (tests); kAuto takes io_uring where the
   // kernel allows it.
   IoQueue io_queue = IoQueue::kAuto;
@@ -249,8 +253,9 @@ struct LoaderStats {
   // The I/O path and why: "mapped (dataset 0.1 GB <= 75% of ...)", "read-ahead: io_uring,
   // depth 16, O_DIRECT, 2 batches ahead (dataset 5.9 GB > ...)" or "... (forced)".
   std::string io;
-  uint64_t bytes_read = 0;       // read-ahead: bytes read from storage (mapped: 0, not counted)
-  std::string ToString() const;  // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
+  uint64_t bytes_read = 0;  // read-ahead: bytes read from storage (mapped: 0, not counted)
+  uint64_t batches_from_page_cache = 0;  // read-ahead: batches found there (io_reuse_page_cache)
+  std::string ToString() const;          // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
 };
 
 class Loader;
