@@ -62,8 +62,14 @@ struct Args {
   uint64_t read_ahead = LoaderOptions{}.read_ahead_bytes;
   std::string io = "auto";
   int io_depth = LoaderOptions{}.io_depth;
+  uint64_t io_buffer = LoaderOptions{}.io_buffer_bytes;
+  std::string io_queue = "auto";
   bool baseline = true;
 };
+
+IoQueue IoQueueOf(const std::string& s) {
+  return s == "uring" ? IoQueue::kUring : s == "pread" ? IoQueue::kPread : IoQueue::kAuto;
+}
 
 IoPath IoPathOf(const std::string& s) {
   return s == "mapped" ? IoPath::kMapped : s == "readahead" ? IoPath::kReadAhead : IoPath::kAuto;
@@ -166,6 +172,8 @@ int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes)
   o.read_ahead_bytes = a.read_ahead;
   o.io = IoPathOf(a.io);
   o.io_depth = a.io_depth;
+  o.io_buffer_bytes = a.io_buffer;
+  o.io_queue = IoQueueOf(a.io_queue);
   o.device = a.device;
   auto loader = Loader::Create(ds, o);
   if (!loader.ok()) return fail(loader.status());
@@ -279,6 +287,8 @@ int Run(const Args& a) {
       o.read_ahead_bytes = a.read_ahead;
       o.io = IoPathOf(a.io);
       o.io_depth = a.io_depth;
+      o.io_buffer_bytes = a.io_buffer;
+      o.io_queue = IoQueueOf(a.io_queue);
       const Rss before = ReadRss();
       auto loader = Loader::Create(ds, o);
       if (!loader.ok()) {
@@ -403,6 +413,14 @@ std::function<int()> AddBench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--io-depth", a->io_depth, "Read-ahead path: reads in flight")
       ->check(Integer<int>(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--io-buffer", a->io_buffer,
+                  "Read-ahead path: bytes of buffers the records are read into")
+      ->check(Integer<uint64_t>(1))
+      ->capture_default_str();
+  cmd->add_option("--io-queue", a->io_queue,
+                  "Read-ahead path: auto (io_uring where the kernel allows it), uring or pread")
+      ->check(CLI::IsMember({"auto", "uring", "pread"}))
       ->capture_default_str();
   cmd->add_flag(
       "--no-baseline", [a](int64_t) { a->baseline = false; },

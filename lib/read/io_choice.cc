@@ -29,7 +29,11 @@ bool ParseBytes(std::string_view text, uint64_t* out) {
 
 std::string FormatBytes(uint64_t bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  if (bytes < 1000000000) {
+    std::snprintf(buf, sizeof buf, "%.0f MB", static_cast<double>(bytes) / 1e6);
+  } else {
+    std::snprintf(buf, sizeof buf, "%.1f GB", static_cast<double>(bytes) / 1e9);
+  }
   return buf;
 }
 

@@ -882,7 +882,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     why = choice.why;
   }
   if (read_ahead) {
-    impl->read_slots = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 64);
+    impl->read_slots = std::clamp<uint64_t>(o.io_buffer_bytes / stored_batch, 1, 64);
     read::ReadAheadOptions ro;
     ro.batch_size = o.batch_size;
     ro.slots = static_cast<int>(impl->read_slots);

@@ -230,7 +230,8 @@ struct ReadAhead::Slot {
   struct Item {  // one sample of the batch
     size_t shard = 0;
     uint64_t record = 0;
-    size_t at = 0;  // where its bytes begin in the buffer
+    size_t at = 0;        // where its bytes begin in the buffer
+    uint64_t offset = 0;  // and in its file
     uint64_t length = 0;
     int read = -1;  // its read; -1: its extent was not found
     Status status;  // why not
@@ -249,6 +250,7 @@ struct ReadAhead::Slot {
   std::vector<Read> reads;
   std::vector<ReadRequest> requests;  // planning scratch, kept for its capacity
   std::vector<size_t> starts;         // where each read's first record lands in the buffer
+  std::vector<uint32_t> order;        // planning scratch: positions in file order
   uint8_t* buffer = nullptr;
   size_t capacity = 0;
 
@@ -315,6 +317,7 @@ StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
     slot->items.reserve(static_cast<size_t>(options.batch_size));
     slot->reads.reserve(static_cast<size_t>(options.batch_size));
     slot->requests.reserve(static_cast<size_t>(options.batch_size));
+    slot->order.reserve(static_cast<size_t>(options.batch_size));
     ra->slots_.push_back(std::move(slot));
   }
   return ra;
@@ -367,9 +370,11 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
     cv_.notify_all();
     return;
   }
-  // Plan: each sample's extent, then runs of adjacent records as one read each.
+  // Plan: each sample's extent; then, in file order (shard, offset), runs of records
+  // that follow each other in a file as one read each.
   size_t total = 0;
-  uint64_t run_end = 0;  // where the open read's last record ends in its file
+  std::vector<uint32_t>& order = slot.order;
+  order.clear();
   for (const uint64_t index : indices) {
     Slot::Item item;
     auto loc = dataset_.Locate(index);
@@ -379,32 +384,42 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
       item.record = loc->record;
       extent = dataset_.shard(item.shard).Extent(item.record);
     }
-    if (!extent.ok()) {
+    if (extent.ok()) {
+      item.offset = extent->offset;
+      item.length = extent->length;
+      order.push_back(static_cast<uint32_t>(slot.items.size()));
+    } else {
       item.status = extent.status();
-      slot.items.push_back(std::move(item));
-      continue;
     }
-    item.length = extent->length;
+    slot.items.push_back(std::move(item));
+  }
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const Slot::Item& x = slot.items[a];
+    const Slot::Item& y = slot.items[b];
+    return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
+  });
+  uint64_t run_end = 0;  // where the open read's last record ends in its file
+  for (const uint32_t position : order) {
+    Slot::Item& item = slot.items[position];
     ReadRequest* open = slot.requests.empty() ? nullptr : &slot.requests.back();
     const bool joins = open != nullptr && open->file == files_[item.shard].get() &&
-                       extent->offset == run_end &&
-                       run_end + extent->length - open->offset <= kMaxReadBytes;
+                       item.offset == run_end &&
+                       run_end + item.length - open->offset <= kMaxReadBytes;
     if (joins) {
       item.read = static_cast<int>(slot.requests.size()) - 1;
-      item.at = static_cast<size_t>(extent->offset - open->offset);  // relative for now
-      run_end += extent->length;
+      item.at = static_cast<size_t>(item.offset - open->offset);  // relative for now
+      run_end += item.length;
       open->length = static_cast<size_t>(run_end - open->offset);
     } else {
       ReadRequest r;
       r.file = files_[item.shard].get();
-      r.offset = extent->offset;
-      r.length = static_cast<size_t>(extent->length);
+      r.offset = item.offset;
+      r.length = static_cast<size_t>(item.length);
       item.read = static_cast<int>(slot.requests.size());
       item.at = 0;
-      run_end = extent->offset + extent->length;
+      run_end = item.offset + item.length;
       slot.requests.push_back(r);
     }
-    slot.items.push_back(std::move(item));
   }
   // Place the reads in the buffer (block-aligned supersets when direct), then the items.
   std::vector<size_t>& starts = slot.starts;

@@ -172,6 +172,7 @@ TEST_P(LoaderTest, ReadAheadChangesNoBatch) {
       o.seed = 5;
       o.num_threads = 2;
       o.read_ahead_bytes = read_ahead;
+      o.io_buffer_bytes = read_ahead;
       auto loader = LoaderOrDie(ds, o);
       std::vector<Got> got = ReadEpoch(*loader);
       ASSERT_OK(loader->StartEpoch(3));

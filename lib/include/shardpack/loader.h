@@ -128,21 +128,25 @@ struct LoaderOptions {
   //   kMapped: zero-copy from the mapped shards, the page cache serving the reads; best
   //     while the dataset fits in memory.
   //   kReadAhead: the epoch's next records are read ahead, io_depth reads in flight, into
-  //     buffers allocated once (read_ahead_bytes of them), bypassing the page cache; for
-  //     datasets bigger than memory. A shard that shrinks is a short read, never SIGBUS.
+  //     buffers allocated once (io_buffer_bytes of them), bypassing the page cache; for
+  //     datasets bigger than memory. A shard that shrinks is a short read.
   //   kAuto (default): kMapped while the dataset fits in 75% of what the page cache may
   //     hold for this process (MemAvailable, and the cgroup's memory limit where one is
   //     set), kReadAhead otherwise. LoaderStats::io says which and why.
   // Both paths deliver the same batches, bytes and errors.
   IoPath io = IoPath::kAuto;
-  // Bytes of stored records read ahead of the batches being filled (default 128 MiB,
-  // bench/out_of_core.sh measures it). kReadAhead: the buffers' budget, in whole batches,
-  // at least one. kMapped: how far ahead the kernel is asked to read the epoch's next
-  // samples into the page cache (MADV_WILLNEED; 0 turns that off).
+  // kMapped: how far ahead of the batches being filled the kernel is asked to read the
+  // epoch's next samples into the page cache (MADV_WILLNEED), in bytes of stored records;
+  // 0 turns that off (default 128 MiB, bench/out_of_core.sh measures it).
   uint64_t read_ahead_bytes = 128ull << 20;
+  // kReadAhead: the buffers the records are read into, in bytes, allocated once in whole
+  // batches of stored records (at least one, at most 64). Default 384 MiB: at 256
+  // samples of 256x256x3 that is 7 batches, which kept the disk at its random-read rate
+  // (bench/out_of_core.sh; 128 MiB, 2 batches, left it idle between batches).
+  uint64_t io_buffer_bytes = 384ull << 20;
   // kReadAhead: reads in flight at once (io_uring's queue depth, or pread threads where
-  // io_uring is unavailable), 1..256, default 16.
-  int io_depth = 16;
+  // io_uring is unavailable), 1..256, default 32.
+  int io_depth = 32;
   // kReadAhead: keep the shards out of the page cache (default on): O_DIRECT where the
   // file system allows it, else each read's pages dropped after it (POSIX_FADV_DONTNEED).
   bool io_bypass_cache = true;
