@@ -12,8 +12,10 @@
 #     out/venv-peers-ffcv exists (bench/peers/run.sh installs it; FFCV=0 leaves it out):
 #     QUASI_RANDOM and RANDOM at batch 256 with its default 8 MiB pages, and QUASI_RANDOM
 #     with 2 MiB pages at batch 256 and 64. An OOM kill is a result ("killed"), not a failure.
-# Prints one table: samples/s and GB/s of each, its share of the best random-read rate and of
-# the sequential rate, CPU seconds per GB read, and peak RSS. Needs root (cgroups,
+# Prints one table: samples/s and GB/s of each, its share of the best random-read rate, of
+# the sequential rate and (loader rows) of fio's random reads at depth 32 measured just
+# before it, how busy the disk was during the run and its average queue of reads
+# (/sys/class/block), CPU seconds per GB read, and peak RSS. Needs root (cgroups,
 # drop_caches); installs fio from Debian if absent.
 # Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]   (BACKEND=lmdb for LMDB)
 # Environment: THREADS (default "1 2"), SHUFFLES (default "global block"), IOS (default
@@ -65,15 +67,25 @@ fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
   files=$(echo "$shards" | head -64 | tr '\n' ':' | sed 's/:$//')
   drop
   fio --name=ooc --filename="$files" --rw="$1" --bs="$2" --iodepth="$3" --numjobs="$4" \
-    --ioengine=libaio --direct=1 --runtime=15 --time_based --group_reporting \
+    --ioengine=libaio --direct=1 --runtime="${FIO_SECONDS:-15}" --time_based --group_reporting \
     --output-format=json 2> /dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
 }
 declare -a rows
 best_random=0
 sequential=0
-add() {  # WHAT BYTES_PER_S CPU_S PEAK_RSS_KB: a row, its shares computed at the end
-  rows+=("$1|$2|${3:--}|${4:--}")
+add() {  # WHAT BYTES_PER_S [CPU_S PEAK_RSS_KB PAIRED_FIO DISK_BUSY DISK_QUEUE]
+  rows+=("$1|$2|${3:--}|${4:--}|${5:--}|${6:--}|${7:--}")
+}
+# The device under DIR: its I/O counters (/sys/class/block/DEV/stat) give how busy the disk
+# was during a run and how many reads it had queued on average, figures that the disk's
+# run-to-run variance (+-20% seen here) does not blur.
+dev=$(basename "$(df --output=source "$dir" | tail -1)")
+disk_stat() { [ -r "/sys/class/block/$dev/stat" ] && cat "/sys/class/block/$dev/stat" || echo "0 0 0 0 0 0 0 0 0 0 0"; }
+disk_busy() {  # STAT_BEFORE STAT_AFTER SECONDS -> "busy% queue"
+  python3 -c "
+a=[int(x) for x in '$1'.split()]; b=[int(x) for x in '$2'.split()]; t=$3
+print('%.0f %.1f' % (min(100, (b[9]-a[9]) / 10 / t), (b[10]-a[10]) / 1000 / t))"
 }
 for depth in 1 2 8 32; do
   [ "${SKIP_FIO:-0}" = 1 ] && [ "$depth" != 1 ] && continue
@@ -100,6 +112,11 @@ for io in $ios; do
       # One epoch: the loader's row of shardpack bench gives samples/s; /usr/bin/time the
       # CPU seconds and the peak RSS.
       what="shardpack, $io, --shuffle $shuffle, $threads threads"
+      # The disk's random-read rate at depth 32 right before, for a paired ratio.
+      paired=$( [ "${SKIP_FIO:-0}" = 1 ] && echo - || FIO_SECONDS=6 fio_rate randread "${record_kib}k" 32 1)
+      drop
+      before=$(disk_stat)
+      t0=$(seconds)
       rc=0
       line=$(in_cgroup /usr/bin/time -f '%U %S %M' -o "$timed" build/tools/shardpack bench "$dir" \
         --threads "$threads" --shuffle "$shuffle" --io "$io" --epochs 1 --no-baseline \
@@ -109,8 +126,10 @@ for io in $ios; do
         continue
       fi
       per_s=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
+      read -r busy queue <<< "$(disk_busy "$before" "$(disk_stat)" "$(calc "$(seconds) - $t0")")"
       read -r user sys rss_kb < "$timed"
-      add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb"
+      add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb" \
+        "$paired" "$busy" "$queue"
     done
   done
 done
@@ -127,6 +146,8 @@ if [ "${FFCV:-1}" != 0 ] && [ -x "$ffcv_py" ]; then
     read -r order batch page <<< "$setting"
     threads=${threads_list##* }
     drop
+    before=$(disk_stat)
+    t0=$(seconds)
     rc=0
     out=$(in_cgroup /usr/bin/time -f '%U %S %M' -o "$timed" "$ffcv_py" \
       bench/peers/ffcv_out_of_core.py read "$dir.ffcv-$page.beton" --order "$order" \
@@ -137,25 +158,29 @@ if [ "${FFCV:-1}" != 0 ] && [ -x "$ffcv_py" ]; then
       continue
     fi
     per_s=$(echo "$out" | python3 -c "import json,sys; print(json.loads(sys.stdin.read().splitlines()[-1])['samples_per_s'])")
+    read -r busy queue <<< "$(disk_busy "$before" "$(disk_stat)" "$(calc "$(seconds) - $t0")")"
     read -r user sys rss_kb < "$timed"
-    add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb"
+    add "$what" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" "$rss_kb" - \
+      "$busy" "$queue"
   done
 fi
 rm -f "$timed"
 
-printf '| what | samples/s | GB/s | share of the best random read | share of sequential | CPU s per GB | peak RSS (MB) |\n'
-printf '|---|---|---|---|---|---|---|\n'
+printf '| what | samples/s | GB/s | share of the best random read | share of sequential | share of fio depth 32 just before | disk busy %% | disk queue | CPU s per GB | peak RSS (MB) |\n'
+printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for r in "${rows[@]}"; do
-  IFS='|' read -r what rate cpu rss <<< "$r"
+  IFS='|' read -r what rate cpu rss paired busy queue <<< "$r"
   if ! [[ "$rate" =~ ^[0-9]+$ ]]; then
-    printf '| %s | %s | | | | | |\n' "$what" "$rate"
+    printf '| %s | %s | | | | | | | | |\n' "$what" "$rate"
     continue
   fi
+  share_paired=$([ "$paired" != - ] && calc "'%.2f' % ($rate / $paired)" || echo -)
   share_random=$(calc "'%.2f' % ($rate / $best_random)")
   share_seq=$([ "$sequential" -gt 0 ] && calc "'%.2f' % ($rate / $sequential)" || echo -)
   cpu_gb=$([ "$cpu" != - ] && calc "'%.1f' % ($cpu / ($data_bytes / 1e9))" || echo -)
   rss_mb=$([ "$rss" != - ] && calc "'%.0f' % ($rss / 1024)" || echo -)
-  printf '| %s | %.0f | %.2f | %s | %s | %s | %s |\n' "$what" "$(calc "$rate / $record_bytes")" \
-    "$(calc "$rate / 1e9")" "$share_random" "$share_seq" "$cpu_gb" "$rss_mb"
+  printf '| %s | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s |\n' "$what" \
+    "$(calc "$rate / $record_bytes")" "$(calc "$rate / 1e9")" "$share_random" "$share_seq" \
+    "$share_paired" "$busy" "$queue" "$cpu_gb" "$rss_mb"
 done
 rmdir "$cg" 2> /dev/null || true
