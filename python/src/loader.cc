@@ -282,6 +282,7 @@ void BindLoader(nb::module_& m) {
       .def_rw("read_ahead_bytes", &LoaderOptions::read_ahead_bytes)
       .def_rw("io", &LoaderOptions::io)
       .def_rw("io_depth", &LoaderOptions::io_depth)
+      .def_rw("io_buffer_bytes", &LoaderOptions::io_buffer_bytes)
       .def_rw("io_bypass_cache", &LoaderOptions::io_bypass_cache)
       .def_rw("tail", &LoaderOptions::tail)
       .def_rw("rank", &LoaderOptions::rank)
