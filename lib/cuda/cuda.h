@@ -39,7 +39,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "read/normalize.h"
+#include "cuda/normalize_params.h"
 #include "shardpack/status.h"
 
 namespace shardpack::cuda {
@@ -183,8 +183,7 @@ Status StreamSynchronize(void* stream);
 // read::HostNormalizer's for the same `p`. InvalidArgument for c other than 1 or 3 or a
 // negative size; n, h or w of 0 queues nothing.
 Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
-                      const read::NormalizeParams& p, read::NormalizeType type, void* device_out,
-                      void* stream);
+                      const NormalizeParams& p, NormalizeType type, void* device_out, void* stream);
 
 // Queues a kernel (one thread) that occupies `stream` for about `nanoseconds` of GPU time
 // (the GPU's global timer, microsecond resolution): stand-in compute for the benchmarks

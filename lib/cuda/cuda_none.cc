@@ -90,7 +90,7 @@ Status StreamWaitEvent(void* stream, void* event) { return NoCuda("cudaStreamWai
 Status StreamSynchronize(void* stream) { return NoCuda("cudaStreamSynchronize"); }
 
 Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
-                      const read::NormalizeParams& p, read::NormalizeType type, void* device_out,
+                      const NormalizeParams& p, NormalizeType type, void* device_out,
                       void* stream) {
   return NoCuda("normalize");
 }

@@ -68,7 +68,7 @@ cudaError_t Launch(const uint8_t* in, int64_t pixels, int n, Coefficients k, voi
 }  // namespace
 
 Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
-                      const read::NormalizeParams& p, read::NormalizeType type, void* device_out,
+                      const NormalizeParams& p, NormalizeType type, void* device_out,
                       void* stream) {
   const std::string what = "normalize " + std::to_string(n) + "x" + std::to_string(h) + "x" +
                            std::to_string(w) + "x" + std::to_string(c);
@@ -87,7 +87,7 @@ Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
   }
   const int64_t pixels = static_cast<int64_t>(h) * w;
   cudaError_t error;
-  if (type == read::NormalizeType::kFloat16) {
+  if (type == NormalizeType::kFloat16) {
     error = c == 1 ? Launch<uint16_t, 1>(device_nhwc, pixels, n, k, device_out, cuda_stream)
                    : Launch<uint16_t, 3>(device_nhwc, pixels, n, k, device_out, cuda_stream);
   } else {

@@ -32,6 +32,7 @@
 #include "read/normalize.h"
 #include "read/read_ahead.h"
 #include "read/sampler.h"
+#include "read/shard_reader.h"
 #include "read/transform.h"
 #include "util/coding.h"
 #include "util/hash.h"
@@ -414,16 +415,12 @@ class Loader::Impl {
     return Status::Ok();
   }
 
-  // "<shard file>: record N[ at offset X]" of a global sample index.
+  // "<shard file>: record N[ at offset X]" of a global sample index, as the shard reader
+  // names its records in every other message.
   std::string Where(uint64_t index) const {
     auto loc = dataset->Locate(index);
     if (!loc.ok()) return dataset->dir();
-    std::string where = dataset->manifest().shards[loc->shard].data.file + ": record " +
-                        std::to_string(loc->record);
-    if (dataset->manifest().backend == Backend::kTfrecord) {
-      where += " at offset " + std::to_string(loc->offset);
-    }
-    return where;
+    return dataset->shard(loc->shard).Where(loc->record);
   }
 
   // A sample whose shape the transform cannot take: the record is damaged or foreign.

@@ -22,24 +22,17 @@
 #include <cstdint>
 #include <string>
 
+#include "cuda/normalize_params.h"
 #include "shardpack/status.h"
 
 namespace shardpack::read {
 
-enum class NormalizeType {
-  kFloat32,  // IEEE binary32, native byte order
-  kFloat16,  // IEEE binary16, stored as its uint16_t bit pattern, native byte order
-};
+// The types live with the kernel that shares them (cuda/ comes before read/).
+using cuda::NormalizeParams;
+using cuda::NormalizeType;
 
 // Bytes of one output element: 4 for kFloat32, 2 for kFloat16.
 size_t NormalizeTypeSize(NormalizeType type);
-
-// Per-channel coefficients of out = fmaf(in, scale[c], bias[c]); `in` is the uint8 value
-// (0..255). Single-channel images use index 0 only.
-struct NormalizeParams {
-  std::array<float, 3> scale = {1.0f, 1.0f, 1.0f};
-  std::array<float, 3> bias = {0.0f, 0.0f, 0.0f};
-};
 
 // InvalidArgument unless mean and stddev are in torchvision's 0..1 units: every mean in
 // [0, 1], every stddev in (0, 1] (finite). The message names the channel and the value,
