@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
 #include <limits>
 #include <thread>
 
@@ -23,6 +22,44 @@ constexpr size_t kAlign = io::RandomAccessFile::kDirectAlignment;
 constexpr size_t kMaxReadBytes = 4 << 20;
 // Samples of a batch probed for residency in the page cache (mincore), evenly spaced.
 constexpr size_t kResidentProbes = 8;
+
+// A FIFO over a ring of slots that grows (doubling) only when full: after the first
+// batches it never allocates, unlike std::deque, which allocates and frees blocks as it
+// moves.
+template <typename T>
+class RingQueue {
+ public:
+  bool empty() const { return count_ == 0; }
+  T& front() { return slots_[head_]; }
+  void pop_front() {
+    head_ = (head_ + 1) % slots_.size();
+    --count_;
+  }
+  void push_back(const T& v) {
+    Reserve(count_ + 1);
+    slots_[(head_ + count_) % slots_.size()] = v;
+    ++count_;
+  }
+  void push_front(const T& v) {
+    Reserve(count_ + 1);
+    head_ = (head_ + slots_.size() - 1) % slots_.size();
+    slots_[head_] = v;
+    ++count_;
+  }
+
+ private:
+  void Reserve(size_t n) {
+    if (n <= slots_.size()) return;
+    std::vector<T> bigger(std::max<size_t>(64, 2 * slots_.size()));
+    for (size_t i = 0; i < count_; ++i) bigger[i] = slots_[(head_ + i) % slots_.size()];
+    slots_ = std::move(bigger);
+    head_ = 0;
+  }
+
+  std::vector<T> slots_;
+  size_t head_ = 0;
+  size_t count_ = 0;
+};
 
 size_t AlignDown(uint64_t n) { return static_cast<size_t>(n / kAlign * kAlign); }
 size_t AlignUp(uint64_t n) { return static_cast<size_t>((n + kAlign - 1) / kAlign * kAlign); }
@@ -46,7 +83,7 @@ class PreadQueue final : public ReadQueue {
   void Submit(std::span<const ReadRequest> requests) override {
     {
       std::lock_guard<std::mutex> lock(mu_);
-      queue_.insert(queue_.end(), requests.begin(), requests.end());
+      for (const ReadRequest& r : requests) queue_.push_back(r);
     }
     cv_.notify_all();
   }
@@ -72,7 +109,7 @@ class PreadQueue final : public ReadQueue {
   Done done_;
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<ReadRequest> queue_;
+  RingQueue<ReadRequest> queue_;
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };
@@ -207,7 +244,7 @@ class UringQueue final : public ReadQueue {
   std::mutex mu_;
   std::vector<Entry> entries_;  // by id, the reads in the ring
   std::vector<int> free_;       // ids not in the ring
-  std::deque<Entry> waiting_;   // reads beyond the depth
+  RingQueue<Entry> waiting_;    // reads beyond the depth
   std::thread reaper_;
 };
 

@@ -110,6 +110,29 @@ TEST(LoaderAllocationTest, LmdbBlockShuffleAllocatesNothingPerBatch) {
       {.batch_size = 16, .shuffle = ShuffleMode::kBlock, .block_size = 8, .num_threads = 2});
 }
 
+// The read-ahead path: its planner, queues (io_uring and pread threads) and buffers reuse
+// what the first batches sized.
+TEST(LoaderAllocationTest, ReadAheadAllocatesNothingPerBatch) {
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    for (IoQueue queue : {IoQueue::kUring, IoQueue::kPread}) {
+      LoaderOptions o;
+      o.batch_size = 16;
+      o.num_threads = 2;
+      o.shuffle = ShuffleMode::kBlock;
+      o.block_size = 8;
+      o.io = IoPath::kReadAhead;
+      o.io_queue = queue;
+      o.io_reuse_page_cache = false;
+      o.io_buffer_bytes = 1;  // one slot: its buffer is reused for every batch
+      SCOPED_TRACE(std::string(backend == Backend::kTfrecord ? "tfrecord" : "lmdb") +
+                   (queue == IoQueue::kUring ? ", io_uring" : ", pread"));
+      ExpectNoAllocationsAfterWarmUp(
+          {.backend = backend, .samples = 200, .height = 16, .width = 12, .max_shard_records = 30},
+          o);
+    }
+  }
+}
+
 TEST(LoaderAllocationTest, TransformsAndNormalisationAllocateNothingPerBatch) {
   LoaderOptions o;
   o.batch_size = 8;
