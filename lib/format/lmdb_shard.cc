@@ -441,6 +441,10 @@ void LmdbShardReader::WillNeed(std::string_view value) const {
   if (map_ != nullptr) io::WillNeedPages(value.data(), value.size());
 }
 
+void LmdbShardReader::Populate(std::string_view value) const {
+  if (map_ != nullptr) io::PopulatePages(value.data(), value.size());
+}
+
 bool LmdbShardReader::Resident(std::string_view value) const {
   return map_ == nullptr || value.empty() || io::PageResident(value.data());
 }

@@ -130,6 +130,8 @@ class LmdbShardReader {
   }
   // Asks the kernel to read the pages under `value` (from Get) in the background.
   void WillNeed(std::string_view value) const;
+  // Maps the pages under `value` (from Get) into the page tables in one call.
+  void Populate(std::string_view value) const;
   // Whether the first page under `value` (from Get, or a part of it) is in memory now.
   bool Resident(std::string_view value) const;
   // Opens read transactions until the pool has made `readers` of them, so that that many

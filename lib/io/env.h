@@ -49,6 +49,12 @@ class MappedFile {
     (void)offset;
     (void)length;
   }
+  // Maps [offset, offset + length) into the page tables in one call, reading what is not
+  // cached (io::PopulatePages). A hint: it never fails and never changes what is read.
+  virtual void Populate(uint64_t offset, uint64_t length) const {
+    (void)offset;
+    (void)length;
+  }
   // Whether the page holding byte `offset` is in memory now (mincore); true where that
   // cannot be told (memory that is no file mapping).
   virtual bool Resident(uint64_t offset) const {

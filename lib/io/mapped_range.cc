@@ -172,6 +172,25 @@ void WillNeedPages(const void* p, size_t n) {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
 }
 
+void PopulatePages(const void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
+  const auto end = reinterpret_cast<uintptr_t>(p) + n;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
+}
+
+void PrefaultWrite(void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto begin = (reinterpret_cast<uintptr_t>(p) + g_page_size - 1) / g_page_size * g_page_size;
+  const auto end = (reinterpret_cast<uintptr_t>(p) + n) / g_page_size * g_page_size;
+  if (end > begin &&
+      ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_WRITE) == 0) {
+    return;
+  }
+  auto* bytes = static_cast<volatile uint8_t*>(p);
+  for (size_t i = 0; i < n; i += g_page_size) bytes[i] = bytes[i];
+}
+
 bool PageResident(const void* p) {
   if (p == nullptr) return true;
   const auto page = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;

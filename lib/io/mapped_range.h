@@ -69,6 +69,19 @@ class MappedRange {
 // in the background (MADV_WILLNEED). A hint: it never fails.
 void WillNeedPages(const void* p, size_t n);
 
+// Maps the pages under [p, p + n) of a file mapping into the process's page tables in one
+// call (MADV_POPULATE_READ), reading those not in the page cache: a first read of a
+// mapping then costs one system call instead of a page fault per 4 KiB (MADV_RANDOM turns
+// the kernel's fault-around off). A hint: it never fails (a lost page is left to the SIGBUS
+// handling of the read that follows).
+void PopulatePages(const void* p, size_t n);
+
+// Backs [p, p + n) of fresh anonymous memory (a buffer allocated once and reused) with
+// pages now (MADV_POPULATE_WRITE, or touching each page where the kernel lacks it), so that
+// its first use does not take a page fault per 4 KiB: buffers allocated at start-up then
+// cost their start-up, not the first epoch. `p` and `n` need not be page-aligned.
+void PrefaultWrite(void* p, size_t n);
+
 // Whether the page holding `p` is in memory now (mincore); true where that cannot be told.
 bool PageResident(const void* p);
 

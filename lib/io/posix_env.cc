@@ -128,6 +128,10 @@ class PosixMappedFile final : public MappedFile {
     if (base_ == nullptr || offset >= size_) return;
     WillNeedPages(data() + offset, std::min(length, size_ - offset));
   }
+  void Populate(uint64_t offset, uint64_t length) const override {
+    if (base_ == nullptr || offset >= size_) return;
+    PopulatePages(data() + offset, std::min(length, size_ - offset));
+  }
 
  private:
   void* base_;

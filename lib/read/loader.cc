@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "cuda/cuda.h"
+#include "io/mapped_range.h"
 #include "read/io_choice.h"
 #include "read/normalize.h"
 #include "read/read_ahead.h"
@@ -58,6 +59,8 @@ StatusOr<AlignedBuffer> AllocateAligned(size_t bytes) {
     return ResourceExhaustedError("loader: cannot allocate " + std::to_string(bytes) +
                                   " bytes for a batch slot");
   }
+  // Backed now: the first epoch would otherwise take a page fault per 4 KiB of the ring.
+  io::PrefaultWrite(p, RoundUpToPage(std::max<size_t>(bytes, 1)));
   return AlignedBuffer(static_cast<uint8_t*>(p));
 }
 

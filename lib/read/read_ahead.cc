@@ -298,6 +298,7 @@ struct ReadAhead::Slot {
     capacity = AlignUp(bytes);
     buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, capacity));
     if (buffer == nullptr) capacity = 0;
+    io::PrefaultWrite(buffer, capacity);  // the first batches then take no page faults
     return buffer != nullptr;
   }
 };

@@ -1,5 +1,7 @@
 #include "read/shard_reader.h"
 
+#include <atomic>
+#include <memory>
 #include <vector>
 
 #include "format/example.h"
@@ -35,6 +37,23 @@ Status Fill(const format::DecodedSample& d, SampleView* out) {
   out->filename = d.filename;
   return Status::Ok();
 }
+
+// Which records this process has mapped into its page tables already. The first read of a
+// record through the mapping maps all its pages in one call (MADV_POPULATE_READ) instead
+// of faulting them in 4 KiB at a time (MADV_RANDOM turns fault-around off): a first epoch
+// from the page cache ran at 0.59x the later ones without it. Later reads find the flag
+// set and skip the call.
+class FirstReads {
+ public:
+  explicit FirstReads(uint64_t records) : seen_(new std::atomic<uint8_t>[records]()) {}
+  bool First(uint64_t record) const {
+    return seen_[record].load(std::memory_order_relaxed) == 0 &&
+           seen_[record].exchange(1, std::memory_order_relaxed) == 0;
+  }
+
+ private:
+  std::unique_ptr<std::atomic<uint8_t>[]> seen_;
+};
 
 Status PixelCrcError(uint32_t actual, uint32_t expected) {
   return CorruptionError("pixel checksum " + format::Hex32(actual) + ", expected " +
@@ -73,10 +92,12 @@ class TfrecordShard final : public ShardReader {
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true),
         file_(std::move(file)),
         index_(std::move(index)),
-        max_record_bytes_(max_record_bytes) {}
+        max_record_bytes_(max_record_bytes),
+        first_reads_(e.records) {}
 
   Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
     const format::IndexEntry& e = index_[record];
+    if (first_reads_.First(record)) file_->Populate(e.offset, e.size);
     // The rest of the file from the record on: a length field claiming more than the
     // index line says is named as such, not as a truncation.
     // (Open checked that every index line lies inside the file: they are ordered.)
@@ -141,17 +162,20 @@ class TfrecordShard final : public ShardReader {
   std::unique_ptr<io::MappedFile> file_;
   std::vector<format::IndexEntry> index_;
   uint64_t max_record_bytes_;
+  FirstReads first_reads_;
 };
 
 class LmdbShard final : public ShardReader {
  public:
   LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb)
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false),
-        lmdb_(std::move(lmdb)) {}
+        lmdb_(std::move(lmdb)),
+        first_reads_(e.records) {}
 
   Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
     std::string_view v;
     Status s = lmdb_->Get(record, &v);
+    if (s.ok() && first_reads_.First(record)) lmdb_->Populate(v);
     if (s.ok()) {
       s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, out);
       if (!s.ok()) s = Fault(record, s);
@@ -201,6 +225,7 @@ class LmdbShard final : public ShardReader {
 
  private:
   std::unique_ptr<format::LmdbShardReader> lmdb_;
+  FirstReads first_reads_;
 };
 
 }  // namespace
