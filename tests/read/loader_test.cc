@@ -319,6 +319,7 @@ TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
   LoaderOptions o = Options();
   o.batch_size = 2;
   o.prefetch = 1;  // workers stay within 3 batches (6 samples) of the consumer
+  o.io_buffer_bytes = 1;  // and the read-ahead path reads only the batch being claimed
   o.shuffle = ShuffleMode::kNone;
   o.num_threads = 2;
   auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);

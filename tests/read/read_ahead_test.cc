@@ -350,14 +350,14 @@ TEST(ReadAheadFaultTest, AShardTruncatedWhileOpenIsAShortReadNamedAsSuch) {
   o.shuffle = ShuffleMode::kNone;
   o.io = IoPath::kReadAhead;
   o.io_reuse_page_cache = false;
-  o.io_buffer_bytes = 1;  // one batch at a time: the truncation comes before shard 1's read
   o.prefetch = 1;
   o.num_threads = 1;
-  auto loader = Loader::Create(ds, o);
-  ASSERT_OK(loader.status());
+  // Truncated after the dataset was opened (and checked), before any read.
   const std::string shard1 = dir.Join(m.shards[1].data.file);
   const std::string bytes = env.FileContents(shard1);
   env.SetFileContents(shard1, bytes.substr(0, bytes.size() / 2));
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
   auto failed = BatchesUntilFailure(**loader);
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().code(), StatusCode::kIOError);
