@@ -186,6 +186,9 @@ class LoaderHandle {
       throw;
     }
     core_->waiting = false;
+    // A signal that came while waiting, as the batch became ready, is raised now, before
+    // the batch is taken: raised by Python after this returns, it would lose the batch.
+    if (PyErr_CheckSignals() != 0) throw nb::python_error();
     // Ready: Next() returns at once (a batch, the epoch's end, or an error).
     StatusOr<Batch> batch = loader.Next();
     if (!batch.ok()) {
