@@ -416,18 +416,19 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
   for (const uint64_t index : indices) {
     Slot::Item item;
     auto loc = dataset_.Locate(index);
-    StatusOr<RecordExtent> extent = loc.status();
-    if (loc.ok()) {
+    if (!loc.ok()) {
+      item.status = loc.status();
+    } else {
       item.shard = loc->shard;
       item.record = loc->record;
-      extent = dataset_.shard(item.shard).Extent(item.record);
-    }
-    if (extent.ok()) {
-      item.offset = extent->offset;
-      item.length = extent->length;
-      order.push_back(static_cast<uint32_t>(slot.items.size()));
-    } else {
-      item.status = extent.status();
+      auto extent = dataset_.shard(item.shard).Extent(item.record);
+      if (extent.ok()) {
+        item.offset = extent->offset;
+        item.length = extent->length;
+        order.push_back(static_cast<uint32_t>(slot.items.size()));
+      } else {
+        item.status = extent.status();
+      }
     }
     slot.items.push_back(std::move(item));
   }
