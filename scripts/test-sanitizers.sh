@@ -43,7 +43,7 @@ tsan() {
   cmake --build build-tsan -j "$jobs" --target concurrency_tests
   echo "== TSan: loader and dataset, no suppressions"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:DatasetTest.*' --gtest_brief=1
+    build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:*ReadAhead*:DatasetTest.*' --gtest_brief=1
   echo "== TSan: converter, resume and verify, with tests/tsan.supp"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp" \
     build-tsan/tests/concurrency_tests \

@@ -201,6 +201,9 @@ class UringQueue final : public ReadQueue {
       io_uring_cqe_seen(&ring_, cqe);
       if (id == kStop) return;
       const int e = static_cast<int>(id);
+      // Entries are written under the mutex by the submitting threads; read them under it
+      // too (the kernel orders the two, but no tool can see that).
+      std::unique_lock<std::mutex> lock(mu_);
       Entry& entry = entries_[static_cast<size_t>(e)];
       const ReadRequest& r = entry.request;
       bool finished = true;
@@ -217,7 +220,6 @@ class UringQueue final : public ReadQueue {
         finished = at_end || entry.done == r.length;
         result = entry.done;
       }
-      std::lock_guard<std::mutex> lock(mu_);
       if (!finished) {
         io_uring_sqe* sqe = io_uring_get_sqe(&ring_);
         if (sqe != nullptr) {
@@ -233,6 +235,7 @@ class UringQueue final : public ReadQueue {
       const ReadRequest done = r;
       free_.push_back(e);
       Fill();
+      lock.unlock();
       done_(done.tag, std::move(result));
     }
   }
@@ -307,10 +310,13 @@ ReadAhead::ReadAhead(const Dataset& dataset, const ReadAheadOptions& options)
     : dataset_(dataset), options_(options) {}
 
 ReadAhead::~ReadAhead() {
-  if (queue_ != nullptr) {
+  if (queue_ == nullptr) return;
+  {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return in_flight_ == 0; });
   }
+  // Joins the queue's threads: the last completion may still be notifying cv_.
+  queue_.reset();
 }
 
 StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
