@@ -6,7 +6,7 @@
 # Usage: bash scripts/check-layers.sh   (run by .ci/run and the ctest LayersTest)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-order=(util io image format remote cuda read verify convert)
+order=(util io image format remote cuda read preview verify convert)
 rank() {
   local i
   for i in "${!order[@]}"; do [ "${order[$i]}" = "$1" ] && { echo "$i"; return; }; done

@@ -5,7 +5,7 @@
 
 #include "image/encoder.h"
 #include "io/env.h"
-#include "read/contact_sheet.h"
+#include "preview/contact_sheet.h"
 #include "shardpack/dataset.h"
 #include "tools/commands.h"
 

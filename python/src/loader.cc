@@ -50,8 +50,6 @@ class LoaderCore {
 
   Loader& loader() { return *loader_; }
 
-  // Batches handed to Python and not yet released (BatchHandle keeps it).
-  std::atomic<int> live_batches{0};
   // True while Next() waits for a batch (for tests that interrupt that wait).
   std::atomic<bool> waiting{false};
 
@@ -81,13 +79,8 @@ class BatchState {
   BatchState(std::shared_ptr<LoaderCore> core, Batch batch)
       : core_(std::move(core)),
         batch_(std::move(batch)),
-        device_(core_->loader().options().device) {
-    core_->live_batches.fetch_add(1);
-  }
-  ~BatchState() {
-    batch_.Release();
-    core_->live_batches.fetch_sub(1);
-  }
+        device_(core_->loader().options().device) {}
+  ~BatchState() { batch_.Release(); }
   BatchState(const BatchState&) = delete;
   BatchState& operator=(const BatchState&) = delete;
 
@@ -203,16 +196,6 @@ class LoaderHandle {
 
   std::string State() { return core_->loader().state().ToString(); }
 
-  // The state naming batch `next_batch` of `epoch` for this loader's configuration.
-  std::string StateAt(uint64_t epoch, uint64_t next_batch) {
-    LoaderState state = core_->loader().state();
-    state.epoch = epoch;
-    state.next_batch = next_batch;
-    return state.ToString();
-  }
-
-  int live_batches() const { return core_->live_batches.load(); }
-
   LoaderStats Stats() { return core_->loader().stats(); }
 
   uint64_t BatchesPerEpoch() const { return core_->loader().batches_per_epoch(); }
@@ -286,7 +269,6 @@ void BindLoader(nb::module_& m) {
       .def_rw("io", &LoaderOptions::io)
       .def_rw("io_depth", &LoaderOptions::io_depth)
       .def_rw("io_buffer_bytes", &LoaderOptions::io_buffer_bytes)
-      .def_rw("io_bypass_cache", &LoaderOptions::io_bypass_cache)
       .def_rw("tail", &LoaderOptions::tail)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)
@@ -368,10 +350,7 @@ void BindLoader(nb::module_& m) {
            "Ctrl-C raises KeyboardInterrupt and the batch comes with the next call.")
       .def("start_epoch", &LoaderHandle::StartEpoch, nb::arg("epoch"))
       .def("state", &LoaderHandle::State, "LoaderState::ToString() of the next batch to come.")
-      .def("state_at", &LoaderHandle::StateAt, nb::arg("epoch"), nb::arg("next_batch"))
       .def("stats", &LoaderHandle::Stats)
-      .def_prop_ro("live_batches", &LoaderHandle::live_batches,
-                   "Batches handed out and not yet released (alive in Python).")
       .def_prop_ro("batches_per_epoch", &LoaderHandle::BatchesPerEpoch)
       .def("epoch_order", &LoaderHandle::EpochOrder, nb::arg("epoch"),
            "Loader::EpochOrder: the global sample indices of `epoch` for this rank, in order.")

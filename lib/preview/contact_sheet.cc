@@ -1,4 +1,4 @@
-#include "read/contact_sheet.h"
+#include "preview/contact_sheet.h"
 
 #include <oneapi/tbb/parallel_for.h>
 
@@ -9,8 +9,8 @@
 #include <unordered_map>
 #include <utility>
 
-#include "image/font.h"
 #include "image/resize.h"
+#include "preview/font.h"
 #include "read/random.h"
 
 namespace shardpack {
@@ -34,8 +34,8 @@ Geometry MakeGeometry(int thumb) {
   g.thumb = thumb;
   g.scale = std::max(1, thumb / 128);
   g.tile_w = thumb + 2 * kSheetPad;
-  g.tile_h = thumb + 3 * kSheetPad + image::kCellHeight * g.scale;
-  g.max_chars = static_cast<size_t>(thumb / (image::kCellWidth * g.scale));
+  g.tile_h = thumb + 3 * kSheetPad + preview::kCellHeight * g.scale;
+  g.max_chars = static_cast<size_t>(thumb / (preview::kCellWidth * g.scale));
   return g;
 }
 
@@ -244,8 +244,8 @@ Status DrawTile(const Dataset& ds, uint64_t index, const Geometry& g, int x, int
   std::string caption = std::to_string(s.label);
   std::string_view text = ClassText(ds.manifest(), s);
   if (!text.empty()) caption += " " + std::string(text);
-  image::DrawText(sheet, x + kSheetPad, y + g.thumb + 2 * kSheetPad, Shorten(caption, g.max_chars),
-                  kSheetText, g.scale);
+  preview::DrawText(sheet, x + kSheetPad, y + g.thumb + 2 * kSheetPad,
+                    Shorten(caption, g.max_chars), kSheetText, g.scale);
   return Status::Ok();
 }
 
@@ -253,7 +253,7 @@ Status DrawTile(const Dataset& ds, uint64_t index, const Geometry& g, int x, int
 // as fit, and the class's sample count.
 void DrawRowHeader(const ClassEntry& c, size_t label, const Geometry& g, int y,
                    image::Image* sheet) {
-  const int line_h = image::kCellHeight * g.scale;
+  const int line_h = preview::kCellHeight * g.scale;
   const size_t lines = static_cast<size_t>((g.tile_h - 2 * kSheetPad) / line_h);
   std::vector<std::string> text = {std::to_string(label)};
   const size_t name_lines = lines > 2 ? lines - 2 : 1;
@@ -269,8 +269,8 @@ void DrawRowHeader(const ClassEntry& c, size_t label, const Geometry& g, int y,
   const std::string counted = count + (c.count == 1 ? " sample" : " samples");
   text.push_back(Shorten(counted.size() <= g.max_chars ? counted : count, g.max_chars));
   for (size_t i = 0; i < text.size() && i < lines; ++i) {
-    image::DrawText(sheet, kSheetPad, y + kSheetPad + static_cast<int>(i) * line_h, text[i],
-                    kSheetText, g.scale);
+    preview::DrawText(sheet, kSheetPad, y + kSheetPad + static_cast<int>(i) * line_h, text[i],
+                      kSheetText, g.scale);
   }
 }
 

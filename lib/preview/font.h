@@ -7,15 +7,15 @@
 // plus one blank column on its right and one blank row below), times `scale`.
 //
 // Thread-safety: reentrant; the glyph table is immutable.
-#ifndef SHARDPACK_IMAGE_FONT_H_
-#define SHARDPACK_IMAGE_FONT_H_
+#ifndef SHARDPACK_PREVIEW_FONT_H_
+#define SHARDPACK_PREVIEW_FONT_H_
 
 #include <cstdint>
 #include <string_view>
 
 #include "image/image.h"
 
-namespace shardpack::image {
+namespace shardpack::preview {
 
 inline constexpr int kGlyphWidth = 5;
 inline constexpr int kGlyphHeight = 7;
@@ -28,12 +28,13 @@ inline constexpr int kCellHeight = kGlyphHeight + 1;
 // negative or beyond the edges. A 1-channel image gets the colour's BT.601 luma,
 // (19595 R + 38470 G + 7471 B + 32768) >> 16; an image with another channel count, or
 // pixels.size() != height * width * channels, or scale < 1, is left untouched.
-void DrawText(Image* img, int x, int y, std::string_view text, const uint8_t rgb[3], int scale = 1);
+void DrawText(image::Image* img, int x, int y, std::string_view text, const uint8_t rgb[3],
+              int scale = 1);
 
 // The advance width of `text` in pixels: text.size() * kCellWidth * scale, including the
 // blank column after the last glyph; 0 for empty text or scale < 1.
 int TextWidth(std::string_view text, int scale = 1);
 
-}  // namespace shardpack::image
+}  // namespace shardpack::preview
 
-#endif  // SHARDPACK_IMAGE_FONT_H_
+#endif  // SHARDPACK_PREVIEW_FONT_H_

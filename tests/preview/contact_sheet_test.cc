@@ -1,4 +1,4 @@
-#include "read/contact_sheet.h"
+#include "preview/contact_sheet.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "image/font.h"
+#include "preview/font.h"
 #include "shardpack/dataset.h"
 #include "shardpack/shard_writer.h"
 #include "test_util.h"
@@ -84,7 +84,7 @@ Rgb At(const image::Image& img, int x, int y) {
 struct Layout {
   int thumb;
   int TileWidth() const { return thumb + 2 * kSheetPad; }
-  int TileHeight() const { return thumb + 3 * kSheetPad + image::kCellHeight; }
+  int TileHeight() const { return thumb + 3 * kSheetPad + preview::kCellHeight; }
   // Centre of the thumbnail box of the tile in cell (column, row).
   int CentreX(int column) const { return column * TileWidth() + kSheetPad + thumb / 2; }
   int CentreY(int row) const { return row * TileHeight() + kSheetPad + thumb / 2; }
@@ -93,7 +93,7 @@ struct Layout {
 // The pixels of the caption line of cell (column, row), row by row.
 std::vector<Rgb> CaptionBand(const image::Image& img, const Layout& l, int column, int row) {
   std::vector<Rgb> band;
-  for (int y = 0; y < image::kCellHeight; ++y) {
+  for (int y = 0; y < preview::kCellHeight; ++y) {
     for (int x = 0; x < l.thumb; ++x) {
       band.push_back(At(img, column * l.TileWidth() + kSheetPad + x,
                         row * l.TileHeight() + l.thumb + 2 * kSheetPad + y));
@@ -146,7 +146,7 @@ TEST(ContactSheetTest, LargeThumbnailsScaleTheCaptionText) {
   auto sheet = RenderContactSheet(*ds, {.columns = 2, .thumb = 256});
   ASSERT_TRUE(sheet.ok()) << sheet.status().ToString();
   EXPECT_EQ(sheet->width, 2 * (256 + 2 * kSheetPad));
-  EXPECT_EQ(sheet->height, 256 + 3 * kSheetPad + 2 * image::kCellHeight);
+  EXPECT_EQ(sheet->height, 256 + 3 * kSheetPad + 2 * preview::kCellHeight);
 }
 
 TEST(ContactSheetTest, EvenlySpacedByDefault) {
@@ -244,9 +244,9 @@ TEST(ContactSheetTest, LongCaptionIsCutToTheTile) {
   const Layout l{16};  // room for 2 characters: "0 class0" becomes ".."
   auto sheet = RenderContactSheet(*ds, {.thumb = 16});
   ASSERT_TRUE(sheet.ok()) << sheet.status().ToString();
-  image::Image dots = {.height = image::kCellHeight, .width = 16, .channels = 3};
+  image::Image dots = {.height = preview::kCellHeight, .width = 16, .channels = 3};
   dots.pixels.assign(static_cast<size_t>(dots.height) * dots.width * 3, kBackground[0]);
-  image::DrawText(&dots, 0, 0, "..", kSheetText);
+  preview::DrawText(&dots, 0, 0, "..", kSheetText);
   std::vector<Rgb> expected;
   for (int y = 0; y < dots.height; ++y) {
     for (int x = 0; x < dots.width; ++x) expected.push_back(At(dots, x, y));
@@ -449,11 +449,11 @@ TEST(ContactSheetTest, SheetAboveTheSizeLimitIsRefusedBeforeReading) {
 }
 
 TEST(FontTest, TextWidthIsTheAdvance) {
-  EXPECT_EQ(image::TextWidth(""), 0);
-  EXPECT_EQ(image::TextWidth("abc"), 3 * image::kCellWidth);
-  EXPECT_EQ(image::TextWidth("abc", 3), 9 * image::kCellWidth);
-  EXPECT_EQ(image::TextWidth("\xc3\xa9"), 2 * image::kCellWidth);  // bytes, not characters
-  EXPECT_EQ(image::TextWidth("abc", 0), 0);
+  EXPECT_EQ(preview::TextWidth(""), 0);
+  EXPECT_EQ(preview::TextWidth("abc"), 3 * preview::kCellWidth);
+  EXPECT_EQ(preview::TextWidth("abc", 3), 9 * preview::kCellWidth);
+  EXPECT_EQ(preview::TextWidth("\xc3\xa9"), 2 * preview::kCellWidth);  // bytes, not characters
+  EXPECT_EQ(preview::TextWidth("abc", 0), 0);
 }
 
 image::Image Blank(int height, int width, int channels) {
@@ -472,32 +472,32 @@ constexpr uint8_t kWhite[3] = {255, 255, 255};
 TEST(FontTest, EveryPrintableGlyphIsDistinct) {
   std::set<std::vector<uint8_t>> seen;
   for (int c = 33; c <= 126; ++c) {
-    image::Image img = Blank(image::kCellHeight, image::kCellWidth, 1);
-    image::DrawText(&img, 0, 0, std::string(1, static_cast<char>(c)), kWhite);
+    image::Image img = Blank(preview::kCellHeight, preview::kCellWidth, 1);
+    preview::DrawText(&img, 0, 0, std::string(1, static_cast<char>(c)), kWhite);
     EXPECT_GT(Ink(img), 0) << "'" << static_cast<char>(c) << "'";
     // Ink stays in the 5x7 glyph: the spacing column and row are blank.
-    for (int y = 0; y < image::kCellHeight; ++y) EXPECT_EQ(img.row(y)[image::kGlyphWidth], 0);
-    for (int x = 0; x < image::kCellWidth; ++x) EXPECT_EQ(img.row(image::kGlyphHeight)[x], 0);
+    for (int y = 0; y < preview::kCellHeight; ++y) EXPECT_EQ(img.row(y)[preview::kGlyphWidth], 0);
+    for (int x = 0; x < preview::kCellWidth; ++x) EXPECT_EQ(img.row(preview::kGlyphHeight)[x], 0);
     seen.insert(img.pixels);
   }
   EXPECT_EQ(seen.size(), 94u);
-  image::Image space = Blank(image::kCellHeight, image::kCellWidth, 1);
-  image::DrawText(&space, 0, 0, " ", kWhite);
+  image::Image space = Blank(preview::kCellHeight, preview::kCellWidth, 1);
+  preview::DrawText(&space, 0, 0, " ", kWhite);
   EXPECT_EQ(Ink(space), 0);
 }
 
 TEST(FontTest, NonAsciiBytesAreDrawnAsQuestionMarks) {
   image::Image a = Blank(8, 30, 3), b = Blank(8, 30, 3);
-  image::DrawText(&a, 0, 0, "\xc3\xa9\n\x7f", kWhite);
-  image::DrawText(&b, 0, 0, "????", kWhite);
+  preview::DrawText(&a, 0, 0, "\xc3\xa9\n\x7f", kWhite);
+  preview::DrawText(&b, 0, 0, "????", kWhite);
   EXPECT_EQ(a.pixels, b.pixels);
   EXPECT_GT(Ink(a), 0);
 }
 
 TEST(FontTest, ScaleMakesSquaresOfEachGlyphPixel) {
   image::Image one = Blank(8, 6, 3), three = Blank(24, 18, 3);
-  image::DrawText(&one, 0, 0, "A", kWhite);
-  image::DrawText(&three, 0, 0, "A", kWhite, 3);
+  preview::DrawText(&one, 0, 0, "A", kWhite);
+  preview::DrawText(&three, 0, 0, "A", kWhite, 3);
   for (int y = 0; y < 24; ++y) {
     for (int x = 0; x < 18; ++x) {
       EXPECT_EQ(At(three, x, y), At(one, x / 3, y / 3)) << x << "," << y;
@@ -508,16 +508,16 @@ TEST(FontTest, ScaleMakesSquaresOfEachGlyphPixel) {
 TEST(FontTest, GrayImageGetsTheLuma) {
   image::Image img = Blank(8, 6, 1);
   const uint8_t red[3] = {255, 0, 0};
-  image::DrawText(&img, 0, 0, "H", red);
+  preview::DrawText(&img, 0, 0, "H", red);
   EXPECT_EQ(img.row(0)[0], 76);  // (19595 * 255 + 32768) >> 16
 }
 
 TEST(FontTest, DrawTextClipsAtTheEdgesWithoutCrashing) {
   image::Image full = Blank(8, 12, 3);
-  image::DrawText(&full, 0, 0, "HH", kWhite);
+  preview::DrawText(&full, 0, 0, "HH", kWhite);
   // Shifted by (-3, -2): the visible part is the same text, cut.
   image::Image cut = Blank(8, 12, 3);
-  image::DrawText(&cut, -3, -2, "HH", kWhite);
+  preview::DrawText(&cut, -3, -2, "HH", kWhite);
   for (int y = 0; y < 6; ++y) {
     for (int x = 0; x < 9; ++x) {
       EXPECT_EQ(At(cut, x, y), At(full, x + 3, y + 2)) << x << "," << y;
@@ -526,21 +526,21 @@ TEST(FontTest, DrawTextClipsAtTheEdgesWithoutCrashing) {
   // Off every edge, far off, huge scales, long texts: nothing drawn, nothing touched.
   image::Image img = Blank(10, 10, 3);
   const std::string long_text(100000, 'W');
-  image::DrawText(&img, 10, 0, "W", kWhite);
-  image::DrawText(&img, 0, 10, "W", kWhite);
-  image::DrawText(&img, -6, 0, "W", kWhite);
-  image::DrawText(&img, 0, -8, "W", kWhite);
-  image::DrawText(&img, INT_MAX, INT_MAX, long_text, kWhite, INT_MAX);
-  image::DrawText(&img, INT_MIN, INT_MIN, long_text, kWhite);
-  image::DrawText(&img, INT_MIN, 0, long_text, kWhite);
+  preview::DrawText(&img, 10, 0, "W", kWhite);
+  preview::DrawText(&img, 0, 10, "W", kWhite);
+  preview::DrawText(&img, -6, 0, "W", kWhite);
+  preview::DrawText(&img, 0, -8, "W", kWhite);
+  preview::DrawText(&img, INT_MAX, INT_MAX, long_text, kWhite, INT_MAX);
+  preview::DrawText(&img, INT_MIN, INT_MIN, long_text, kWhite);
+  preview::DrawText(&img, INT_MIN, 0, long_text, kWhite);
   EXPECT_EQ(Ink(img), 0);
   // Partly inside at a huge scale: the visible corner is filled, no overflow.
-  image::DrawText(&img, -5, -5, "W", kWhite, 1 << 20);
+  preview::DrawText(&img, -5, -5, "W", kWhite, 1 << 20);
   EXPECT_EQ(Ink(img), 10 * 10 * 3);
   // A malformed image is left alone.
   image::Image bad = Blank(4, 4, 3);
   bad.pixels.resize(5);
-  image::DrawText(&bad, 0, 0, "W", kWhite);
+  preview::DrawText(&bad, 0, 0, "W", kWhite);
   EXPECT_EQ(Ink(bad), 0);
 }
 

@@ -20,8 +20,8 @@
 //              (1 + samples_per_class) cells wide, whatever each class has.
 //
 // Thread-safety: reentrant; the Dataset is only read, through Dataset::Get.
-#ifndef SHARDPACK_READ_CONTACT_SHEET_H_
-#define SHARDPACK_READ_CONTACT_SHEET_H_
+#ifndef SHARDPACK_PREVIEW_CONTACT_SHEET_H_
+#define SHARDPACK_PREVIEW_CONTACT_SHEET_H_
 
 #include <cstdint>
 #include <vector>
@@ -97,4 +97,4 @@ StatusOr<image::Image> RenderContactSheet(const Dataset& ds, const ContactSheetO
 
 }  // namespace shardpack
 
-#endif  // SHARDPACK_READ_CONTACT_SHEET_H_
+#endif  // SHARDPACK_PREVIEW_CONTACT_SHEET_H_

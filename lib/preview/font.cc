@@ -1,10 +1,10 @@
-#include "image/font.h"
+#include "preview/font.h"
 
 #include <algorithm>
 #include <cstddef>
 #include <limits>
 
-namespace shardpack::image {
+namespace shardpack::preview {
 
 namespace {
 
@@ -118,14 +118,15 @@ const uint8_t* Glyph(unsigned char c) {
 
 }  // namespace
 
-void DrawText(Image* img, int x, int y, std::string_view text, const uint8_t rgb[3], int scale) {
+void DrawText(image::Image* img, int x, int y, std::string_view text, const uint8_t rgb[3],
+              int scale) {
   if (scale < 1 || (img->channels != 1 && img->channels != 3) ||
       img->pixels.size() !=
           static_cast<size_t>(img->height) * static_cast<size_t>(img->width) * img->channels) {
     return;
   }
   const int channels = img->channels;
-  const uint8_t luma = Luma601(rgb[0], rgb[1], rgb[2]);
+  const uint8_t luma = image::Luma601(rgb[0], rgb[1], rgb[2]);
   // Pen positions in 64 bits: a long text at a large scale may run far past INT_MAX.
   const int64_t cell = int64_t{kCellWidth} * scale;
   for (size_t i = 0; i < text.size(); ++i) {
@@ -161,4 +162,4 @@ int TextWidth(std::string_view text, int scale) {
   return static_cast<int>(std::min<uint64_t>(w, std::numeric_limits<int>::max()));
 }
 
-}  // namespace shardpack::image
+}  // namespace shardpack::preview
