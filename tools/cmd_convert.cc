@@ -11,6 +11,7 @@
 
 #include "format/format.h"
 #include "shardpack/convert.h"
+#include "shardpack/limits.h"
 #include "tools/commands.h"
 #include "tools/mpi_session.h"
 
@@ -25,7 +26,7 @@ struct ConvertArgs {
   int max_side = 0, channels = 3, threads = 0, max_scans = 500;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
        resume = false, overwrite = false, quiet = false, mpi = false;
-  uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = 89478485;
+  uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
   uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
 };
 

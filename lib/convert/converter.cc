@@ -128,7 +128,8 @@ Status CheckOptions(const ConvertOptions& o) {
   if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0 ||
       o.height > format::kMaxDimension || o.width > format::kMaxDimension || o.max_side < 0 ||
       o.max_side > format::kMaxDimension) {
-    return InvalidArgumentError("output size must be positive and at most 65500 a side");
+    return InvalidArgumentError("output size must be positive and at most " +
+                                std::to_string(format::kMaxDimension) + " a side");
   }
   if (Status s = CheckResizeFilter(o.filter, "filter"); !s.ok()) return s;
   if (Status s = CheckFitMode(o.fit, "fit"); !s.ok()) return s;

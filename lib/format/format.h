@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "shardpack/status.h"
 
@@ -17,16 +18,12 @@ inline constexpr uint64_t kRecordHeaderSize = 12;
 inline constexpr uint64_t kRecordFooterSize = 4;
 inline constexpr uint64_t kRecordOverhead = kRecordHeaderSize + kRecordFooterSize;
 
-// Largest image stored, in pixels (Pillow's MAX_IMAGE_PIXELS: a quarter GiB at 3 bytes a
-// pixel), and largest side (libjpeg's JPEG_MAX_DIMENSION). The writer refuses more.
-inline constexpr uint64_t kMaxPixels = 89478485;
-inline constexpr int64_t kMaxDimension = 65500;
-// Longest image/filename and image/class/text the writer stores.
-inline constexpr size_t kMaxTextBytes = 4096;
-
-// Largest payload a reader accepts before touching it: the largest image (kMaxPixels x 3
-// channels) plus 1 MiB for metadata, which the writer's limits keep far smaller.
-inline constexpr uint64_t kDefaultMaxRecordBytes = kMaxPixels * 3 + (1u << 20);
+// The limits of shardpack/limits.h under the names the format code uses. The writer
+// refuses larger images and longer texts; readers refuse longer payloads.
+inline constexpr uint64_t kMaxPixels = kMaxImagePixels;
+inline constexpr int64_t kMaxDimension = kMaxImageSide;
+using shardpack::kMaxTextBytes;
+inline constexpr uint64_t kDefaultMaxRecordBytes = kMaxRecordBytes;
 
 // Pixel bytes of TFRecord shards start at file offsets that are multiples of this.
 inline constexpr uint32_t kDefaultPixelAlignment = 64;
@@ -49,10 +46,9 @@ inline constexpr std::string_view kKeyEncoded = "image/encoded";
 inline constexpr std::string_view kKeyColorspace = "image/colorspace";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
-// What a conversion accepts for its classes: the manifest lists every class, so a label of
-// ten million (one typo in a list file) made a 549 MB manifest. ImageNet-21k has 21,841.
-inline constexpr uint64_t kMaxClasses = 1000000;
-inline constexpr uint64_t kMaxClassNameBytes = 1024;
+// What a conversion accepts for its classes (shardpack/limits.h).
+using shardpack::kMaxClasses;
+using shardpack::kMaxClassNameBytes;
 // What a conversion leaves in its output directory until the manifest is published: the
 // progress record of convert, the parts of convert --part and the plan of merge.
 inline constexpr const char* kConvertProgressName = ".shardpack-convert.json";
@@ -62,8 +58,8 @@ inline constexpr const char* kMergePlanName = ".shardpack-merge.json";
 // NotFound for a directory without a manifest, saying what it is instead: an interrupted
 // conversion (and how to go on), parts waiting for merge, or no shardpack dataset at all.
 Status NoManifestError(const std::string& dir);
-inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
-inline constexpr uint64_t kMaxIndexBytes = 1ull << 30;
+using shardpack::kMaxIndexBytes;
+using shardpack::kMaxManifestBytes;
 
 // "shard-00003-of-00016.tfrecord"; the staged name, before the total is known, drops
 // "-of-MMMMM": "shard-00003.tfrecord".

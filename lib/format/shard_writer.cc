@@ -46,7 +46,7 @@ class ShardWriter::Impl {
     if (s.height < 1 || s.width < 1 || s.height > format::kMaxDimension ||
         s.width > format::kMaxDimension) {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
-                                  " is outside 1..65500");
+                                  " is outside 1.." + std::to_string(format::kMaxDimension));
     }
     if (uint64_t(s.height) * uint64_t(s.width) > format::kMaxPixels) {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +

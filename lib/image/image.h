@@ -17,6 +17,7 @@
 #include <functional>
 #include <vector>
 
+#include "shardpack/limits.h"
 #include "shardpack/status.h"
 
 namespace shardpack::image {
@@ -43,7 +44,7 @@ struct Image {
 
 // Defaults from ../shared/reference/reliability.md section 3.
 struct DecodeLimits {
-  uint64_t max_pixels = 89478485;           // width * height (Pillow's MAX_IMAGE_PIXELS)
+  uint64_t max_pixels = kMaxImagePixels;    // width * height (Pillow's MAX_IMAGE_PIXELS)
   int max_dimension = 65500;                // either side (libjpeg's JPEG_MAX_DIMENSION)
   int max_scans = 500;                      // progressive JPEG scans (TJFLAG_LIMITSCANS)
   uint64_t max_memory_bytes = 1ull << 30;   // libjpeg max_memory_to_use, per decode

@@ -54,7 +54,7 @@ namespace shardpack::image {
 // given at ResizeFit below.
 
 // Largest output side accepted, in pixels (libjpeg's JPEG_MAX_DIMENSION).
-inline constexpr int kMaxResizeSide = 65500;
+inline constexpr int kMaxResizeSide = kMaxImageSide;
 
 class ResizeScratch;  // below
 
@@ -88,8 +88,9 @@ StatusOr<Image> Resize(const Image& src, int out_height, int out_width, ResizeFi
 //
 // `scratch`, when not null, is the working memory (see ResizeScratch): a caller that
 // resizes many images gives each thread one, and only the returned image is allocated.
-StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit, ResizeFilter filter,
-                          const uint8_t pad_rgb[3], ResizeScratch* scratch = nullptr);
+StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMode fit,
+                          ResizeFilter filter, const uint8_t pad_rgb[3],
+                          ResizeScratch* scratch = nullptr);
 
 // ResizeFit of the full image that `src` is a window of (image.h, ImageWindow; e.g. from
 // DecodeWindow): the same bytes as ResizeFit on the whole image, as long as the window

@@ -334,8 +334,8 @@ class Loader:
 
         if output_size is not None:
             height, width = _pair(output_size, "output_size")
-            o.output_height = integer(height, "output_size height", 1, 65500)
-            o.output_width = integer(width, "output_size width", 1, 65500)
+            o.output_height = integer(height, "output_size height", 1, _shardpack.MAX_IMAGE_SIDE)
+            o.output_width = integer(width, "output_size width", 1, _shardpack.MAX_IMAGE_SIDE)
         if transform is None:
             if random_crop:
                 transform = "random_crop"
@@ -347,7 +347,7 @@ class Loader:
             raise InvalidArgumentError(f"random_crop=True contradicts transform={transform!r}")
         o.transform = enum_member(_shardpack.Transform, transform, "transform")
         o.random_flip = bool(flip)
-        o.resize_shorter = integer(resize_shorter, "resize_shorter", 0, 65500)
+        o.resize_shorter = integer(resize_shorter, "resize_shorter", 0, _shardpack.MAX_IMAGE_SIDE)
         o.rrc_scale_min, o.rrc_scale_max = (float(v) for v in _pair(scale, "scale"))
         o.rrc_ratio_min, o.rrc_ratio_max = (float(v) for v in _pair(ratio, "ratio"))
         o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")

@@ -152,7 +152,7 @@ def _size(size):
             raise InvalidArgumentError(f'size "{size}": expected "WIDTHxHEIGHT"') from None
         return height, width
     if isinstance(size, numbers.Integral) and not isinstance(size, bool):
-        side = integer(size, "size", 1, 65500)
+        side = integer(size, "size", 1, _shardpack.MAX_IMAGE_SIDE)
         return side, side
     try:
         height, width = size
@@ -160,7 +160,7 @@ def _size(size):
         raise InvalidArgumentError(
             f'size must be an int, a (height, width) pair or "WIDTHxHEIGHT", not {size!r}'
         ) from None
-    return integer(height, "size height", 1, 65500), integer(width, "size width", 1, 65500)
+    return integer(height, "size height", 1, _shardpack.MAX_IMAGE_SIDE), integer(width, "size width", 1, _shardpack.MAX_IMAGE_SIDE)
 
 
 def _progress_bar(dst):
@@ -229,7 +229,7 @@ def convert(
     orient=True,
     background="ffffff",
     list_file=None,
-    max_pixels=89478485,
+    max_pixels=_shardpack.MAX_IMAGE_PIXELS,
     max_scans=500,
     max_png_chunk=8000000,
     max_file_size=1 << 30,
@@ -270,7 +270,7 @@ def convert(
         o.height, o.width = _size(size)
         o.fit = parsed_name(_shardpack.parse_fit_mode, fit, "fit")
     elif max_side is not None:
-        o.max_side = integer(max_side, "max_side", 1, 65500)
+        o.max_side = integer(max_side, "max_side", 1, _shardpack.MAX_IMAGE_SIDE)
     else:
         o.keep = True
     o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
@@ -284,7 +284,7 @@ def convert(
     o.background = list(_rgb(background))
     if list_file is not None:
         o.list_file = os.fspath(list_file)
-    o.max_pixels = integer(max_pixels, "max_pixels", 1, 89478485)
+    o.max_pixels = integer(max_pixels, "max_pixels", 1, _shardpack.MAX_IMAGE_PIXELS)
     o.max_scans = integer(max_scans, "max_scans", 1, INT32_MAX)
     o.max_png_chunk_bytes = integer(max_png_chunk, "max_png_chunk", 0, UINT64_MAX)
     o.max_file_bytes = integer(max_file_size, "max_file_size", 1, UINT64_MAX)

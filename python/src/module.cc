@@ -7,6 +7,7 @@
 #include <string>
 
 #include "bindings.h"
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 
 namespace nb = nanobind;
@@ -16,6 +17,9 @@ NB_MODULE(_shardpack, m) {
   m.def(
       "version", [] { return std::string(shardpack::Version()); },
       "The version of the linked shardpack library, e.g. \"0.1.0\".");
+  // shardpack/limits.h, for the package's argument checks and defaults.
+  m.attr("MAX_IMAGE_PIXELS") = shardpack::kMaxImagePixels;
+  m.attr("MAX_IMAGE_SIDE") = shardpack::kMaxImageSide;
   shardpack::python::BindDataset(m);
   shardpack::python::BindLoader(m);
   shardpack::python::BindConvert(m);

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
@@ -86,7 +87,7 @@ struct ConvertOptions {
   uint8_t background[3] = {255, 255, 255};  // alpha and --fit pad are filled with it
 
   // Limits on hostile input (../shared/reference/reliability.md section 3).
-  uint64_t max_pixels = 89478485;
+  uint64_t max_pixels = kMaxImagePixels;
   int max_scans = 500;
   uint64_t max_file_bytes = 1ull << 30;    // an input file, or a TFRecord input's payload
   uint64_t max_png_chunk_bytes = 8000000;  // largest PNG ancillary chunk kept (libpng's)

@@ -20,6 +20,7 @@
 #include <string>
 #include <string_view>
 
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
 #include "shardpack/status.h"
@@ -39,7 +40,7 @@ struct DatasetOptions {
   bool verify_crc = true;
   // Records claiming a longer payload are rejected before any byte is read (default:
   // the largest image the format allows, 89,478,485 pixels x 3 bytes, plus 1 MiB).
-  uint64_t max_record_bytes = 89478485ull * 3 + (1u << 20);
+  uint64_t max_record_bytes = kMaxRecordBytes;
   // Hint for the kernel: random access (the default) disables read-ahead.
   bool random_access = true;
   // TFRecord shards mapped copy-on-write: a write through a SampleView's pixels (an
