@@ -64,6 +64,7 @@ struct Args {
   int io_depth = LoaderOptions{}.io_depth;
   uint64_t io_buffer = LoaderOptions{}.io_buffer_bytes;
   std::string io_queue = "auto";
+  bool io_cached = false;
   bool baseline = true;
 };
 
@@ -174,6 +175,7 @@ int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes)
   o.io_depth = a.io_depth;
   o.io_buffer_bytes = a.io_buffer;
   o.io_queue = IoQueueOf(a.io_queue);
+  o.io_bypass_cache = !a.io_cached;
   o.device = a.device;
   auto loader = Loader::Create(ds, o);
   if (!loader.ok()) return fail(loader.status());
@@ -289,6 +291,7 @@ int Run(const Args& a) {
       o.io_depth = a.io_depth;
       o.io_buffer_bytes = a.io_buffer;
       o.io_queue = IoQueueOf(a.io_queue);
+      o.io_bypass_cache = !a.io_cached;
       const Rss before = ReadRss();
       auto loader = Loader::Create(ds, o);
       if (!loader.ok()) {
@@ -422,6 +425,9 @@ std::function<int()> AddBench(CLI::App& app) {
                   "Read-ahead path: auto (io_uring where the kernel allows it), uring or pread")
       ->check(CLI::IsMember({"auto", "uring", "pread"}))
       ->capture_default_str();
+  cmd->add_flag("--io-cached", a->io_cached,
+                "Read-ahead path: read through the page cache (dropping each read's pages "
+                "after it) instead of O_DIRECT");
   cmd->add_flag(
       "--no-baseline", [a](int64_t) { a->baseline = false; },
       "Skip the memcpy baseline (its reads of every record would fill the page cache "
