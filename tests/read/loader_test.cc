@@ -11,6 +11,7 @@
 #include <set>
 
 #include "cuda/cuda.h"
+#include "read/delivered_batch.h"
 #include "read/normalize.h"
 #include "test_util.h"
 #include "util/hash.h"
@@ -34,25 +35,8 @@ std::unique_ptr<Loader> LoaderOrDie(std::shared_ptr<const Dataset> ds, const Loa
   return std::move(loader).value();
 }
 
-// One delivered batch, copied out.
-struct Got {
-  uint64_t epoch, index;
-  int size, valid;
-  std::vector<uint64_t> indices;
-  std::vector<int64_t> labels;
-  std::string bytes;
-  bool operator==(const Got&) const = default;
-};
-
-Got Copy(const Batch& b) {
-  return {b.epoch(),
-          b.index(),
-          b.size(),
-          b.valid(),
-          {b.indices().begin(), b.indices().end()},
-          {b.labels().begin(), b.labels().end()},
-          std::string(static_cast<const char*>(b.host_data()), b.host_bytes())};
-}
+using testing::Copy;
+using testing::Got;
 
 std::vector<Got> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
   std::vector<Got> out;
@@ -318,7 +302,7 @@ TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
   Manifest m = testing::WriteTestDataset(dir.path(), Spec(28));  // 4 shards of 7
   LoaderOptions o = Options();
   o.batch_size = 2;
-  o.prefetch = 1;  // workers stay within 3 batches (6 samples) of the consumer
+  o.prefetch = 1;         // workers stay within 3 batches (6 samples) of the consumer
   o.io_buffer_bytes = 1;  // and the read-ahead path reads only the batch being claimed
   o.shuffle = ShuffleMode::kNone;
   o.num_threads = 2;

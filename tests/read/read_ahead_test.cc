@@ -12,6 +12,7 @@
 
 #include "io/mapped_range.h"
 #include "io/mem_env.h"
+#include "read/delivered_batch.h"
 #include "read/io_choice.h"
 #include "shardpack/loader.h"
 #include "test_util.h"
@@ -134,31 +135,17 @@ INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadTest,
 
 // ---- the loader: read-ahead delivers the mapped path's batches ----
 
-struct Got {
-  uint64_t epoch, index;
-  int size, valid;
-  std::vector<uint64_t> indices;
-  std::vector<int64_t> labels;
-  std::string bytes;
-  bool operator==(const Got&) const = default;
-};
+using testing::Got;
 
 // Epoch `epoch` from batch `from` on, then the whole of epoch + 1.
 std::vector<Got> Read(std::shared_ptr<const Dataset> ds, const LoaderOptions& o, uint64_t epoch,
                       uint64_t from) {
-  LoaderState state;
+  // The state of these options at (epoch, from): a loader's own, moved there.
+  LoaderOptions mapped = o;
+  mapped.io = IoPath::kMapped;
+  LoaderState state = (*Loader::Create(ds, mapped))->state();
   state.epoch = epoch;
   state.next_batch = from;
-  state.seed = o.seed;
-  state.num_samples = ds->size();
-  state.rank = o.rank;
-  state.world_size = o.world_size;
-  state.batch_size = o.batch_size;
-  state.shuffle = o.shuffle;
-  state.tail = o.tail;
-  state.block_size = o.block_size;
-  state.block_window = o.block_window;
-  state.shard_layout = ShardLayoutDigest(ds->manifest());
   auto loader = Loader::Create(ds, o, &state);
   EXPECT_TRUE(loader.ok()) << loader.status().ToString();
   std::vector<Got> out;
@@ -169,13 +156,7 @@ std::vector<Got> Read(std::shared_ptr<const Dataset> ds, const LoaderOptions& o,
         EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
         break;
       }
-      out.push_back({b->epoch(),
-                     b->index(),
-                     b->size(),
-                     b->valid(),
-                     {b->indices().begin(), b->indices().end()},
-                     {b->labels().begin(), b->labels().end()},
-                     std::string(static_cast<const char*>(b->host_data()), b->host_bytes())});
+      out.push_back(testing::Copy(*b));
     }
     if (pass == 0) EXPECT_OK((*loader)->StartEpoch(epoch + 1));
   }
@@ -317,17 +298,24 @@ StatusOr<int> BatchesUntilFailure(Loader& loader) {
   }
 }
 
-TEST(ReadAheadFaultTest, AnInjectedReadErrorNamesTheFileTheRecordAndTheErrno) {
-  TempDir dir;
-  io::MemEnv env;
-  Manifest m;
-  auto ds = InMemory(dir, &env, &m);
+// Read-ahead from storage, shards in order, a batch per shard, one worker.
+LoaderOptions InOrderReadAhead() {
   LoaderOptions o;
   o.batch_size = 7;
   o.shuffle = ShuffleMode::kNone;
   o.io = IoPath::kReadAhead;
   o.io_reuse_page_cache = false;
+  o.prefetch = 1;
   o.num_threads = 1;
+  return o;
+}
+
+TEST(ReadAheadFaultTest, AnInjectedReadErrorNamesTheFileTheRecordAndTheErrno) {
+  TempDir dir;
+  io::MemEnv env;
+  Manifest m;
+  auto ds = InMemory(dir, &env, &m);
+  const LoaderOptions o = InOrderReadAhead();
   env.InjectFault(io::FaultOp::kRead, 2, EIO);  // the second shard's read
   auto loader = Loader::Create(ds, o);
   ASSERT_OK(loader.status());
@@ -345,13 +333,7 @@ TEST(ReadAheadFaultTest, AShardTruncatedWhileOpenIsAShortReadNamedAsSuch) {
   io::MemEnv env;
   Manifest m;
   auto ds = InMemory(dir, &env, &m);
-  LoaderOptions o;
-  o.batch_size = 7;
-  o.shuffle = ShuffleMode::kNone;
-  o.io = IoPath::kReadAhead;
-  o.io_reuse_page_cache = false;
-  o.prefetch = 1;
-  o.num_threads = 1;
+  const LoaderOptions o = InOrderReadAhead();
   // Truncated after the dataset was opened (and checked), before any read.
   const std::string shard1 = dir.Join(m.shards[1].data.file);
   const std::string bytes = env.FileContents(shard1);
