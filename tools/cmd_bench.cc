@@ -82,6 +82,23 @@ ShuffleMode ShuffleOf(const std::string& s) {
                         : ShuffleMode::kGlobal;
 }
 
+// The loader's options for one measurement (the host path; RunGpu adds the device).
+LoaderOptions OptionsOf(const Args& a, int threads, const std::string& shuffle) {
+  LoaderOptions o;
+  o.batch_size = a.batch_size;
+  o.prefetch = a.prefetch;
+  o.num_threads = threads;
+  o.shuffle = ShuffleOf(shuffle);
+  o.verify_crc = !a.no_crc;
+  o.read_ahead_bytes = a.read_ahead;
+  o.io = IoPathOf(a.io);
+  o.io_depth = a.io_depth;
+  o.io_buffer_bytes = a.io_buffer;
+  o.io_queue = IoQueueOf(a.io_queue);
+  o.io_bypass_cache = !a.io_cached;
+  return o;
+}
+
 // The baseline: `threads` threads memcpy the epoch's samples, in the loader's order and
 // from the same mapped pages, into a buffer the size of the loader's ring.
 double MemcpyEpoch(const std::vector<std::span<const uint8_t>>& samples, int threads,
@@ -164,18 +181,7 @@ int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes)
   const double bare_gbs = bare[bare.size() / 2];
 
   const int threads = *std::max_element(a.threads.begin(), a.threads.end());
-  LoaderOptions o;
-  o.batch_size = a.batch_size;
-  o.prefetch = a.prefetch;
-  o.num_threads = threads;
-  o.shuffle = ShuffleOf(a.shuffles.front());
-  o.verify_crc = !a.no_crc;
-  o.read_ahead_bytes = a.read_ahead;
-  o.io = IoPathOf(a.io);
-  o.io_depth = a.io_depth;
-  o.io_buffer_bytes = a.io_buffer;
-  o.io_queue = IoQueueOf(a.io_queue);
-  o.io_bypass_cache = !a.io_cached;
+  LoaderOptions o = OptionsOf(a, threads, a.shuffles.front());
   o.device = a.device;
   auto loader = Loader::Create(ds, o);
   if (!loader.ok()) return fail(loader.status());
@@ -280,18 +286,7 @@ int Run(const Args& a) {
   int status = kExitOk;
   for (const std::string& shuffle : a.shuffles) {
     for (int threads : a.threads) {
-      LoaderOptions o;
-      o.batch_size = a.batch_size;
-      o.prefetch = a.prefetch;
-      o.num_threads = threads;
-      o.shuffle = ShuffleOf(shuffle);
-      o.verify_crc = !a.no_crc;
-      o.read_ahead_bytes = a.read_ahead;
-      o.io = IoPathOf(a.io);
-      o.io_depth = a.io_depth;
-      o.io_buffer_bytes = a.io_buffer;
-      o.io_queue = IoQueueOf(a.io_queue);
-      o.io_bypass_cache = !a.io_cached;
+      const LoaderOptions o = OptionsOf(a, threads, shuffle);
       const Rss before = ReadRss();
       auto loader = Loader::Create(ds, o);
       if (!loader.ok()) {

@@ -251,17 +251,13 @@ class PosixEnv final : public Env {
                                                                bool direct) override {
     struct stat st {};
     SHARDPACK_ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path, &st));
-    bool is_direct = false;
-    if (direct) {
-      // Switched on after the checks, on the same descriptor: EINVAL where the file
-      // system has no direct I/O (tmpfs), and the file then stays cached.
-      const int flags = ::fcntl(fd, F_GETFL);
-      is_direct = flags >= 0 && ::fcntl(fd, F_SETFL, (flags | O_DIRECT) & ~O_NONBLOCK) == 0;
-    }
-    if (!is_direct) {
-      const int flags = ::fcntl(fd, F_GETFL);
-      if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-    }
+    // Reads block from here on. O_DIRECT is switched on after the checks, on the same
+    // descriptor: EINVAL where the file system has no direct I/O (tmpfs), and the file
+    // then stays cached.
+    const int flags = ::fcntl(fd, F_GETFL);
+    const bool is_direct =
+        direct && flags >= 0 && ::fcntl(fd, F_SETFL, (flags | O_DIRECT) & ~O_NONBLOCK) == 0;
+    if (!is_direct && flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return std::unique_ptr<RandomAccessFile>(new PosixRandomAccessFile(path, fd, is_direct));
   }
 

@@ -136,6 +136,16 @@ Status Dataset::CheckIntact(uint64_t index) const {
   return impl_->shards[s]->CheckIntact(index - impl_->first_sample[s]);
 }
 
+bool Dataset::Resident(std::span<const uint64_t> indices) const {
+  constexpr size_t kProbes = 8;
+  const size_t n = indices.size();
+  if (n == 0) return false;
+  for (size_t k = 0; k < std::min(n, kProbes); ++k) {
+    if (!Resident(indices[k * n / std::min(n, kProbes)])) return false;
+  }
+  return true;
+}
+
 StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {
   if (index >= size()) return impl_->OutOfRange(index);
   const size_t s = impl_->ShardOf(index);

@@ -209,9 +209,10 @@ class Loader::Impl {
     std::vector<uint64_t> hint, batch_indices;
     std::vector<size_t> hint_batches;  // where each batch of `hint` ends
     uint64_t first_start = 0;          // read-ahead: the first batch of `hint`
-    hint.reserve(static_cast<size_t>((read_ahead_batches + 1) * options.batch_size));
+    const uint64_t ahead = std::max(read_ahead_batches + 1, read_slots);
+    hint.reserve(static_cast<size_t>(ahead * options.batch_size));
     batch_indices.reserve(static_cast<size_t>(options.batch_size));
-    hint_batches.reserve(static_cast<size_t>(read_ahead_batches + 1));
+    hint_batches.reserve(static_cast<size_t>(ahead));
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       Batch::Slot* slot = nullptr;
@@ -360,23 +361,14 @@ class Loader::Impl {
     }
   }
 
-  // Read-ahead of the batches in `hint` (each ending at hint_batches[k]). A batch whose
-  // probed records are all in memory already (kResidentProbes of them, evenly spaced, by
-  // mincore) is left alone: in the page cache a hint per record costs a quarter of the
-  // loader's throughput and buys nothing, while a dataset larger than the cache almost
-  // never has all probes resident.
+  // Read-ahead of the batches in `hint` (each ending at hint_batches[k]). A batch found in
+  // memory already (Dataset::Resident's probe) is left alone: in the page cache a hint per
+  // record costs a quarter of the loader's throughput and buys nothing.
   void HintBatches(const std::vector<uint64_t>& hint, const std::vector<size_t>& ends) const {
-    constexpr size_t kResidentProbes = 8;
     size_t begin = 0;
     for (const size_t end : ends) {
-      const size_t n = end - begin;
-      bool resident = n > 0;
-      for (size_t k = 0; k < kResidentProbes && k < n && resident; ++k) {
-        resident = dataset->Resident(hint[begin + k * n / std::min(n, kResidentProbes)]);
-      }
-      if (!resident) {
-        dataset->WillNeed(std::span<const uint64_t>(hint.data() + begin, n));
-      }
+      const std::span<const uint64_t> batch(hint.data() + begin, end - begin);
+      if (!dataset->Resident(batch)) dataset->WillNeed(batch);
       begin = end;
     }
   }

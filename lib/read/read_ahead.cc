@@ -20,8 +20,6 @@ constexpr size_t kAlign = io::RandomAccessFile::kDirectAlignment;
 // Adjacent records are read together up to this many bytes: large enough for the disk's
 // sequential rate, small enough that a block's reads still run in parallel.
 constexpr size_t kMaxReadBytes = 4 << 20;
-// Samples of a batch probed for residency in the page cache (mincore), evenly spaced.
-constexpr size_t kResidentProbes = 8;
 
 // A FIFO over a ring of slots that grows (doubling) only when full: after the first
 // batches it never allocates, unlike std::deque, which allocates and frees blocks as it
@@ -389,11 +387,7 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
   // A batch whose records are in the page cache already (probed as the mapped path's
   // read-ahead does) is read from there, zero-copy: a dataset that fits in memory after
   // all, or the part of one that another reader brought in, costs no second read.
-  slot.cached = options_.reuse_cache && !indices.empty();
-  for (size_t k = 0; k < kResidentProbes && k < indices.size() && slot.cached; ++k) {
-    const size_t n = indices.size();
-    slot.cached = dataset_.Resident(indices[k * n / std::min(n, kResidentProbes)]);
-  }
+  slot.cached = options_.reuse_cache && dataset_.Resident(indices);
   if (slot.cached) {
     for (const uint64_t index : indices) {
       Slot::Item item;

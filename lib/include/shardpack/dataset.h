@@ -121,6 +121,10 @@ class Dataset {
   // a cheap probe of whether the dataset sits in the page cache. True where that cannot be told,
   // false for an index past the end.
   bool Resident(uint64_t index) const;
+  // Whether a batch of samples is in memory, as far as a cheap probe tells: Resident of 8
+  // of them, evenly spaced (all of them when fewer). False for no samples. A dataset
+  // bigger than the cache almost never has 8 random records resident at once.
+  bool Resident(std::span<const uint64_t> indices) const;
 
   // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
   // afterwards: LMDB datasets open that many read transactions per shard up front
