@@ -298,9 +298,13 @@ StatusOr<int> BatchesUntilFailure(Loader& loader) {
   }
 }
 
-// Read-ahead from storage, shards in order, a batch per shard, one worker.
+// Read-ahead from storage, shards in order, a batch per shard, one worker, and one read at a
+// time into one batch of buffers: the reads come in the order of the shards, so "the
+// second read" is shard 1's.
 LoaderOptions InOrderReadAhead() {
   LoaderOptions o;
+  o.io_depth = 1;
+  o.io_buffer_bytes = 1;
   o.batch_size = 7;
   o.shuffle = ShuffleMode::kNone;
   o.io = IoPath::kReadAhead;
