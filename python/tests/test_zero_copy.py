@@ -125,10 +125,16 @@ def test_gil_is_released_while_waiting_for_a_batch(variable_path):
 
     spinner = threading.Thread(target=spin)
     spinner.start()
+    during = 0
     try:
-        before = counts[0]
-        ld.next_batch()  # the first batch is made while we wait (tens of milliseconds)
-        during = counts[0] - before
+        # Each epoch's first batch is started by set_epoch and made while next_batch waits
+        # (tens of milliseconds), so the wait cannot find it ready, however long the spinner
+        # took to start.
+        for epoch in range(1, 4):
+            ld.set_epoch(epoch)
+            before = counts[0]
+            ld.next_batch()
+            during += counts[0] - before
     finally:
         stop.set()
         spinner.join()
