@@ -413,8 +413,9 @@ std::function<int()> AddBench(CLI::App& app) {
       ->check(Integer<int>(1, 256))
       ->capture_default_str();
   cmd->add_option("--io-buffer", a->io_buffer,
-                  "Read-ahead path: bytes of buffers the records are read into")
-      ->check(Integer<uint64_t>(1))
+                  "Read-ahead path: bytes of buffers the records are read into (0: 384 MiB, "
+                  "or three windows of blocks under --shuffle block, at most 1 GiB)")
+      ->check(Integer<uint64_t>(0))
       ->capture_default_str();
   cmd->add_option("--io-queue", a->io_queue,
                   "Read-ahead path: auto (io_uring where the kernel allows it), uring or pread")

@@ -44,6 +44,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr size_t kPageSize = 4096;
+// LoaderOptions::io_buffer_bytes = 0: 384 MiB, or three windows of a block shuffle (at
+// most 1 GiB).
+constexpr uint64_t kDefaultIoBufferBytes = 384ull << 20;
+constexpr uint64_t kMaxAutomaticIoBufferBytes = 1ull << 30;
 
 size_t RoundUpToPage(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
 
@@ -146,9 +150,22 @@ class Loader::Impl {
   int chunk = 1;
 
   std::vector<std::unique_ptr<Batch::Slot>> slots;
-  // One per worker, sized in Create for the dataset's largest sample, so that neither a
-  // sample nor a worker starting late allocates.
-  std::vector<read::TransformScratch> scratches;
+  struct UnitStart {
+    uint64_t unit = 0;
+    uint64_t first = 0;  // its first position to read
+  };
+  // A worker's own buffers: the samples to hint, gathered under the lock and hinted
+  // outside it (each batch of `hint` ending at hint_batches[k]); one batch's indices; the
+  // read-ahead units to start.
+  struct WorkerScratch {
+    read::TransformScratch transform;
+    std::vector<uint64_t> hint, batch_indices;
+    std::vector<size_t> hint_batches;
+    std::vector<UnitStart> unit_starts;
+  };
+  // One per worker, sized in Create (the transform's for the dataset's largest sample),
+  // so that neither a sample nor a worker starting late allocates.
+  std::vector<WorkerScratch> scratches;
   std::vector<std::thread> workers;
 
   mutable std::mutex mu;
@@ -164,11 +181,15 @@ class Loader::Impl {
   // it is kept read_ahead_batches past the batch being claimed.
   uint64_t hinted_batch = 0;
   uint64_t read_ahead_batches = 0;
-  // The read-ahead path (null: the mapped path). Batches [.., started_batch) had their
-  // reads started; it runs up to read_slots batches ahead of the batch being claimed.
+  // The read-ahead path (null: the mapped path). The epoch's order is cut into units
+  // (read::ReadUnits); units [.., started_unit) had their reads started, the next from
+  // position started_position on.
   std::unique_ptr<read::ReadAhead> reads;
-  uint64_t started_batch = 0;
-  uint64_t read_slots = 0;
+  uint64_t started_unit = 0;
+  uint64_t started_position = 0;
+  uint64_t unit_cap = 0;            // the most samples of a unit
+  uint64_t read_slots = 0;          // units read ahead
+  std::vector<uint64_t> unit_ends;  // the epoch's units, sized once
   std::string io_description;
   uint64_t deliver_batch = 0;  // the batch Next() returns next
   int active_chunks = 0;       // chunks being worked on
@@ -190,6 +211,7 @@ class Loader::Impl {
       stopping = true;
     }
     work_cv.notify_all();
+    if (reads != nullptr) reads->Cancel();
     for (std::thread& t : workers) t.join();
     for (auto& slot : slots) {
       if (slot->copy_pending) (void)slot->copied.Synchronize();
@@ -203,16 +225,13 @@ class Loader::Impl {
   int ChunksOf(int size) const { return std::max(1, (size + chunk - 1) / chunk); }
 
   // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
-  void Work(read::TransformScratch& scratch) {
+  void Work(WorkerScratch& worker) {
     if (gpu) (void)cuda::SetDevice(options.device);
-    // The samples to hint, gathered under the lock, hinted outside it; sized once.
-    std::vector<uint64_t> hint, batch_indices;
-    std::vector<size_t> hint_batches;  // where each batch of `hint` ends
-    uint64_t first_start = 0;          // read-ahead: the first batch of `hint`
-    const uint64_t ahead = std::max(read_ahead_batches + 1, read_slots);
-    hint.reserve(static_cast<size_t>(ahead * options.batch_size));
-    batch_indices.reserve(static_cast<size_t>(options.batch_size));
-    hint_batches.reserve(static_cast<size_t>(ahead));
+    read::TransformScratch& scratch = worker.transform;
+    std::vector<uint64_t>& hint = worker.hint;
+    std::vector<uint64_t>& batch_indices = worker.batch_indices;
+    std::vector<size_t>& hint_batches = worker.hint_batches;
+    std::vector<UnitStart>& unit_starts = worker.unit_starts;
     std::unique_lock<std::mutex> lock(mu);
     while (true) {
       Batch::Slot* slot = nullptr;
@@ -246,7 +265,7 @@ class Loader::Impl {
         // This batch and the next read_ahead_batches: their records are read in the
         // background, all at once, while this one is copied.
         if (reads != nullptr) {
-          first_start = CollectStarts(&hint, &hint_batches, &batch_indices);
+          CollectStarts(&unit_starts);
         } else if (read_ahead_batches > 0) {
           const uint64_t until = std::min(plan.num_batches(), fill_batch + 1 + read_ahead_batches);
           for (uint64_t b = std::max(hinted_batch, fill_batch); b < until; ++b) {
@@ -266,11 +285,12 @@ class Loader::Impl {
       }
       ++active_chunks;
       lock.unlock();
-      if (reads != nullptr) {
-        StartReads(first_start, hint, hint_batches);
+      if (!unit_starts.empty()) {
+        StartReads(unit_starts);
       } else if (!hint.empty()) {
         HintBatches(hint, hint_batches);
       }
+      unit_starts.clear();
       hint.clear();
       hint_batches.clear();
 
@@ -282,9 +302,13 @@ class Loader::Impl {
       }
       int error_position = -1;
       Status error = claim_status;
+      // Read-ahead: each sample's record is done with once copied (its unit's slot may
+      // then take the next unit, even before the batch is whole); on an error, the rest.
+      int finished = begin;
       if (error.ok()) {
         for (int i = begin; i < end; ++i) {
           Status s = FillSample(*slot, i, &scratch);
+          if (reads != nullptr) FinishReads(*slot, i, finished = i + 1, unit_starts);
           if (s.ok()) continue;
           if (s.code() == StatusCode::kCorruption && options.on_corrupt == OnCorrupt::kSkip) {
             slot->bad[i] = 1;
@@ -298,6 +322,7 @@ class Loader::Impl {
       } else {
         error_position = begin;
       }
+      if (reads != nullptr) FinishReads(*slot, finished, end, unit_starts);
 
       lock.lock();
       if (!error.ok() && (slot->status_position < 0 || error_position < slot->status_position)) {
@@ -305,18 +330,6 @@ class Loader::Impl {
         slot->status_position = error_position;
       }
       const bool last = --slot->chunks_left == 0;
-      if (last && reads != nullptr) {
-        // Its records are done with: its read slot takes the next batch that needs one.
-        reads->Finish(slot->index);
-        first_start = CollectStarts(&hint, &hint_batches, &batch_indices);
-        if (!hint.empty()) {
-          lock.unlock();
-          StartReads(first_start, hint, hint_batches);
-          hint.clear();
-          hint_batches.clear();
-          lock.lock();
-        }
-      }
       if (last && gen == generation) {
         // Still counted as active: StartEpoch waits until the publication is over.
         lock.unlock();
@@ -333,31 +346,40 @@ class Loader::Impl {
     }
   }
 
-  // Read-ahead path, under the lock: the batches whose reads may start now, in order (a
-  // batch's read slot is free once the batch read_slots before it is done), up to
-  // read_slots past the batch being claimed; their samples go to `indices`, each batch
-  // ending at ends[k]. Returns the number of the first.
-  uint64_t CollectStarts(std::vector<uint64_t>* indices, std::vector<size_t>* ends,
-                         std::vector<uint64_t>* batch) {
-    const uint64_t until = std::min(plan.num_batches(), fill_batch + read_slots);
-    const uint64_t first = started_batch;
-    while (started_batch < until && reads->CanStart(started_batch)) {
-      plan.Batch(started_batch, batch);
-      indices->insert(indices->end(), batch->begin(), batch->end());
-      ends->push_back(indices->size());
-      ++started_batch;
+  // Read-ahead path, under the lock: the units whose reads may start now, in order (a
+  // unit's read slot is free once the unit read_slots before it is done), reserved.
+  void CollectStarts(std::vector<UnitStart>* starts) {
+    while (started_unit < reads->num_units() && reads->Reserve(started_unit)) {
+      starts->push_back({started_unit, started_position});
+      started_position = reads->UnitEnd(started_unit);
+      ++started_unit;
     }
-    return first;
   }
 
-  // Outside the lock: queues the reads of the batches CollectStarts gathered.
-  void StartReads(uint64_t first, const std::vector<uint64_t>& indices,
-                  const std::vector<size_t>& ends) {
-    size_t begin = 0;
-    uint64_t b = first;
-    for (const size_t end : ends) {
-      reads->Start(b++, std::span<const uint64_t>(indices.data() + begin, end - begin));
-      begin = end;
+  // Outside the lock, while counted as an active worker: samples [from, to) of the slot's
+  // batch are done with their records (kPad fill has none). A unit that this completes
+  // frees its read slot: the units that may then start are started.
+  void FinishReads(const Batch::Slot& slot, int from, int to, std::vector<UnitStart>& starts) {
+    to = std::min(to, slot.valid);
+    if (from >= to) return;
+    const uint64_t first = slot.index * static_cast<uint64_t>(options.batch_size) + from;
+    if (!reads->Finish(first, static_cast<uint64_t>(to - from))) return;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      CollectStarts(&starts);
+    }
+    StartReads(starts);
+    starts.clear();
+  }
+
+  // Outside the lock, while counted as an active worker (the plan cannot change): queues
+  // the reads of the units CollectStarts gathered.
+  void StartReads(const std::vector<UnitStart>& starts) {
+    const std::vector<uint64_t>& order = plan.order();
+    for (const UnitStart& u : starts) {
+      const uint64_t end = reads->UnitEnd(u.unit);
+      reads->Start(u.unit, u.first,
+                   std::span<const uint64_t>(order.data() + u.first, end - u.first));
     }
   }
 
@@ -384,9 +406,12 @@ class Loader::Impl {
 
   Status CopySample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     SampleView view;
-    SHARDPACK_RETURN_IF_ERROR(reads != nullptr
-                                  ? reads->Sample(slot.index, i, options.verify_crc, &view)
-                                  : dataset->Get(slot.indices[i], &view, options.verify_crc));
+    // Read ahead: every sample but a kPad batch's fill (the rank's first samples again).
+    const bool read_ahead = reads != nullptr && i < slot.valid;
+    SHARDPACK_RETURN_IF_ERROR(
+        read_ahead ? reads->Sample(slot.index * static_cast<uint64_t>(options.batch_size) + i,
+                                   options.verify_crc, &view)
+                   : dataset->Get(slot.indices[i], &view, options.verify_crc));
     slot.labels[i] = view.label;
     uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
     if (transformer.pass_through()) {
@@ -482,10 +507,18 @@ class Loader::Impl {
   void Restart(uint64_t epoch, uint64_t batch, std::unique_lock<std::mutex>& lock) {
     ++generation;
     restarting = true;
+    if (reads != nullptr) reads->Cancel();  // no worker waits for a record any more
     idle_cv.wait(lock, [&] { return active_chunks == 0; });
     restarting = false;
     if (reads != nullptr) reads->Reset();  // no read in flight into a buffer it reuses
     plan = read::EpochPlan::Make(spec, shard_records, epoch);
+    if (reads != nullptr) {
+      read::ReadUnits(plan.window_ends(), plan.read_positions(),
+                      static_cast<uint64_t>(options.batch_size), unit_cap, &unit_ends);
+      reads->SetUnits(unit_ends);
+      started_position = std::min(plan.read_positions(), batch * options.batch_size);
+      started_unit = reads->UnitOf(started_position);
+    }
     const uint64_t n = slots.size();
     slot_base = (next_slot + n - batch % n) % n;
     for (auto& slot : slots) {
@@ -497,7 +530,6 @@ class Loader::Impl {
     fill_batch = batch;
     fill_chunk = 0;
     hinted_batch = batch;
-    started_batch = batch;
     deliver_batch = batch;
     failed = false;
     work_cv.notify_all();
@@ -874,9 +906,25 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     why = choice.why;
   }
   if (read_ahead) {
-    impl->read_slots = std::clamp<uint64_t>(o.io_buffer_bytes / stored_batch, 1, 64);
+    // Units: batches, or under a block shuffle its windows of blocks, read whole, at least
+    // three at a time: one being used, one being read, and one queued behind it, so that
+    // the disk never waits for a window to be used up.
+    const uint64_t batch = static_cast<uint64_t>(o.batch_size);
+    const uint64_t window = static_cast<uint64_t>(o.block_size) * o.block_window;
+    const bool windows = o.shuffle == ShuffleMode::kBlock;
+    uint64_t buffer_bytes = o.io_buffer_bytes;
+    if (buffer_bytes == 0) {
+      buffer_bytes = kDefaultIoBufferBytes;
+      if (windows) {
+        buffer_bytes = std::clamp(3 * window * (stored_batch / batch), kDefaultIoBufferBytes,
+                                  kMaxAutomaticIoBufferBytes);
+      }
+    }
+    const uint64_t budget = batch * std::clamp<uint64_t>(buffer_bytes / stored_batch, 1, 64);
+    impl->unit_cap = windows ? std::max(2 * batch, std::min(window, budget / 3)) : batch;
+    impl->read_slots = std::max<uint64_t>(windows ? 3 : 1, budget / impl->unit_cap);
     read::ReadAheadOptions ro;
-    ro.batch_size = o.batch_size;
+    ro.unit_samples = static_cast<int>(impl->unit_cap);
     ro.slots = static_cast<int>(impl->read_slots);
     ro.depth = o.io_depth;
     ro.direct = o.io_bypass_cache;
@@ -945,12 +993,17 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   }
   const ImageSpec& spec = impl->dataset->manifest().image;
   impl->scratches.resize(static_cast<size_t>(threads));
-  for (read::TransformScratch& scratch : impl->scratches) {
+  const size_t hinted = static_cast<size_t>(impl->read_ahead_batches + 1);
+  for (Impl::WorkerScratch& worker : impl->scratches) {
     if (spec.fixed()) {
-      impl->transformer.Reserve(spec.height, spec.width, &scratch);
+      impl->transformer.Reserve(spec.height, spec.width, &worker.transform);
     } else {
-      impl->transformer.Reserve(spec.max_side, spec.max_side, &scratch);
+      impl->transformer.Reserve(spec.max_side, spec.max_side, &worker.transform);
     }
+    worker.hint.reserve(hinted * static_cast<size_t>(o.batch_size));
+    worker.batch_indices.reserve(static_cast<size_t>(o.batch_size));
+    worker.hint_batches.reserve(hinted);
+    worker.unit_starts.reserve(static_cast<size_t>(impl->read_slots));
   }
   Impl* raw = impl.get();
   for (int i = 0; i < threads; ++i) {
@@ -1052,7 +1105,7 @@ LoaderStats Loader::stats() const {
                     : 0.0;
   s.io = impl_->io_description;
   s.bytes_read = impl_->reads != nullptr ? impl_->reads->bytes_read() : 0;
-  s.batches_from_page_cache = impl_->reads != nullptr ? impl_->reads->cached_batches() : 0;
+  s.batches_from_page_cache = impl_->reads != nullptr ? impl_->reads->cached_units() : 0;
   return s;
 }
 

@@ -21,6 +21,10 @@ constexpr size_t kAlign = io::RandomAccessFile::kDirectAlignment;
 // sequential rate, small enough that a block's reads still run in parallel.
 constexpr size_t kMaxReadBytes = 4 << 20;
 
+std::string Count(size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
 // A FIFO over a ring of slots that grows (doubling) only when full: after the first
 // batches it never allocates, unlike std::deque, which allocates and frees blocks as it
 // moves.
@@ -44,11 +48,10 @@ class RingQueue {
     slots_[head_] = v;
     ++count_;
   }
-
- private:
+  // Room for n entries.
   void Reserve(size_t n) {
     if (n <= slots_.size()) return;
-    std::vector<T> bigger(std::max<size_t>(64, 2 * slots_.size()));
+    std::vector<T> bigger(std::max({n, size_t{64}, 2 * slots_.size()}));
     for (size_t i = 0; i < count_; ++i) bigger[i] = slots_[(head_ + i) % slots_.size()];
     slots_ = std::move(bigger);
     head_ = 0;
@@ -66,7 +69,8 @@ size_t AlignUp(uint64_t n) { return static_cast<size_t>((n + kAlign - 1) / kAlig
 
 class PreadQueue final : public ReadQueue {
  public:
-  PreadQueue(int threads, Done done) : done_(std::move(done)) {
+  PreadQueue(int threads, size_t queued, Done done) : done_(std::move(done)) {
+    queue_.Reserve(queued);
     for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
   }
   ~PreadQueue() override {
@@ -119,8 +123,9 @@ class PreadQueue final : public ReadQueue {
 // (a cached read may stop early) and tops the queue up from the list.
 class UringQueue final : public ReadQueue {
  public:
-  static StatusOr<std::unique_ptr<ReadQueue>> Create(int depth, Done done) {
+  static StatusOr<std::unique_ptr<ReadQueue>> Create(int depth, size_t queued, Done done) {
     auto q = std::unique_ptr<UringQueue>(new UringQueue(depth, std::move(done)));
+    q->waiting_.Reserve(queued);
     const int rc = io_uring_queue_init(static_cast<unsigned>(depth) + 1, &q->ring_, 0);
     if (rc < 0) return ErrnoError("io_uring_queue_init", -rc);
     q->ready_ = true;
@@ -251,21 +256,44 @@ class UringQueue final : public ReadQueue {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth,
+StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth, size_t queued,
                                                    ReadQueue::Done done) {
   depth = std::max(1, depth);
   if (kind != QueueKind::kPread) {
-    auto uring = UringQueue::Create(depth, done);
+    auto uring = UringQueue::Create(depth, queued, done);
     if (uring.ok() || kind == QueueKind::kUring) return uring;
   }
-  return std::unique_ptr<ReadQueue>(new PreadQueue(depth, std::move(done)));
+  return std::unique_ptr<ReadQueue>(new PreadQueue(depth, queued, std::move(done)));
 }
 
 // ---- ReadAhead ----
 
+void ReadUnits(std::span<const uint64_t> windows, uint64_t total, uint64_t batch, uint64_t cap,
+               std::vector<uint64_t>* ends) {
+  ends->clear();
+  batch = std::max<uint64_t>(1, batch);
+  cap = std::max(cap, 2 * batch);
+  if (windows.empty()) {
+    for (uint64_t end = batch; end < total; end += batch) ends->push_back(end);
+  } else {
+    uint64_t begin = 0;
+    for (const uint64_t window_end : windows) {
+      const uint64_t end = std::min(window_end, total);
+      if (end - begin < batch && end < total) continue;  // joined to the next window
+      const uint64_t size = end - begin;
+      const uint64_t parts = (size + cap - 1) / cap;  // each at least cap / 2 >= batch
+      for (uint64_t k = 1; k < parts; ++k) ends->push_back(begin + size * k / parts);
+      if (end > begin) ends->push_back(end);
+      begin = end;
+      if (end == total) break;
+    }
+  }
+  if (total > 0 && (ends->empty() || ends->back() != total)) ends->push_back(total);
+}
+
 struct ReadAhead::Slot {
   static constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
-  struct Item {  // one sample of the batch
+  struct Item {  // one sample of the unit
     size_t shard = 0;
     uint64_t record = 0;
     size_t at = 0;        // where its bytes begin in the buffer
@@ -280,11 +308,14 @@ struct ReadAhead::Slot {
     Status status;
   };
 
-  uint64_t batch = kNone;  // the batch it holds, kNone when free
+  uint64_t unit = kNone;  // the unit it holds, kNone when free
+  uint64_t first = 0;     // its first position started
+  uint64_t count = 0;     // positions started
+  uint64_t finished = 0;  // of them, finished
   bool started = false;
-  bool cached = false;  // its records are in the page cache: read through the mapping
-  int pending = 0;      // reads in flight
-  std::vector<Item> items;
+  bool cached = false;      // its records are in the page cache: read through the mapping
+  int pending = 0;          // reads in flight
+  std::vector<Item> items;  // the positions' samples, in order
   std::vector<Read> reads;
   std::vector<ReadRequest> requests;  // planning scratch, kept for its capacity
   std::vector<size_t> starts;         // where each read's first record lands in the buffer
@@ -299,7 +330,7 @@ struct ReadAhead::Slot {
     capacity = AlignUp(bytes);
     buffer = static_cast<uint8_t*>(std::aligned_alloc(kAlign, capacity));
     if (buffer == nullptr) capacity = 0;
-    io::PrefaultWrite(buffer, capacity);  // the first batches then take no page faults
+    io::PrefaultWrite(buffer, capacity);  // the first units then take no page faults
     return buffer != nullptr;
   }
 };
@@ -340,51 +371,69 @@ StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
     kind = QueueKind::kPread;
   }
   ReadAhead* raw = ra.get();
-  SHARDPACK_ASSIGN_OR_RETURN(
-      ra->queue_, MakeReadQueue(kind, options.depth, [raw](uint64_t tag, StatusOr<size_t> r) {
-        raw->Completed(tag, std::move(r));
-      }));
-  // Buffers for batches of typical records; a batch of larger ones grows its slot once.
+  // At most a read per record of every slot waits at once.
+  const size_t queued = static_cast<size_t>(std::max(1, options.slots)) *
+                        static_cast<size_t>(std::max(1, options.unit_samples));
+  SHARDPACK_ASSIGN_OR_RETURN(ra->queue_, MakeReadQueue(kind, options.depth, queued,
+                                                       [raw](uint64_t tag, StatusOr<size_t> r) {
+                                                         raw->Completed(tag, std::move(r));
+                                                       }));
+  // Buffers for units of typical records; a unit of larger ones grows its slot once.
+  ra->options_.unit_samples = std::max(1, options.unit_samples);
   const Manifest& m = dataset.manifest();
   uint64_t stored = 0;
   for (const ShardEntry& e : m.shards) stored += e.data.bytes;
   const uint64_t typical = m.num_samples > 0 ? stored / m.num_samples : 0;
-  const size_t bytes = static_cast<size_t>(options.batch_size) * AlignUp(typical + 2 * kAlign);
+  const size_t samples = static_cast<size_t>(ra->options_.unit_samples);
+  const size_t bytes = samples * AlignUp(typical + 2 * kAlign);
   for (int i = 0; i < std::max(1, options.slots); ++i) {
     auto slot = std::make_unique<Slot>();
     if (!slot->Grow(bytes)) {
       return ResourceExhaustedError("read-ahead: cannot allocate " + std::to_string(bytes) +
-                                    " bytes for a batch of records");
+                                    " bytes for a unit of records");
     }
-    slot->items.reserve(static_cast<size_t>(options.batch_size));
-    slot->reads.reserve(static_cast<size_t>(options.batch_size));
-    slot->requests.reserve(static_cast<size_t>(options.batch_size));
-    slot->order.reserve(static_cast<size_t>(options.batch_size));
+    slot->items.reserve(samples);
+    slot->reads.reserve(samples);
+    slot->requests.reserve(samples);
+    slot->order.reserve(samples);
     ra->slots_.push_back(std::move(slot));
   }
   return ra;
 }
 
-ReadAhead::Slot& ReadAhead::SlotOf(uint64_t batch) const { return *slots_[batch % slots_.size()]; }
+void ReadAhead::SetUnits(std::span<const uint64_t> ends) { ends_.assign(ends.begin(), ends.end()); }
 
-bool ReadAhead::CanStart(uint64_t batch) const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return SlotOf(batch).batch == Slot::kNone;
+uint64_t ReadAhead::UnitOf(uint64_t position) const {
+  return static_cast<uint64_t>(std::upper_bound(ends_.begin(), ends_.end(), position) -
+                               ends_.begin());
 }
 
-void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
-  Slot& slot = SlotOf(batch);
+bool ReadAhead::Reserve(uint64_t unit) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Slot& slot = SlotOf(unit);
+  if (slot.unit == unit) return true;
+  if (slot.unit != Slot::kNone) return false;
+  slot.unit = unit;
+  slot.started = false;
+  return true;
+}
+
+void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> indices) {
+  Slot& slot = SlotOf(unit);
   {
-    // A batch that failed part-way may have left reads in flight into this buffer.
+    // A unit that failed part-way may have left reads in flight into this buffer.
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] { return slot.pending == 0; });
-    slot.batch = batch;
+    slot.unit = unit;  // reserved already, unless the caller skipped Reserve
+    slot.first = first;
+    slot.count = indices.size();
+    slot.finished = 0;
     slot.started = false;
   }
   slot.items.clear();
   slot.reads.clear();
   slot.requests.clear();
-  // A batch whose records are in the page cache already (probed as the mapped path's
+  // A unit whose records are in the page cache already (probed as the mapped path's
   // read-ahead does) is read from there, zero-copy: a dataset that fits in memory after
   // all, or the part of one that another reader brought in, costs no second read.
   slot.cached = options_.reuse_cache && dataset_.Resident(indices);
@@ -400,7 +449,7 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
       }
       slot.items.push_back(std::move(item));
     }
-    cached_batches_.fetch_add(1, std::memory_order_relaxed);
+    cached_units_.fetch_add(1, std::memory_order_relaxed);
     {
       std::lock_guard<std::mutex> lock(mu_);
       slot.started = true;
@@ -409,7 +458,7 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
     return;
   }
   // Plan: each sample's extent; then, in file order (shard, offset), runs of records
-  // that follow each other in a file as one read each.
+  // that follow each other in a file as one read each: a window's blocks come whole.
   size_t total = 0;
   std::vector<uint32_t>& order = slot.order;
   order.clear();
@@ -480,8 +529,8 @@ void ReadAhead::Start(uint64_t batch, std::span<const uint64_t> indices) {
   Status grown = slot.Grow(total)
                      ? Status::Ok()
                      : ResourceExhaustedError("read-ahead: cannot allocate " +
-                                              std::to_string(total) + " bytes for a batch");
-  const uint64_t slot_index = batch % slots_.size();
+                                              std::to_string(total) + " bytes for a unit");
+  const uint64_t slot_index = unit % slots_.size();
   for (size_t k = 0; k < slot.requests.size(); ++k) {
     ReadRequest& r = slot.requests[k];
     r.dst = slot.buffer + r.tag;
@@ -532,17 +581,22 @@ void ReadAhead::Completed(uint64_t tag, StatusOr<size_t> result) {
   cv_.notify_all();
 }
 
-Status ReadAhead::Sample(uint64_t batch, int position, bool verify_crc, SampleView* out) {
-  Slot& slot = SlotOf(batch);
+Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out) {
+  const uint64_t unit = UnitOf(position);
+  Slot& slot = SlotOf(unit);
   const Slot::Item* item = nullptr;
   {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [&] {
-      if (slot.batch != batch || !slot.started) return false;
-      const Slot::Item& it = slot.items[static_cast<size_t>(position)];
+      if (cancelled_) return true;
+      if (slot.unit != unit || !slot.started) return false;
+      const Slot::Item& it = slot.items[static_cast<size_t>(position - slot.first)];
       return slot.cached || it.read < 0 || slot.reads[static_cast<size_t>(it.read)].done;
     });
-    item = &slot.items[static_cast<size_t>(position)];
+    if (cancelled_) {
+      return FailedPreconditionError("read-ahead: cancelled while waiting for a record");
+    }
+    item = &slot.items[static_cast<size_t>(position - slot.first)];
     if (slot.cached) {
       if (!item->status.ok()) return item->status;
       lock.unlock();
@@ -556,22 +610,39 @@ Status ReadAhead::Sample(uint64_t batch, int position, bool verify_crc, SampleVi
       .Parse(item->record, slot.buffer + item->at, item->length, verify_crc, out);
 }
 
-void ReadAhead::Finish(uint64_t batch) {
+bool ReadAhead::Finish(uint64_t first, uint64_t count) {
   std::lock_guard<std::mutex> lock(mu_);
-  Slot& slot = SlotOf(batch);
-  if (slot.batch == batch) {
-    slot.batch = Slot::kNone;
-    slot.started = false;
+  bool freed = false;
+  for (uint64_t unit = UnitOf(first); count > 0 && unit < ends_.size(); ++unit) {
+    const uint64_t n = std::min(count, ends_[unit] - first);
+    Slot& slot = SlotOf(unit);
+    if (slot.unit == unit && (slot.finished += n) >= slot.count) {
+      slot.unit = Slot::kNone;
+      slot.started = false;
+      freed = true;
+    }
+    first += n;
+    count -= n;
   }
+  return freed;
 }
 
 void ReadAhead::Reset() {
   std::unique_lock<std::mutex> lock(mu_);
   cv_.wait(lock, [&] { return in_flight_ == 0; });
   for (auto& slot : slots_) {
-    slot->batch = Slot::kNone;
+    slot->unit = Slot::kNone;
     slot->started = false;
   }
+  cancelled_ = false;
+}
+
+void ReadAhead::Cancel() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cancelled_ = true;
+  }
+  cv_.notify_all();
 }
 
 std::string ReadAhead::Describe() const {
@@ -579,7 +650,8 @@ std::string ReadAhead::Describe() const {
          (direct_           ? ", O_DIRECT"
           : options_.direct ? ", cached then dropped"
                             : ", cached") +
-         ", " + std::to_string(slots_.size()) + " batches ahead";
+         ", " + Count(slots_.size(), "unit", "units") + " of up to " +
+         Count(static_cast<size_t>(options_.unit_samples), "sample", "samples") + " ahead";
 }
 
 }  // namespace shardpack::read

@@ -42,7 +42,9 @@ uint64_t BatchesPerEpoch(const OrderSpec& spec, uint64_t num_samples) {
 }
 
 std::vector<uint64_t> EpochPermutation(const OrderSpec& spec,
-                                       std::span<const uint64_t> shard_records, uint64_t epoch) {
+                                       std::span<const uint64_t> shard_records, uint64_t epoch,
+                                       std::vector<uint64_t>* window_ends) {
+  if (window_ends != nullptr) window_ends->clear();
   const uint64_t n = std::accumulate(shard_records.begin(), shard_records.end(), uint64_t{0});
   std::vector<uint64_t> order(n);
   std::iota(order.begin(), order.end(), uint64_t{0});
@@ -79,6 +81,7 @@ std::vector<uint64_t> EpochPermutation(const OrderSpec& spec,
           for (uint64_t i = 0; i < blocks[k].count; ++i) order[out++] = blocks[k].first + i;
         }
         Shuffle(std::span<uint64_t>(order).subspan(begin, out - begin), window_rng);
+        if (window_ends != nullptr) window_ends->push_back(out);
       }
       break;
     }
@@ -92,7 +95,8 @@ EpochPlan EpochPlan::Make(const OrderSpec& spec, std::span<const uint64_t> shard
   plan.epoch_ = epoch;
   plan.batch_size_ = spec.batch_size;
   plan.tail_ = spec.tail;
-  std::vector<uint64_t> all = EpochPermutation(spec, shard_records, epoch);
+  std::vector<uint64_t> ends;
+  std::vector<uint64_t> all = EpochPermutation(spec, shard_records, epoch, &ends);
   const uint64_t n_all = all.size();
   const uint64_t m = SamplesPerRank(spec, n_all);
   const uint64_t begin = static_cast<uint64_t>(spec.rank) * m;
@@ -100,8 +104,21 @@ EpochPlan EpochPlan::Make(const OrderSpec& spec, std::span<const uint64_t> shard
   // Position p of the extended sequence is entry p mod N of the permutation (kDrop never
   // reaches past N; the others repeat at most W - 1 entries from the start).
   for (uint64_t i = 0; i < m; ++i) plan.order_[i] = all[(begin + i) % n_all];
+  if (!ends.empty() && m > 0) {
+    // The windows' ends in the rank's positions, including those of the repeated start.
+    for (const uint64_t lap : {uint64_t{0}, n_all}) {
+      for (const uint64_t e : ends) {
+        if (e + lap > begin && e + lap - begin < m) plan.window_ends_.push_back(e + lap - begin);
+      }
+    }
+    plan.window_ends_.push_back(m);
+  }
   plan.num_batches_ = BatchesPerEpoch(spec, n_all);
   return plan;
+}
+
+uint64_t EpochPlan::read_positions() const {
+  return std::min<uint64_t>(order_.size(), num_batches_ * static_cast<uint64_t>(batch_size_));
 }
 
 int EpochPlan::Batch(uint64_t b, std::vector<uint64_t>* out) const {

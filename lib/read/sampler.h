@@ -44,9 +44,12 @@ OrderSpec OrderSpecOf(const LoaderOptions& options);
 uint64_t SamplesPerRank(const OrderSpec& spec, uint64_t num_samples);
 uint64_t BatchesPerEpoch(const OrderSpec& spec, uint64_t num_samples);
 
-// The permutation of step 1: all N = sum(shard_records) global indices, once each.
+// The permutation of step 1: all N = sum(shard_records) global indices, once each. For
+// a block shuffle, `window_ends` (when given) receives where each window of blocks ends
+// in it, ascending, the last being N; for the other modes it is left empty.
 std::vector<uint64_t> EpochPermutation(const OrderSpec& spec,
-                                       std::span<const uint64_t> shard_records, uint64_t epoch);
+                                       std::span<const uint64_t> shard_records, uint64_t epoch,
+                                       std::vector<uint64_t>* window_ends = nullptr);
 
 class EpochPlan {
  public:
@@ -60,12 +63,19 @@ class EpochPlan {
   // Batch b's global sample indices (b < num_batches()) written to `out` (resized), and
   // how many of them are not kPad fill.
   int Batch(uint64_t b, std::vector<uint64_t>* out) const;
+  // Positions of order() that the batches read (not kPad fill): [0, read_positions()).
+  uint64_t read_positions() const;
+  // Block shuffle: where the windows of blocks end in order(), ascending, each a position
+  // in (0, m], the last m: the samples of a window are a permutation of whole blocks
+  // (the rank's first and last window may be parts). Empty for the other modes.
+  const std::vector<uint64_t>& window_ends() const { return window_ends_; }
 
  private:
   uint64_t epoch_ = 0;
   int batch_size_ = 1;
   Tail tail_ = Tail::kPartial;
   std::vector<uint64_t> order_;
+  std::vector<uint64_t> window_ends_;
   uint64_t num_batches_ = 0;
 };
 

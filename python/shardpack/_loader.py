@@ -234,7 +234,8 @@ class Loader:
         read_ahead: mapped path: bytes of the epoch's next samples the kernel is asked to
             read into the page cache ahead (default 128 MiB; 0: off).
         io_buffer: read-ahead path: bytes of the buffers the records are read into
-            (default 384 MiB, in whole batches, at least one).
+            (default 0: automatic, 384 MiB, or three windows of blocks under a block
+            shuffle, at most 1 GiB; at least a batch).
         io_depth: read-ahead path: reads in flight (default 32).
         device: "cpu" (default), "cuda", "cuda:N", an int or a torch.device.
         rank, world_size: this process's part of each epoch (defaults 0, 1); see
@@ -282,7 +283,7 @@ class Loader:
         prefetch=2,
         read_ahead=128 << 20,
         io="auto",
-        io_buffer=384 << 20,
+        io_buffer=0,
         io_depth=32,
         device="cpu",
         rank=0,
@@ -321,7 +322,7 @@ class Loader:
         o.read_ahead_bytes = integer(read_ahead, "read_ahead", 0, UINT64_MAX)
         o.io = enum_member(_shardpack.IoPath, io, "io")
         o.io_depth = integer(io_depth, "io_depth", 1, 256)
-        o.io_buffer_bytes = integer(io_buffer, "io_buffer", 1, UINT64_MAX)
+        o.io_buffer_bytes = integer(io_buffer, "io_buffer", 0, UINT64_MAX)
         o.device = _parse_device(device)
         o.world_size = integer(world_size, "world_size", 1, INT32_MAX)
         o.rank = integer(rank, "rank", 0, o.world_size - 1)

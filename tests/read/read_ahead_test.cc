@@ -49,12 +49,28 @@ std::string SampleBytes(const SampleView& v) {
 
 class ReadAheadTest : public ::testing::TestWithParam<Backend> {};
 
+TEST(ReadUnitsTest, BatchesWithoutWindowsAndWholeWindowsWithThem) {
+  std::vector<uint64_t> ends;
+  read::ReadUnits({}, 10, 4, 4, &ends);
+  EXPECT_EQ(ends, (std::vector<uint64_t>{4, 8, 10}));
+  read::ReadUnits({}, 0, 4, 4, &ends);
+  EXPECT_TRUE(ends.empty());
+  // Windows end at 3, 9, 20, 26; positions read: 24; batch 4, at most 8 per unit. [0, 3)
+  // is smaller than a batch: joined to [3, 9); [0, 9) and [9, 20) are cut in two; the
+  // last window stops at 24.
+  read::ReadUnits(std::vector<uint64_t>{3, 9, 20, 26}, 24, 4, 8, &ends);
+  EXPECT_EQ(ends, (std::vector<uint64_t>{4, 9, 14, 20, 24}));
+  // Windows that fit: one unit each; cap is at least two batches.
+  read::ReadUnits(std::vector<uint64_t>{6, 12, 18}, 18, 4, 1, &ends);
+  EXPECT_EQ(ends, (std::vector<uint64_t>{6, 12, 18}));
+}
+
 TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredOne) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 21));  // 3 shards of 7
   auto ds = OpenOrDie(dir.path());
   read::ReadAheadOptions o;
-  o.batch_size = 9;
+  o.unit_samples = 9;
   o.slots = 2;
   o.queue = read::QueueKind::kPread;
   o.reuse_cache = false;
@@ -64,12 +80,13 @@ TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredO
   std::vector<uint64_t> run = {3, 4, 5, 6, 7, 8, 9, 10, 11};
   // Out of order: every record is a read of its own.
   std::vector<uint64_t> scattered = {20, 2, 15, 9, 0, 13, 6, 18, 11};
-  (*ra)->Start(0, run);
-  (*ra)->Start(1, scattered);
-  for (auto [batch, indices] : {std::pair{0, run}, std::pair{1, scattered}}) {
+  (*ra)->SetUnits(std::vector<uint64_t>{9, 18});
+  (*ra)->Start(0, 0, run);
+  (*ra)->Start(1, 9, scattered);
+  for (auto [first, indices] : {std::pair{0, run}, std::pair{9, scattered}}) {
     for (size_t i = 0; i < indices.size(); ++i) {
       SampleView got, want;
-      ASSERT_OK((*ra)->Sample(batch, static_cast<int>(i), true, &got));
+      ASSERT_OK((*ra)->Sample(first + i, true, &got));
       ASSERT_OK(ds->Get(indices[i], &want));
       EXPECT_EQ(SampleBytes(got), SampleBytes(want)) << "sample " << indices[i];
       EXPECT_EQ(got.label, want.label);
@@ -84,47 +101,78 @@ TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredO
     EXPECT_LE((*ra)->reads_issued(), 18u);
   }
   EXPECT_GT((*ra)->bytes_read(), 18u * 90);
-  (*ra)->Finish(0);
-  (*ra)->Finish(1);
-  // Records adjacent in the file coalesce in whatever order the batch holds them.
+  (*ra)->Finish(0, 18);
+  // Records adjacent in the file coalesce in whatever order the unit holds them.
   if (GetParam() == Backend::kTfrecord) {
+    (*ra)->Reset();
+    (*ra)->SetUnits(std::vector<uint64_t>{3});
     const uint64_t before = (*ra)->reads_issued();
     const std::vector<uint64_t> reversed = {5, 3, 4};
-    (*ra)->Start(2, reversed);
+    (*ra)->Start(0, 0, reversed);
     for (int i = 0; i < 3; ++i) {
       SampleView got, want;
-      ASSERT_OK((*ra)->Sample(2, i, true, &got));
+      ASSERT_OK((*ra)->Sample(static_cast<uint64_t>(i), true, &got));
       ASSERT_OK(ds->Get(reversed[static_cast<size_t>(i)], &want));
       EXPECT_EQ(SampleBytes(got), SampleBytes(want));
     }
     EXPECT_EQ((*ra)->reads_issued(), before + 1);
-    (*ra)->Finish(2);
+    (*ra)->Finish(0, 3);
   }
 }
 
-TEST_P(ReadAheadTest, ASlotTakesItsNextBatchOnlyOnceFinished) {
+TEST_P(ReadAheadTest, ASlotTakesItsNextUnitOnlyOnceEveryPositionIsFinished) {
   TempDir dir;
-  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 14));
+  testing::WriteTestDataset(dir.path(), Spec(GetParam(), 14));  // 2 shards of 7
   auto ds = OpenOrDie(dir.path());
   read::ReadAheadOptions o;
-  o.batch_size = 2;
+  o.unit_samples = 6;
   o.slots = 2;
   o.reuse_cache = false;
   auto ra = read::ReadAhead::Create(*ds, o);
   ASSERT_OK(ra.status());
-  EXPECT_TRUE((*ra)->CanStart(0));
-  (*ra)->Start(0, std::vector<uint64_t>{0, 1});
-  EXPECT_FALSE((*ra)->CanStart(2)) << "batch 2 shares batch 0's slot";
-  EXPECT_TRUE((*ra)->CanStart(1));
-  (*ra)->Finish(0);
-  EXPECT_TRUE((*ra)->CanStart(2));
-  (*ra)->Start(2, std::vector<uint64_t>{4, 5});
-  SampleView v, want;
-  ASSERT_OK((*ra)->Sample(2, 1, true, &v));
-  ASSERT_OK(ds->Get(5, &want));
-  EXPECT_EQ(SampleBytes(v), SampleBytes(want));
+  (*ra)->SetUnits(std::vector<uint64_t>{6, 12, 18});
+  EXPECT_EQ((*ra)->UnitOf(5), 0u);
+  EXPECT_EQ((*ra)->UnitOf(6), 1u);
+  EXPECT_EQ((*ra)->UnitOf(18), 3u);
+  // Unit 0 interleaves records 0..5 of shard 0 as two batches of 3 would: no record of
+  // either batch touches another of the same batch, but the unit's six are one run.
+  const std::vector<uint64_t> unit0 = {4, 0, 2, 5, 1, 3};
+  const std::vector<uint64_t> unit1 = {7, 8, 9, 10, 11, 12};
+  EXPECT_TRUE((*ra)->Reserve(0));
+  (*ra)->Start(0, 0, unit0);
+  if (GetParam() == Backend::kTfrecord) {
+    EXPECT_EQ((*ra)->reads_issued(), 1u);
+  }
+  EXPECT_TRUE((*ra)->Reserve(1));
+  EXPECT_TRUE((*ra)->Reserve(1)) << "reserved already, by the same unit";
+  (*ra)->Start(1, 6, unit1);
+  EXPECT_FALSE((*ra)->Reserve(2)) << "unit 2 shares unit 0's slot";
+  for (uint64_t p = 0; p < 12; ++p) {
+    SampleView got, want;
+    ASSERT_OK((*ra)->Sample(p, true, &got));
+    ASSERT_OK(ds->Get(p < 6 ? unit0[p] : unit1[p - 6], &want));
+    EXPECT_EQ(SampleBytes(got), SampleBytes(want)) << "position " << p;
+  }
+  (*ra)->Finish(0, 4);
+  EXPECT_FALSE((*ra)->Reserve(2)) << "positions 4 and 5 of unit 0 are not finished";
+  (*ra)->Finish(4, 4);  // a batch across units 0 and 1
+  EXPECT_TRUE((*ra)->Reserve(2));
+  EXPECT_FALSE((*ra)->Reserve(3)) << "unit 1 is not finished";
+  (*ra)->Finish(8, 4);
+  EXPECT_TRUE((*ra)->Reserve(3));
+  // A resumed epoch starts inside a unit: positions 2..5 of unit 0.
   (*ra)->Reset();
-  EXPECT_TRUE((*ra)->CanStart(2));
+  (*ra)->SetUnits(std::vector<uint64_t>{6, 12});
+  (*ra)->Start(0, 2, std::vector<uint64_t>{13, 12, 11, 10});
+  SampleView v, want;
+  ASSERT_OK((*ra)->Sample(4, true, &v));
+  ASSERT_OK(ds->Get(11, &want));
+  EXPECT_EQ(SampleBytes(v), SampleBytes(want));
+  EXPECT_FALSE((*ra)->Reserve(2));
+  (*ra)->Finish(2, 4);
+  EXPECT_TRUE((*ra)->Reserve(2));
+  EXPECT_NE((*ra)->Describe().find("2 units of up to 6 samples ahead"), std::string::npos)
+      << (*ra)->Describe();
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadTest,
@@ -182,6 +230,22 @@ TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
          o->shuffle = ShuffleMode::kBlock;
          o->block_size = 3;
          o->block_window = 2;
+       },
+       0},
+      {"block, read in groups of 3 batches, resumed inside a group",
+       [](LoaderOptions* o) {
+         o->shuffle = ShuffleMode::kBlock;
+         o->block_size = 5;
+         o->block_window = 4;
+       },
+       4},
+      {"block, groups of 3, rank 1 of 2",
+       [](LoaderOptions* o) {
+         o->shuffle = ShuffleMode::kBlock;
+         o->block_size = 5;
+         o->block_window = 4;
+         o->rank = 1;
+         o->world_size = 2;
        },
        0},
       {"rank 1 of 3, pad",
@@ -262,13 +326,29 @@ TEST_P(ReadAheadLoaderTest, StatsNameThePathAndCountTheBytesRead) {
   ASSERT_OK(reusing.status());
   while ((*reusing)->Next().ok()) {
   }
-  EXPECT_EQ((*reusing)->stats().batches_from_page_cache, 4u);
+  EXPECT_EQ((*reusing)->stats().batches_from_page_cache, 4u);  // a unit per batch
   EXPECT_EQ((*reusing)->stats().bytes_read, 0u);
   o.io = IoPath::kAuto;  // a small dataset fits: the mapping
   auto small = Loader::Create(ds, o);
   ASSERT_OK(small.status());
   EXPECT_EQ((*small)->stats().io.rfind("mapped (dataset ", 0), 0u) << (*small)->stats().io;
   EXPECT_EQ((*small)->stats().bytes_read, 0u);
+  // A block shuffle reads a window of blocks (5 x 4 records: 20 samples) as one unit,
+  // three of them at least.
+  o.io = IoPath::kReadAhead;
+  o.shuffle = ShuffleMode::kBlock;
+  o.block_size = 5;
+  o.block_window = 4;
+  auto blocks = Loader::Create(ds, o);
+  ASSERT_OK(blocks.status());
+  EXPECT_NE((*blocks)->stats().io.find("units of up to 20 samples ahead"), std::string::npos)
+      << (*blocks)->stats().io;
+  o.io_buffer_bytes = 1;  // one batch: three units of two batches, the least
+  auto small_buffer = Loader::Create(ds, o);
+  ASSERT_OK(small_buffer.status());
+  EXPECT_NE((*small_buffer)->stats().io.find(", 3 units of up to 10 samples ahead"),
+            std::string::npos)
+      << (*small_buffer)->stats().io;
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadLoaderTest,

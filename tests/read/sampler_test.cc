@@ -48,6 +48,57 @@ TEST(SamplerTest, GlobalOrderIsPinned) {
   EXPECT_EQ(head, (std::vector<uint64_t>{10, 63, 60, 95, 29, 7, 18, 1}));
 }
 
+TEST(SamplerTest, WindowEndsCutTheRanksOrderIntoWholeBlocks) {
+  // Blocks of 8 (shards of 40, 40, 17, 3: blocks of 8 and 1 and 3 at shard ends), windows
+  // of 3 blocks.
+  OrderSpec spec{.shuffle = ShuffleMode::kBlock, .seed = 5, .block_size = 8, .block_window = 3};
+  std::vector<uint64_t> ends;
+  const std::vector<uint64_t> e = EpochPermutation(spec, kShards, 2, &ends);
+  ASSERT_FALSE(ends.empty());
+  EXPECT_EQ(ends.back(), 100u);
+  uint64_t begin = 0;
+  for (const uint64_t end : ends) {
+    ASSERT_GT(end, begin);
+    // Sorted, a window's samples are whole blocks: each run of consecutive indices
+    // starts at a block's start (a multiple of 8 from its shard's start).
+    std::vector<uint64_t> w = Sorted(std::vector<uint64_t>(e.begin() + begin, e.begin() + end));
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (i > 0 && w[i] == w[i - 1] + 1) continue;
+      const uint64_t shard_start = w[i] >= 97 ? 97 : w[i] >= 80 ? 80 : w[i] >= 40 ? 40 : 0;
+      EXPECT_EQ((w[i] - shard_start) % 8, 0u) << "window ending at " << end;
+    }
+    begin = end;
+  }
+  EXPECT_TRUE(EpochPermutation({.shuffle = ShuffleMode::kGlobal}, kShards, 0, &ends).size() ==
+                  100 &&
+              ends.empty());
+  // A rank's plan: the same ends in its positions, then m; rank 1 of 3 with kPad reads
+  // positions 34..67 of the epoch's permutation.
+  spec.world_size = 3;
+  spec.rank = 1;
+  spec.tail = Tail::kPad;
+  spec.batch_size = 16;
+  EpochPlan plan = EpochPlan::Make(spec, kShards, 2);
+  EXPECT_EQ(plan.order().size(), 34u);
+  EpochPermutation(spec, kShards, 2, &ends);
+  std::vector<uint64_t> want;
+  for (const uint64_t end : ends) {
+    if (end > 34 && end < 68) want.push_back(end - 34);
+  }
+  want.push_back(34);
+  EXPECT_EQ(plan.window_ends(), want);
+  EXPECT_EQ(plan.read_positions(), 34u);  // 3 batches of 16, the last padded
+  // Rank 2 reads positions 68..101: the permutation's end (100) is a window's end, and
+  // then its first two entries again.
+  spec.rank = 2;
+  const std::vector<uint64_t> last = EpochPlan::Make(spec, kShards, 2).window_ends();
+  EXPECT_NE(std::find(last.begin(), last.end(), 32u), last.end());
+  EXPECT_EQ(last.back(), 34u);
+  spec.rank = 1;
+  spec.tail = Tail::kDrop;
+  EXPECT_EQ(EpochPlan::Make(spec, kShards, 2).read_positions(), 32u);
+}
+
 TEST(SamplerTest, BlockModeReadsRunsOfOneShard) {
   // With a window of one block, every run of the order is one block, shuffled inside.
   OrderSpec spec{.shuffle = ShuffleMode::kBlock, .seed = 3, .block_size = 8, .block_window = 1};

@@ -139,11 +139,16 @@ struct LoaderOptions {
   // epoch's next samples into the page cache (MADV_WILLNEED), in bytes of stored records;
   // 0 turns that off (default 128 MiB, bench/out_of_core.sh measures it).
   uint64_t read_ahead_bytes = 128ull << 20;
-  // kReadAhead: the buffers the records are read into, in bytes, allocated once in whole
-  // batches of stored records (at least one, at most 64). Default 384 MiB: at 256
-  // samples of 256x256x3 that is 7 batches, which kept the disk at its random-read rate
-  // (bench/out_of_core.sh; 128 MiB, 2 batches, left it idle between batches).
-  uint64_t io_buffer_bytes = 384ull << 20;
+  // kReadAhead: the buffers the records are read into, in bytes, allocated once (at least
+  // a batch of stored records, at most 64). 0 (default): automatic, 384 MiB, or under a
+  // block shuffle three windows of blocks (at most 1 GiB). A block shuffle reads whole
+  // windows (block_size x block_window samples), each into a buffer of its own; with
+  // fewer than three windows' bytes the windows are cut into parts and read in smaller
+  // pieces. At 256 samples of 256x256x3, 384 MiB is 7 batches, which kept the disk at its
+  // random-read rate (128 MiB, 2 batches, left it idle between batches); three windows of
+  // 16 blocks of 64 are 600 MB, and two left it idle between windows
+  // (bench/out_of_core.sh, docs/LOADER.md).
+  uint64_t io_buffer_bytes = 0;
   // kReadAhead: reads in flight at once (io_uring's queue depth, or pread threads where
   // io_uring is unavailable), 1..256, default 32.
   int io_depth = 32;
