@@ -16,6 +16,7 @@
 #include "shardpack/convert.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
+#include "util/location.h"
 #include "util/text.h"
 
 namespace shardpack {
@@ -173,7 +174,8 @@ StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options
     while (scanner.Next(&r)) {
       format::AppendIndexLine(&index, {r.offset, r.framed_size()});
       const std::string where =
-          name + ": record " + std::to_string(r.index) + " at offset " + std::to_string(r.offset);
+          RecordLocation{name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset)}
+              .ToString();
       std::string fault = CheckRecord(r, data, where, &g);
       if (!fault.empty()) {
         faults.Add(name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset),

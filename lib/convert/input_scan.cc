@@ -17,6 +17,7 @@
 #include "image/image.h"
 #include "io/env.h"
 #include "shardpack/manifest.h"
+#include "util/location.h"
 #include "util/text.h"
 
 namespace shardpack::convert {
@@ -180,7 +181,8 @@ namespace {
 constexpr int64_t kMaxLabel = 10000000;
 
 std::string RecordName(const std::string& file, uint64_t record, uint64_t offset) {
-  return file + ": record " + std::to_string(record) + " at offset " + std::to_string(offset);
+  return RecordLocation{file, static_cast<int64_t>(record), static_cast<int64_t>(offset)}
+      .ToString();
 }
 
 // The class text each label was first seen with, and where.

@@ -15,6 +15,7 @@
 #include "format/format.h"
 #include "io/env.h"
 #include "util/hash.h"
+#include "util/location.h"
 #include "util/text.h"
 
 namespace shardpack::format {
@@ -394,8 +395,7 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
     // A file known to have shrunk gets no new transaction (its meta pages may read as
     // zeros); the hot path relies on faulted() instead, which the caller checks.
     if (!CheckNotShrunk().ok()) {
-      return IOError(path_ + ": record " + std::to_string(index) + ": " +
-                     std::string(io::kShrunkWhileOpen));
+      return IOError(RecordName(index) + ": " + std::string(io::kShrunkWhileOpen));
     }
     rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
@@ -418,18 +418,17 @@ Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   MDB_val k = Val(key), v;
   rc = mdb_get(txn, dbi_, &k, &v);
   if (rc == MDB_NOTFOUND) {
-    return CorruptionError(path_ + ": record " + std::to_string(index) + ": key " + key +
-                           " is missing");
+    return CorruptionError(RecordName(index) + ": key " + key + " is missing");
   }
-  if (rc != 0) return LmdbError(path_ + ": record " + std::to_string(index), rc);
+  if (rc != 0) return LmdbError(RecordName(index), rc);
   // A damaged node can claim a value longer than the file (an overflow value's length is
   // 32 bits): reading it would run off the map.
   const uint64_t value_offset = static_cast<uint64_t>(static_cast<const char*>(v.mv_data) - map_);
   if (map_ == nullptr || value_offset > file_bytes_ || v.mv_size > file_bytes_ - value_offset) {
-    return CorruptionError(path_ + ": record " + std::to_string(index) + ": a value of " +
-                           std::to_string(v.mv_size) + " bytes at offset " +
-                           std::to_string(value_offset) + " runs past the end of the file (" +
-                           std::to_string(file_bytes_) + " bytes)");
+    return CorruptionError(RecordName(index) + ": a value of " + std::to_string(v.mv_size) +
+                           " bytes at offset " + std::to_string(value_offset) +
+                           " runs past the end of the file (" + std::to_string(file_bytes_) +
+                           " bytes)");
   }
   // The map is read-only and nobody writes the dataset, so the bytes stay where they are
   // after the transaction ends.
@@ -449,8 +448,12 @@ bool LmdbShardReader::Resident(std::string_view value) const {
   return map_ == nullptr || value.empty() || io::PageResident(value.data());
 }
 
+std::string LmdbShardReader::RecordName(uint64_t index) const {
+  return RecordLocation{path_, static_cast<int64_t>(index)}.ToString();
+}
+
 Status LmdbShardReader::FaultStatus(uint64_t index) const {
-  return IOError(path_ + ": record " + std::to_string(index) + ": " + FaultMessage());
+  return IOError(RecordName(index) + ": " + FaultMessage());
 }
 
 std::string LmdbShardReader::FaultMessage() const {

@@ -158,6 +158,8 @@ class LmdbShardReader {
   Status CheckNotShrunk() const;
   // IOError "<path>: record N: " + FaultMessage().
   Status FaultStatus(uint64_t index) const;
+  // "<path>: record N".
+  std::string RecordName(uint64_t index) const;
   Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn) const;
 
   std::string path_;

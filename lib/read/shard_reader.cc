@@ -12,13 +12,14 @@
 #include "io/env.h"
 #include "io/mapped_range.h"
 #include "util/crc32c.h"
+#include "util/location.h"
 
 namespace shardpack::read {
 
 std::string ShardReader::Where(uint64_t record) const {
-  std::string where = name_ + ": record " + std::to_string(record);
-  if (offsets_) where += " at offset " + std::to_string(LocationOffset(record));
-  return where;
+  return RecordLocation{name_, static_cast<int64_t>(record),
+                        offsets_ ? static_cast<int64_t>(LocationOffset(record)) : -1}
+      .ToString();
 }
 
 Status ShardReader::Fault(uint64_t record, const Status& s) const {

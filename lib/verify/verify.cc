@@ -29,20 +29,13 @@
 #include "shardpack/manifest.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
+#include "util/location.h"
 #include "util/text.h"
 
 namespace shardpack {
 
 std::string FormatFault(const VerifyFault& f) {
-  std::string s = f.file;
-  if (f.record >= 0) {
-    s += ": record " + std::to_string(f.record);
-    if (f.offset >= 0) s += " at offset " + std::to_string(f.offset);
-  } else if (f.offset >= 0) {
-    s += ": offset " + std::to_string(f.offset);
-  }
-  s += ": " + f.message;
-  return s;
+  return RecordLocation{f.file, f.record, f.offset}.ToString() + ": " + f.message;
 }
 
 namespace {
