@@ -13,6 +13,7 @@
 #include "shardpack/dataset.h"
 #include "shardpack/verify.h"
 #include "test_util.h"
+#include "util/hash.h"
 
 namespace shardpack {
 namespace {
@@ -61,6 +62,21 @@ ConvertOptions Options16(int threads = 0) {
   o.num_threads = threads;
   return o;
 }
+
+// ConvertTest.OutputBytesArePinned: the shards' digests (xxh3-64).
+constexpr const char* kPinnedDigests =
+    "shard-00000-of-00006.tfrecord df789c637c6f60a74c917d48d4581ac4\n"
+    "shard-00000-of-00006.idx c9e74a60495fe7e8e366a752b2d270e7\n"
+    "shard-00001-of-00006.tfrecord 2783d513c18029490b4d75d52e5464d1\n"
+    "shard-00001-of-00006.idx 39819488bf42e2f0a2de704a9582c1d4\n"
+    "shard-00002-of-00006.tfrecord 8c3a2fefc5025c4f339d8ab457d9e149\n"
+    "shard-00002-of-00006.idx c9e74a60495fe7e8e366a752b2d270e7\n"
+    "shard-00003-of-00006.tfrecord 4c367bd73359705c4abae385303245e0\n"
+    "shard-00003-of-00006.idx 39819488bf42e2f0a2de704a9582c1d4\n"
+    "shard-00004-of-00006.tfrecord 6d21e49c60ec14e64473521cc45dab10\n"
+    "shard-00004-of-00006.idx 39819488bf42e2f0a2de704a9582c1d4\n"
+    "shard-00005-of-00006.tfrecord 5f4bcd8d98bcd462bc8caa37229cbc3a\n"
+    "shard-00005-of-00006.idx c32da2a2df35f16ffad14972196d5d76\n";
 
 std::string Dump(const ConvertSummary& s) {
   std::string out;
@@ -115,6 +131,48 @@ TEST(ConvertTest, OutputBytesAreIdenticalForAnyThreadCount) {
     EXPECT_EQ(a, testing::ReadFileOrDie(outs[1]->Join(name))) << name;
     EXPECT_EQ(a, testing::ReadFileOrDie(outs[2]->Join(name))) << name;
   }
+}
+
+// The output bytes are part of the format's contract: a refactor of the converter must
+// not change them. PNG inputs (decoded exactly by any libpng) of several sizes and
+// channel counts, resized with Lanczos into a crop, shuffled, in shards of 3: the digest
+// of every shard and index file is pinned. A change that alters these bytes on purpose
+// is a format change (docs/FORMAT.md) and updates the digests with it.
+TEST(ConvertTest, OutputBytesArePinned) {
+  TempDir in;
+  const std::pair<int, int> sizes[] = {{40, 60}, {64, 48}, {30, 30}, {20, 24},
+                                       {33, 17}, {25, 25}, {90, 70}, {16, 16}};
+  int seed = 0;
+  for (const char* cls : {"001.cat", "002.dog"}) {
+    for (const auto& [h, w] : sizes) {
+      const int channels = seed % 3 == 0 ? 1 : seed % 3 == 1 ? 3 : 4;
+      Write(in.Join(std::string(cls) + "/img" + std::to_string(seed) + ".png"),
+            testing::EncodePng(testing::Pattern(h, w, channels, seed), h, w, channels));
+      ++seed;
+    }
+  }
+  TempDir out;
+  ConvertOptions o;
+  o.height = 24;
+  o.width = 20;
+  o.fit = FitMode::kCrop;
+  o.filter = ResizeFilter::kLanczos3;
+  o.shuffle = true;
+  o.seed = 7;
+  o.max_shard_records = 3;
+  o.num_threads = 2;
+  auto s = Convert(in.path(), out.path(), o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->written, 16u) << Dump(*s);
+  std::string digests;
+  for (const ShardEntry& e : s->manifest.shards) {
+    ASSERT_TRUE(e.index.has_value());
+    for (const std::string& file : {e.data.file, e.index->file}) {
+      const std::string bytes = testing::ReadFileOrDie(out.Join(file));
+      digests += file + " " + Xxh3HexPortable(bytes.data(), bytes.size()) + "\n";
+    }
+  }
+  EXPECT_EQ(digests, kPinnedDigests);
 }
 
 TEST(ConvertTest, ShuffleIsSeededAndChangesTheOrder) {
