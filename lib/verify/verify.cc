@@ -104,12 +104,41 @@ std::string Shape(int64_t h, int64_t w, int64_t c) {
   return std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c);
 }
 
+// A sample's label, class text (optional: FORMAT.md §2.4; shardpack's writer always
+// stores it), channels and shape against the manifest: Corruption naming the first
+// mismatch.
+Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t channels,
+                            int64_t height, int64_t width, const Manifest& m) {
+  if (label < 0 || static_cast<uint64_t>(label) >= m.classes.size()) {
+    return CorruptionError("label " + std::to_string(label) + " is outside the " +
+                           std::to_string(m.classes.size()) + " classes of the manifest");
+  }
+  const std::string& name = m.classes[static_cast<size_t>(label)].name;
+  if (!class_text.empty() && class_text != name) {
+    return CorruptionError("class text \"" + std::string(class_text) + "\" does not match label " +
+                           std::to_string(label) + " (\"" + name + "\")");
+  }
+  if (channels != m.image.channels) {
+    return CorruptionError(std::to_string(channels) + " channels, the manifest says " +
+                           std::to_string(m.image.channels));
+  }
+  if (m.image.fixed() && (height != m.image.height || width != m.image.width)) {
+    return CorruptionError("shape " + Shape(height, width, channels) + ", the manifest says " +
+                           Shape(m.image.height, m.image.width, m.image.channels));
+  }
+  if (!m.image.fixed() && m.image.max_side > 0 &&
+      (height > m.image.max_side || width > m.image.max_side)) {
+    return CorruptionError("shape " + Shape(height, width, channels) + " exceeds the max side " +
+                           std::to_string(m.image.max_side) + " of the manifest");
+  }
+  return Status::Ok();
+}
+
 // Checks one payload against the format and the manifest. `stored_payload_crc`: the
-// TFRecord data checksum, or nullptr (LMDB has none). Returns the first fault, or "" with
-// the sample in `d`.
-std::string CheckPayload(const uint8_t* payload, uint64_t length,
-                         const uint32_t* stored_payload_crc, const Manifest& m,
-                         format::DecodedSample& d) {
+// TFRecord data checksum, or nullptr (LMDB has none). Corruption naming the first fault;
+// OK with the sample in `d`.
+Status CheckPayload(const uint8_t* payload, uint64_t length, const uint32_t* stored_payload_crc,
+                    const Manifest& m, format::DecodedSample& d) {
   Status parsed = format::ParseSample(payload, length, &d);
   uint32_t pixel_crc = 0;
   if (parsed.ok()) pixel_crc = crc32c::Value(d.pixels, d.pixel_bytes);
@@ -125,68 +154,26 @@ std::string CheckPayload(const uint8_t* payload, uint64_t length,
       actual = crc32c::Value(payload, length);
     }
     if (actual != *stored_payload_crc) {
-      return "data checksum " + format::Hex32(actual) + ", expected " +
-             format::Hex32(*stored_payload_crc);
+      return CorruptionError("data checksum " + format::Hex32(actual) + ", expected " +
+                             format::Hex32(*stored_payload_crc));
     }
   }
-  if (!parsed.ok()) return parsed.message();
-  if (!d.has_pixel_crc) return "feature image/raw/crc32c: missing";
+  if (!parsed.ok()) return parsed;
+  if (!d.has_pixel_crc) return CorruptionError("feature image/raw/crc32c: missing");
   if (pixel_crc != d.pixel_crc) {
-    return "pixel checksum " + format::Hex32(pixel_crc) + ", expected " +
-           format::Hex32(d.pixel_crc);
+    return CorruptionError("pixel checksum " + format::Hex32(pixel_crc) + ", expected " +
+                           format::Hex32(d.pixel_crc));
   }
-  if (d.label < 0 || static_cast<uint64_t>(d.label) >= m.classes.size()) {
-    return "label " + std::to_string(d.label) + " is outside the " +
-           std::to_string(m.classes.size()) + " classes of the manifest";
-  }
-  const std::string& name = m.classes[static_cast<size_t>(d.label)].name;
-  // image/class/text is optional (FORMAT.md §2.4); shardpack's writer always stores it.
-  if (!d.class_text.empty() && d.class_text != name) {
-    return "class text \"" + std::string(d.class_text) + "\" does not match label " +
-           std::to_string(d.label) + " (\"" + name + "\")";
-  }
-  if (d.channels != m.image.channels) {
-    return std::to_string(d.channels) + " channels, the manifest says " +
-           std::to_string(m.image.channels);
-  }
-  if (m.image.fixed() && (d.height != m.image.height || d.width != m.image.width)) {
-    return "shape " + Shape(d.height, d.width, d.channels) + ", the manifest says " +
-           Shape(m.image.height, m.image.width, m.image.channels);
-  }
-  if (!m.image.fixed() && m.image.max_side > 0 &&
-      (d.height > m.image.max_side || d.width > m.image.max_side)) {
-    return "shape " + Shape(d.height, d.width, d.channels) + " exceeds the max side " +
-           std::to_string(m.image.max_side) + " of the manifest";
-  }
-  return "";
+  return CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m);
 }
 
-// Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest. Returns
-// the first fault, or "".
-std::string CheckCaffeValue(std::string_view value, const Manifest& m) {
+// Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest.
+Status CheckCaffeValue(std::string_view value, const Manifest& m) {
   format::CaffeDatumView d;
-  Status s =
-      format::ParseCaffeDatum(reinterpret_cast<const uint8_t*>(value.data()), value.size(), &d);
-  if (s.ok()) s = format::CheckCaffeDatum(d);
-  if (!s.ok()) return s.message();
-  if (d.label < 0 || static_cast<uint64_t>(d.label) >= m.classes.size()) {
-    return "label " + std::to_string(d.label) + " is outside the " +
-           std::to_string(m.classes.size()) + " classes of the manifest";
-  }
-  if (d.channels != m.image.channels) {
-    return std::to_string(d.channels) + " channels, the manifest says " +
-           std::to_string(m.image.channels);
-  }
-  if (m.image.fixed() && (d.height != m.image.height || d.width != m.image.width)) {
-    return "shape " + Shape(d.height, d.width, d.channels) + ", the manifest says " +
-           Shape(m.image.height, m.image.width, m.image.channels);
-  }
-  if (!m.image.fixed() && m.image.max_side > 0 &&
-      (d.height > m.image.max_side || d.width > m.image.max_side)) {
-    return "shape " + Shape(d.height, d.width, d.channels) + " exceeds the max side " +
-           std::to_string(m.image.max_side) + " of the manifest";
-  }
-  return "";
+  SHARDPACK_RETURN_IF_ERROR(
+      format::ParseCaffeDatum(reinterpret_cast<const uint8_t*>(value.data()), value.size(), &d));
+  SHARDPACK_RETURN_IF_ERROR(format::CheckCaffeDatum(d));
+  return CheckAgainstManifest(d.label, {}, d.channels, d.height, d.width, m);
 }
 
 void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string& actual_hash,
@@ -244,18 +231,18 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     hashed = r.offset + r.framed_size();
     framed.push_back({r.offset, r.framed_size()});
     format::DecodedSample d;
-    std::string fault = CheckPayload(r.payload, r.length, &r.stored_crc, m, d);
-    if (fault.empty() && m.pixel_alignment > 1) {
+    Status fault = CheckPayload(r.payload, r.length, &r.stored_crc, m, d);
+    if (fault.ok() && m.pixel_alignment > 1) {
       uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - data);
       if (pixel_offset % m.pixel_alignment != 0) {
-        fault = "pixels start at offset " + std::to_string(pixel_offset) +
-                ", not a multiple of the manifest's pixel alignment " +
-                std::to_string(m.pixel_alignment);
+        fault = CorruptionError("pixels start at offset " + std::to_string(pixel_offset) +
+                                ", not a multiple of the manifest's pixel alignment " +
+                                std::to_string(m.pixel_alignment));
       }
     }
-    if (!fault.empty()) {
+    if (!fault.ok()) {
       fault_offsets.insert(r.offset);
-      faults.Add(static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset), fault);
+      faults.Add(static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset), fault.message());
     } else {
       ++out->labels[static_cast<size_t>(d.label)];
     }
@@ -338,13 +325,14 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
     if (caffe) {
       // Caffe keys number samples across shards: "%08d_<path>".
       const std::string prefix = format::CaffeKey(e.first_sample + n, "");
-      std::string fault;
+      Status fault;
       if (key.substr(0, prefix.size()) != prefix) {
-        fault = "key \"" + EscapeBytes(key.substr(0, 40)) + "\", expected \"" + prefix + "<path>\"";
+        fault = CorruptionError("key \"" + EscapeBytes(key.substr(0, 40)) + "\", expected \"" +
+                                prefix + "<path>\"");
       } else {
         fault = CheckCaffeValue(value, m);
       }
-      if (!fault.empty()) add(static_cast<int64_t>(n), std::move(fault));
+      if (!fault.ok()) add(static_cast<int64_t>(n), fault.message());
       ++n;
       return Status::Ok();
     }
@@ -355,17 +343,18 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
     } else {
       format::DecodedSample d;
       const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
-      std::string fault = CheckPayload(bytes, value.size(), nullptr, m, d);
+      Status fault = CheckPayload(bytes, value.size(), nullptr, m, d);
       // The writer pads as if the value started kLmdbValueOffset bytes into a page.
       const uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - bytes);
-      if (fault.empty() && m.pixel_alignment > 1 &&
+      if (fault.ok() && m.pixel_alignment > 1 &&
           (format::kLmdbValueOffset + pixel_offset) % m.pixel_alignment != 0) {
-        fault = "pixels start at value offset " + std::to_string(pixel_offset) + ", not " +
-                std::to_string(m.pixel_alignment) + "-aligned after LMDB's " +
-                std::to_string(format::kLmdbValueOffset) + "-byte page header";
+        fault = CorruptionError("pixels start at value offset " + std::to_string(pixel_offset) +
+                                ", not " + std::to_string(m.pixel_alignment) +
+                                "-aligned after LMDB's " +
+                                std::to_string(format::kLmdbValueOffset) + "-byte page header");
       }
-      if (!fault.empty()) {
-        add(static_cast<int64_t>(n), std::move(fault));
+      if (!fault.ok()) {
+        add(static_cast<int64_t>(n), fault.message());
       } else if (labels != nullptr) {
         ++(*labels)[static_cast<size_t>(d.label)];
       }
