@@ -79,7 +79,8 @@ class LoaderStats:
     mean_ready_batches: float  # batches ready when one was asked for, averaged
     io: str = ""  # the I/O path and why ("mapped (dataset ...)", "read-ahead: ...")
     bytes_read: int = 0  # read-ahead path: bytes read from storage
-    batches_from_page_cache: int = 0  # read-ahead path: batches found in the page cache
+    # read-ahead path: read units (batches; a block shuffle's windows) found in the page cache
+    batches_from_page_cache: int = 0
 
     @property
     def samples_per_second(self):
