@@ -12,9 +12,11 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <utility>
 
 #include "convert/input_scan.h"
 #include "convert/record_input.h"
+#include "convert/stages.h"
 #include "format/format.h"
 #include "format/tfrecord_files.h"
 #include "image/image.h"
@@ -471,78 +473,13 @@ Status NoSamplesError(const std::string& src, const std::vector<ConvertReject>& 
   return CorruptionError(message);
 }
 
-// One input travelling through the pipeline.
-struct Item {
-  size_t position = 0;  // in the write order
-  const convert::InputFile* input = nullptr;
-  uint64_t bytes_in = 0;
-  Status status;
-  image::Image image;
-  std::string filename;  // stored as image/filename: a TFRecord input's own
-};
-
-}  // namespace
-
-StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
-                                 const ConvertOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
-  SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
-  const bool partitioned = o.part_count > 1;
-  // Where this run writes its dataset: DST itself, or this part's directory in DST.
-  const std::string dst = partitioned ? PartDirectory(target, o.part_index, o.part_count) : target;
-  if (partitioned && io::Env::Posix()->FileExists(io::JoinPath(target, format::kManifestName))) {
-    return Status(StatusCode::kAlreadyExists,
-                  target +
-                      " holds a dataset (manifest.json): its parts were merged; remove it "
-                      "to convert again");
-  }
-  SHARDPACK_RETURN_IF_ERROR(CheckDestinationOutsideSource(src, target, o));
-  const bool tfrecord_source = IsTfrecordSource(src, o);
-  StatusOr<convert::InputSet> scanned =
-      tfrecord_source       ? convert::ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
-      : o.list_file.empty() ? convert::ScanClassFolders(src)
-                            : convert::ReadListFile(o.list_file, src);
-  if (!scanned.ok()) return scanned.status();
-  const convert::InputSet& inputs = *scanned;
-  SHARDPACK_RETURN_IF_ERROR(CheckClasses(src, inputs));
-
-  // The inputs this run converts, in write order positions: all, or this part's range.
-  // The scan's rejects (inputs that never reach the pipeline) belong to the first part.
-  const InputRange range = partitioned ? PartitionInputs(inputs.files.size(), o.part_index,
-                                                         o.part_count, o.max_shard_records)
-                                       : InputRange{0, inputs.files.size()};
-  const bool scan_rejects_here = o.part_index == 0;
-  ConvertSummary summary;
-  summary.hidden_ignored = inputs.hidden_ignored;
-  summary.inputs = (range.end - range.begin) + (scan_rejects_here ? inputs.rejects.size() : 0);
-  if (scan_rejects_here) {
-    for (const auto& r : inputs.rejects)
-      summary.rejects.push_back({EscapeBytes(r.relative), r.reason});
-  }
-  auto too_many_rejects = [&]() -> Status {
-    if (o.strict && !summary.rejects.empty()) {
-      const ConvertReject& r = summary.rejects.front();
-      return CorruptionError(r.path + ": " + r.reason + " (strict: the first reject fails)");
-    }
-    if (summary.rejects.size() > o.max_rejects) {
-      return CorruptionError(
-          std::to_string(summary.rejects.size()) + " inputs rejected, more than the limit of " +
-          std::to_string(o.max_rejects) + "; last: " + summary.rejects.back().path + ": " +
-          summary.rejects.back().reason);
-    }
-    return Status::Ok();
-  };
-  SHARDPACK_RETURN_IF_ERROR(too_many_rejects());
-  // From here on this run writes into dst: no other may at the same time.
-  const bool dst_existed = io::Env::Posix()->FileExists(dst);
-  SHARDPACK_ASSIGN_OR_RETURN(auto lock, io::DirLock::Acquire(dst, "shardpack convert"));
-
+ShardWriterOptions WriterOptions(const convert::ScanResult& scan, const ConvertOptions& o) {
   ShardWriterOptions wo;
   wo.backend = o.backend;
   wo.lmdb_schema = o.lmdb_schema;
   wo.max_shard_bytes = o.max_shard_bytes;
   wo.max_shard_records = o.max_shard_records;
-  wo.class_names = inputs.classes;
+  wo.class_names = scan.inputs.classes;
   wo.image.channels = o.channels;
   if (o.height > 0) {
     wo.image.height = o.height;
@@ -551,83 +488,170 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     wo.image.max_side = o.max_side;  // 0 with --keep: no bound promised
   }
   wo.seed = o.seed;
+  return wo;
+}
+
+// A finished dataset that resume found in DST: what it was made of, as a summary, or
+// InvalidArgument when that is not this run's inputs and options.
+StatusOr<ConvertSummary> CompleteDataset(const std::string& src, const convert::ScanResult& scan,
+                                         const ConvertOptions& o) {
+  const std::string& dst = scan.dst;
+  auto manifest = ReadManifest(dst);
+  if (!manifest.ok()) return manifest.status();
+  auto j = nlohmann::json::parse(manifest->options_json, nullptr, false);
+  // Complete, but of these inputs and options? Datasets made before the fingerprint was
+  // recorded cannot tell, and are taken as they are.
+  const std::string made_from = j.is_object() ? j.value("fingerprint", std::string()) : "";
+  if (!made_from.empty() && made_from != scan.inputs_fingerprint) {
+    const std::string changed = ChangedOptions(
+        j, nlohmann::json::parse(OptionsJson(src, o, scan.tfrecord_source, 0, 0, 0)));
+    return InvalidArgumentError(
+        dst + " holds a complete dataset made from other " +
+        (changed.empty() ? "inputs (files added, removed or relabelled in SRC)"
+                         : "options (" + changed + ")") +
+        ": resume goes on only with the same SRC and options; convert into another "
+        "directory, or replace it with overwrite");
+  }
+  ConvertSummary summary;
+  summary.hidden_ignored = scan.inputs.hidden_ignored;
+  summary.inputs = j.value("inputs", uint64_t{0});
+  summary.written = manifest->num_samples;
+  summary.rejected = j.value("rejected", uint64_t{0});
+  summary.resumed_from = summary.inputs;
+  summary.already_complete = true;
+  summary.manifest = std::move(manifest).value();
+  return summary;
+}
+
+}  // namespace
+
+namespace convert {
+
+// ---- 1. Scan ----------------------------------------------------------------------------
+
+Status CheckRejects(const std::vector<ConvertReject>& rejects, const ConvertOptions& o) {
+  if (o.strict && !rejects.empty()) {
+    const ConvertReject& r = rejects.front();
+    return CorruptionError(r.path + ": " + r.reason + " (strict: the first reject fails)");
+  }
+  if (rejects.size() > o.max_rejects) {
+    return CorruptionError(std::to_string(rejects.size()) +
+                           " inputs rejected, more than the limit of " +
+                           std::to_string(o.max_rejects) + "; last: " + rejects.back().path + ": " +
+                           rejects.back().reason);
+  }
+  return Status::Ok();
+}
+
+StatusOr<ScanResult> Scan(const std::string& src, const std::string& target,
+                          const ConvertOptions& o) {
+  SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
+  ScanResult scan;
+  scan.partitioned = o.part_count > 1;
+  scan.dst = scan.partitioned ? PartDirectory(target, o.part_index, o.part_count) : target;
+  if (scan.partitioned &&
+      io::Env::Posix()->FileExists(io::JoinPath(target, format::kManifestName))) {
+    return Status(StatusCode::kAlreadyExists,
+                  target +
+                      " holds a dataset (manifest.json): its parts were merged; remove it "
+                      "to convert again");
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckDestinationOutsideSource(src, target, o));
+  scan.tfrecord_source = IsTfrecordSource(src, o);
+  SHARDPACK_ASSIGN_OR_RETURN(
+      scan.inputs, scan.tfrecord_source  ? ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
+                   : o.list_file.empty() ? ScanClassFolders(src)
+                                         : ReadListFile(o.list_file, src));
+  SHARDPACK_RETURN_IF_ERROR(CheckClasses(src, scan.inputs));
+  scan.range = scan.partitioned ? PartitionInputs(scan.inputs.files.size(), o.part_index,
+                                                  o.part_count, o.max_shard_records)
+                                : InputRange{0, scan.inputs.files.size()};
+  if (o.part_index == 0) {
+    for (const auto& r : scan.inputs.rejects) {
+      scan.rejects.push_back({EscapeBytes(r.relative), r.reason});
+    }
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckRejects(scan.rejects, o));
+  scan.inputs_fingerprint = Fingerprint(src, o, scan.tfrecord_source, scan.inputs);
+  scan.fingerprint = scan.partitioned
+                         ? scan.inputs_fingerprint + "/part-" + std::to_string(o.part_index) +
+                               "-of-" + std::to_string(o.part_count)
+                         : scan.inputs_fingerprint;
+  return scan;
+}
+
+// ---- 2. Plan ----------------------------------------------------------------------------
+
+std::vector<size_t> WriteOrder(size_t inputs, const ConvertOptions& o) {
+  std::vector<size_t> order(inputs);
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (o.shuffle) Shuffle(&order, o.seed);
+  return order;
+}
+
+Output::Output(Output&& other) noexcept
+    : dst_(std::move(other.dst_)),
+      dst_existed_(other.dst_existed_),
+      restore_(std::exchange(other.restore_, false)),
+      lock_(std::move(other.lock_)),
+      writer_(std::move(other.writer_)),
+      first_(other.first_),
+      complete_(std::move(other.complete_)) {}
+
+Output::~Output() {
+  if (restore_) RestoreSetAside(dst_).IgnoreError();
+}
+
+StatusOr<Output> Output::Open(const std::string& src, const ScanResult& scan,
+                              const ConvertOptions& o, RunState* state) {
+  io::Env* env = io::Env::Posix();
+  const std::string& dst = scan.dst;
+  Output out;
+  out.dst_ = dst;
+  out.dst_existed_ = env->FileExists(dst);
+  // From here on this run writes into dst: no other may at the same time.
+  SHARDPACK_ASSIGN_OR_RETURN(out.lock_, io::DirLock::Acquire(dst, "shardpack convert"));
 
   // Progress: each shard, once durable under its staged name, is recorded with the
   // position of the first input it does not hold and the rejects before that input.
-  // The inputs and options, whatever the part: parts of one conversion share it (Merge
-  // checks); the progress record's fingerprint also names the part.
-  const std::string inputs_fingerprint = Fingerprint(src, o, tfrecord_source, inputs);
-  const std::string fingerprint = partitioned ? inputs_fingerprint + "/part-" +
-                                                    std::to_string(o.part_index) + "-of-" +
-                                                    std::to_string(o.part_count)
-                                              : inputs_fingerprint;
-  uint64_t position = range.begin;
-  wo.on_shard_staged = [&](const ShardWriterState& state) {
-    return io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, kProgressName),
-                                   ProgressJson(fingerprint, position, summary.rejects, state));
+  ShardWriterOptions wo = WriterOptions(scan, o);
+  wo.on_shard_staged = [env, dst, fingerprint = scan.fingerprint,
+                        state](const ShardWriterState& staged) {
+    return io::WriteFileAtomically(
+        env, io::JoinPath(dst, kProgressName),
+        ProgressJson(fingerprint, state->position, state->rejects, staged));
   };
-  StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
-  uint64_t first = range.begin;
   if (!o.overwrite && !o.resume) SHARDPACK_RETURN_IF_ERROR(CheckNotInterrupted(dst));
-  const bool has_manifest = io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName));
+  const bool has_manifest = env->FileExists(io::JoinPath(dst, format::kManifestName));
   if (o.overwrite && !o.resume) {
     // A dataset set aside by a run that was killed goes back first: it is the one to keep
     // until this run has published its own.
     if (!has_manifest) SHARDPACK_RETURN_IF_ERROR(RestoreSetAside(dst));
     DropSetAside(dst);  // a new dataset was published, the old one not yet removed
-    if (io::Env::Posix()->FileExists(io::JoinPath(dst, format::kManifestName))) {
+    if (env->FileExists(io::JoinPath(dst, format::kManifestName))) {
       SHARDPACK_RETURN_IF_ERROR(SetAsideDataset(dst));
     }
     SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
+    // Any failure of this run from here on puts the dataset it replaces back. (A resumed
+    // run that fails leaves everything as it is, for the next resume.)
+    out.restore_ = true;
   }
-  // Any failure of this run from here on puts the dataset it replaces back. (A resumed run
-  // that fails leaves everything as it is, for the next resume.)
-  struct Restore {
-    const std::string& dst;
-    bool armed;
-    ~Restore() {
-      if (armed) RestoreSetAside(dst).IgnoreError();
-    }
-  } restore{dst, o.overwrite && !o.resume};
   if (o.resume && has_manifest) {
-    auto manifest = ReadManifest(dst);
-    if (!manifest.ok()) return manifest.status();
-    auto j = nlohmann::json::parse(manifest->options_json, nullptr, false);
-    // Complete, but of these inputs and options? Datasets made before the fingerprint was
-    // recorded cannot tell, and are taken as they are.
-    const std::string made_from = j.is_object() ? j.value("fingerprint", std::string()) : "";
-    if (!made_from.empty() && made_from != inputs_fingerprint) {
-      const std::string changed =
-          ChangedOptions(j, nlohmann::json::parse(OptionsJson(src, o, tfrecord_source, 0, 0, 0)));
-      return InvalidArgumentError(
-          dst + " holds a complete dataset made from other " +
-          (changed.empty() ? "inputs (files added, removed or relabelled in SRC)"
-                           : "options (" + changed + ")") +
-          ": resume goes on only with the same SRC and options; convert into another "
-          "directory, or replace it with overwrite");
-    }
+    SHARDPACK_ASSIGN_OR_RETURN(out.complete_, CompleteDataset(src, scan, o));
     DropSetAside(dst);
-    summary.inputs = j.value("inputs", uint64_t{0});
-    summary.written = manifest->num_samples;
-    summary.rejected = j.value("rejected", uint64_t{0});
-    summary.resumed_from = summary.inputs;
-    summary.already_complete = true;
-    summary.rejects.clear();
-    summary.manifest = std::move(manifest).value();
     // Already complete: the manifest is the commit point. A run killed between publishing
     // it and removing the progress record left that record behind; it has no use now.
     const std::string progress = io::JoinPath(dst, kProgressName);
-    if (io::Env::Posix()->FileExists(progress)) {
-      SHARDPACK_RETURN_IF_ERROR(io::Env::Posix()->RemoveFile(progress));
-    }
-    return summary;
+    if (env->FileExists(progress)) SHARDPACK_RETURN_IF_ERROR(env->RemoveFile(progress));
+    return out;
   }
+  StatusOr<std::unique_ptr<ShardWriter>> writer = InternalError("no writer");
+  out.first_ = scan.range.begin;
   if (o.resume) {
-    auto progress = ReadProgress(dst, fingerprint);
+    auto progress = ReadProgress(dst, scan.fingerprint);
     if (progress.ok()) {
-      summary.rejects = progress->rejects;
-      first = progress->next_input;
-      summary.resumed_from = first - range.begin;
+      state->rejects = progress->rejects;
+      out.first_ = progress->next_input;
       writer = ShardWriter::Resume(dst, wo, progress->state);
     } else if (progress.status().code() == StatusCode::kNotFound) {
       SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
@@ -647,242 +671,266 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     }
     return writer.status();
   }
+  out.writer_ = std::move(writer).value();
+  if (out.first_ < scan.range.begin || out.first_ > scan.range.end) {
+    return InvalidArgumentError(dst + "/" + kProgressName + ": next input " +
+                                std::to_string(out.first_) + " is outside this run's inputs [" +
+                                std::to_string(scan.range.begin) + ", " +
+                                std::to_string(scan.range.end) + ")");
+  }
+  return out;
+}
 
-  std::vector<size_t> order(inputs.files.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  if (o.shuffle) Shuffle(&order, o.seed);
+void Output::Committed() {
+  // The manifest is the commit point; the progress record and the replaced dataset have
+  // served their purpose.
+  restore_ = false;
+  io::Env::Posix()->RemoveFile(io::JoinPath(dst_, kProgressName)).IgnoreError();
+  DropSetAside(dst_);
+}
 
-  image::DecodeOptions decode;
-  decode.limits.max_pixels = o.max_pixels;
-  decode.limits.max_scans = o.max_scans;
-  decode.limits.png_chunk_malloc_max = o.max_png_chunk_bytes;
-  decode.channels = o.channels;
-  decode.apply_orientation = o.apply_orientation;
-  std::copy(o.background, o.background + 3, decode.background);
+void Output::Abandon() {
+  writer_.reset();
+  RemovePartialOutput(dst_).IgnoreError();
+  if (restore_) RestoreSetAside(dst_).IgnoreError();
+  restore_ = false;
+  lock_.reset();
+  if (!dst_existed_) ::rmdir(dst_.c_str());  // made by this run; removed only if empty
+}
+
+// ---- 3. Decode --------------------------------------------------------------------------
+
+DecodeStage::DecodeStage(const ConvertOptions& o) : o_(o) {
+  decode_.limits.max_pixels = o.max_pixels;
+  decode_.limits.max_scans = o.max_scans;
+  decode_.limits.png_chunk_malloc_max = o.max_png_chunk_bytes;
+  decode_.channels = o.channels;
+  decode_.apply_orientation = o.apply_orientation;
+  std::copy(o.background, o.background + 3, decode_.background);
   if (o.height > 0 && o.fit != FitMode::kPad) {
-    decode.min_height = o.height;
-    decode.min_width = o.width;
+    decode_.min_height = o.height;
+    decode_.min_width = o.width;
   } else if (o.max_side > 0) {
     // Both sides at least max_side guarantees the longer one is: a safe, if cautious,
     // bound for DCT scaling.
-    decode.min_height = decode.min_width = o.max_side;
+    decode_.min_height = decode_.min_width = o.max_side;
   }
+}
 
-  // The resize working memory, one per worker thread, kept from image to image (one for
-  // both resize paths below) and freed when this call returns.
+void DecodeStage::Process(Item* item, image::ResizeScratch* scratch) const {
+  try {
+    item->status =
+        item->input->record >= 0 ? DecodeRecord(item, scratch) : DecodeFile(item, scratch);
+  } catch (const std::bad_alloc&) {
+    item->status = ResourceExhaustedError("out of memory decoding the image");
+  } catch (const std::exception& e) {
+    item->status = InternalError(std::string("unexpected exception: ") + e.what());
+  }
+}
+
+Status DecodeStage::DecodeRecord(Item* item, image::ResizeScratch* scratch) const {
+  SHARDPACK_ASSIGN_OR_RETURN(auto record,
+                             DecodeRecordInput(*item->input, o_.max_file_bytes, decode_));
+  item->bytes_in = record.bytes_in;
+  item->filename = std::move(record.filename);
+  if (item->filename.size() > format::kMaxTextBytes) {
+    return CorruptionError("feature image/filename: " + std::to_string(item->filename.size()) +
+                           " bytes, more than " + std::to_string(format::kMaxTextBytes));
+  }
+  if (item->filename.empty()) item->filename = item->input->relative;
+  return Resize(std::move(record.image), item, scratch);
+}
+
+Status DecodeStage::DecodeFile(Item* item, image::ResizeScratch* scratch) const {
+  item->filename = item->input->relative;
+  std::vector<uint8_t> bytes;
+  const Status read = ReadWholeFile(item->input->path, o_.max_file_bytes, &bytes);
+  item->bytes_in = bytes.size();
+  SHARDPACK_RETURN_IF_ERROR(read);
+  if (o_.height > 0 && o_.fit == FitMode::kCrop) {
+    // A centre crop reads only part of the image: decode only that part (for a 4:3 JPEG
+    // cropped square, a fifth of the columns is never decoded), then resize the window,
+    // with the same bytes as decoding and resizing the whole image.
+    SHARDPACK_ASSIGN_OR_RETURN(
+        auto window,
+        image::DecodeWindow(bytes.data(), bytes.size(), decode_, [&](int height, int width) {
+          return image::FitReadRegion(height, width, o_.height, o_.width, FitMode::kCrop,
+                                      o_.filter);
+        }));
+    SHARDPACK_ASSIGN_OR_RETURN(
+        item->image, image::ResizeFitWindow(window, o_.height, o_.width, FitMode::kCrop, o_.filter,
+                                            o_.background, scratch));
+    return Status::Ok();
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(image::Image decoded,
+                             image::Decode(bytes.data(), bytes.size(), decode_));
+  return Resize(std::move(decoded), item, scratch);
+}
+
+// The output geometry, applied to a decoded image.
+Status DecodeStage::Resize(image::Image decoded, Item* item, image::ResizeScratch* scratch) const {
+  if (o_.height > 0) {
+    SHARDPACK_ASSIGN_OR_RETURN(item->image, image::ResizeFit(decoded, o_.height, o_.width, o_.fit,
+                                                             o_.filter, o_.background, scratch));
+  } else if (o_.max_side > 0) {
+    SHARDPACK_ASSIGN_OR_RETURN(item->image,
+                               image::ResizeMaxSide(decoded, o_.max_side, o_.filter, scratch));
+  } else {
+    item->image = std::move(decoded);
+  }
+  return Status::Ok();
+}
+
+// ---- 4. Write ---------------------------------------------------------------------------
+
+WriteStage::WriteStage(const ConvertOptions& o, ShardWriter* writer, RunState* state, uint64_t done,
+                       uint64_t total, std::chrono::steady_clock::time_point start)
+    : o_(o), writer_(writer), state_(state), done_(done), total_(total), start_(start) {}
+
+Status WriteStage::Consume(const Item& item) {
+  state_->position = item.position;
+  if (item.status.ok()) {
+    const image::Image& im = item.image;
+    SHARDPACK_RETURN_IF_ERROR(writer_->Add({.pixels = im.pixels,
+                                            .height = im.height,
+                                            .width = im.width,
+                                            .channels = im.channels,
+                                            .label = item.input->label,
+                                            .filename = item.filename}));
+  } else {
+    state_->rejects.push_back({EscapeBytes(item.input->relative), item.status.ToString()});
+    SHARDPACK_RETURN_IF_ERROR(CheckRejects(state_->rejects, o_));
+  }
+  ++done_;
+  bytes_in_ += item.bytes_in;
+  if (item.status.ok()) bytes_out_ += item.image.pixels.size();
+  if (o_.progress) {
+    o_.progress({done_, total_, state_->rejects.size(), bytes_in_, bytes_out_,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()});
+  }
+  return Status::Ok();
+}
+
+Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uint64_t first,
+                   uint64_t end, const DecodeStage& decode, WriteStage* write,
+                   const ConvertOptions& o) {
+  const int threads = o.num_threads > 0 ? o.num_threads : tbb::this_task_arena::max_concurrency();
+  // The resize working memory, one per worker thread, kept from image to image and freed
+  // when this call returns.
   tbb::enumerable_thread_specific<image::ResizeScratch> scratches;
-  // The output geometry, applied to a decoded image.
-  auto resize = [&](image::Image decoded, Item* item, image::ResizeScratch& scratch) {
-    StatusOr<image::Image> out = std::move(decoded);
-    if (o.height > 0) {
-      out = image::ResizeFit(*out, o.height, o.width, o.fit, o.filter, o.background, &scratch);
-    } else if (o.max_side > 0) {
-      out = image::ResizeMaxSide(*out, o.max_side, o.filter, &scratch);
-    }
-    if (!out.ok()) {
-      item->status = out.status();
-      return;
-    }
-    item->image = std::move(out).value();
-  };
-  auto process = [&](Item* item) {
-    image::ResizeScratch& scratch = scratches.local();
-    try {
-      if (item->input->record >= 0) {
-        auto record = convert::DecodeRecordInput(*item->input, o.max_file_bytes, decode);
-        if (!record.ok()) {
-          item->status = record.status();
-          return;
-        }
-        item->bytes_in = record->bytes_in;
-        item->filename = std::move(record->filename);
-        if (item->filename.size() > format::kMaxTextBytes) {
-          item->status =
-              CorruptionError("feature image/filename: " + std::to_string(item->filename.size()) +
-                              " bytes, more than " + std::to_string(format::kMaxTextBytes));
-          return;
-        }
-        if (item->filename.empty()) item->filename = item->input->relative;
-        resize(std::move(record->image), item, scratch);
-        return;
-      }
-      item->filename = item->input->relative;
-      std::vector<uint8_t> bytes;
-      item->status = ReadWholeFile(item->input->path, o.max_file_bytes, &bytes);
-      item->bytes_in = bytes.size();
-      if (!item->status.ok()) return;
-      if (o.height > 0 && o.fit == FitMode::kCrop) {
-        // A centre crop reads only part of the image: decode only that part (for a 4:3
-        // JPEG cropped square, a fifth of the columns is never decoded), then resize the
-        // window, with the same bytes as decoding and resizing the whole image.
-        auto window =
-            image::DecodeWindow(bytes.data(), bytes.size(), decode, [&](int height, int width) {
-              return image::FitReadRegion(height, width, o.height, o.width, FitMode::kCrop,
-                                          o.filter);
-            });
-        if (!window.ok()) {
-          item->status = window.status();
-          return;
-        }
-        auto out = image::ResizeFitWindow(*window, o.height, o.width, FitMode::kCrop, o.filter,
-                                          o.background, &scratch);
-        if (!out.ok()) {
-          item->status = out.status();
-          return;
-        }
-        item->image = std::move(out).value();
-        return;
-      }
-      auto decoded = image::Decode(bytes.data(), bytes.size(), decode);
-      if (!decoded.ok()) {
-        item->status = decoded.status();
-        return;
-      }
-      resize(std::move(decoded).value(), item, scratch);
-    } catch (const std::bad_alloc&) {
-      item->status = ResourceExhaustedError("out of memory decoding the image");
-    } catch (const std::exception& e) {
-      item->status = InternalError(std::string("unexpected exception: ") + e.what());
-    }
-  };
-
   Status failure;
   std::atomic<bool> stop{false};
-  if (first < range.begin || first > range.end) {
-    return InvalidArgumentError(dst + "/" + kProgressName + ": next input " +
-                                std::to_string(first) + " is outside this run's inputs [" +
-                                std::to_string(range.begin) + ", " + std::to_string(range.end) +
-                                ")");
-  }
-  size_t next = first;
-  const size_t end = range.end;
-  uint64_t done = first - range.begin;
-  uint64_t bytes_out = 0;
-  auto consume = [&](Item* item) {
-    std::unique_ptr<Item> owned(item);
-    if (stop.load()) return;
-    position = item->position;
-    if (item->status.ok()) {
-      const image::Image& im = item->image;
-      Status s = (*writer)->Add({.pixels = im.pixels,
-                                 .height = im.height,
-                                 .width = im.width,
-                                 .channels = im.channels,
-                                 .label = item->input->label,
-                                 .filename = item->filename});
-      if (!s.ok()) {
-        failure = s;
-        stop = true;
-        return;
-      }
-    } else {
-      summary.rejects.push_back({EscapeBytes(item->input->relative), item->status.ToString()});
-      Status s = too_many_rejects();
-      if (!s.ok()) {
-        failure = s;
-        stop = true;
-        return;
-      }
-    }
-    ++done;
-    summary.bytes_in += item->bytes_in;
-    if (item->status.ok()) bytes_out += item->image.pixels.size();
-    if (o.progress) {
-      o.progress({done, range.end - range.begin, summary.rejects.size(), summary.bytes_in,
-                  bytes_out,
-                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count()});
-    }
-  };
-
-  const int threads = o.num_threads > 0 ? o.num_threads : tbb::this_task_arena::max_concurrency();
+  uint64_t next = first;
   // Files handed to the kernel for reading ahead of the workers (PrefetchFile): far
   // enough ahead to cover a disk read at thousands of images per second.
-  constexpr size_t kPrefetchAhead = 64;
-  size_t prefetched = next;
+  constexpr uint64_t kPrefetchAhead = 64;
+  uint64_t prefetched = next;
+  auto source = [&](tbb::flow_control& fc) -> Item* {
+    if (next >= end || stop.load()) {
+      fc.stop();
+      return nullptr;
+    }
+    for (; prefetched < std::min(end, next + kPrefetchAhead); ++prefetched) {
+      const InputFile& ahead = inputs.files[order[prefetched]];
+      if (ahead.record < 0) PrefetchFile(ahead.path);
+    }
+    auto* item = new Item;
+    item->position = next;
+    item->input = &inputs.files[order[next++]];
+    return item;
+  };
+  auto process = [&](Item* item) {
+    if (!stop.load()) decode.Process(item, &scratches.local());
+    return item;
+  };
+  auto sink = [&](Item* item) {
+    std::unique_ptr<Item> owned(item);
+    if (stop.load()) return;
+    Status s = write->Consume(*item);
+    if (!s.ok()) {
+      failure = s;
+      stop = true;
+    }
+  };
   // An arena of this call's own: the rest of the process's TBB use keeps its settings. TBB
   // shares one pool of workers per process, at most the core count (or the application's
   // tbb::global_control limit), so `threads` beyond that buys no more concurrency; the
   // output is the same for any count.
   tbb::task_arena arena(threads);
-  const size_t tokens = PipelineTokens(o, threads);
   arena.execute([&] {
     tbb::parallel_pipeline(
-        tokens, tbb::make_filter<void, Item*>(
-                    tbb::filter_mode::serial_in_order,
-                    [&](tbb::flow_control& fc) -> Item* {
-                      if (next >= end || stop.load()) {
-                        fc.stop();
-                        return nullptr;
-                      }
-                      for (; prefetched < std::min(end, next + kPrefetchAhead); ++prefetched) {
-                        const convert::InputFile& ahead = inputs.files[order[prefetched]];
-                        if (ahead.record < 0) PrefetchFile(ahead.path);
-                      }
-                      auto* item = new Item;
-                      item->position = next;
-                      item->input = &inputs.files[order[next++]];
-                      return item;
-                    }) &
-                    tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel,
-                                                   [&](Item* item) {
-                                                     if (!stop.load()) process(item);
-                                                     return item;
-                                                   }) &
-                    tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, consume));
+        PipelineTokens(o, threads),
+        tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order, source) &
+            tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel, process) &
+            tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, sink));
   });
-  if (!failure.ok()) return failure;
+  return failure;
+}
 
-  summary.written = (*writer)->samples();
-  // An empty dataset is no result: a typo in SRC or options that reject every image must
-  // not exit 0 (nor, with overwrite, leave an empty dataset where a good one was). A part
-  // may be empty; Merge refuses an empty whole.
-  if (summary.written == 0 && !partitioned) {
-    writer->reset();
-    RemovePartialOutput(dst).IgnoreError();
-    if (restore.armed) RestoreSetAside(dst).IgnoreError();
-    restore.armed = false;
-    lock.reset();
-    if (!dst_existed) ::rmdir(dst.c_str());  // made by this run; removed only if empty
-    return NoSamplesError(src, summary.rejects);
-  }
-  summary.rejected = summary.rejects.size();
-  // rejects.tsv is published before the manifest, so a dataset never lacks its account.
+// ---- 5. Publish -------------------------------------------------------------------------
+
+StatusOr<Manifest> Publish(const std::string& src, const ScanResult& scan, const ConvertOptions& o,
+                           const ConvertSummary& summary, ShardWriter* writer, RunState* state) {
   std::string tsv = "path\treason\n";
-  for (const ConvertReject& r : summary.rejects) {
+  for (const ConvertReject& r : state->rejects) {
     tsv += r.path + "\t" + EscapeBytes(r.reason) + "\n";
   }
   SHARDPACK_RETURN_IF_ERROR(
-      io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(dst, "rejects.tsv"), tsv));
-  (*writer)->SetRejectsFile({"rejects.tsv", tsv.size(), Xxh3Hex(tsv.data(), tsv.size())});
-  std::string options_json =
-      OptionsJson(src, o, tfrecord_source, summary.inputs, summary.written, summary.rejected);
-  {
-    // What resume compares a finished dataset with: the inputs and options it was made of.
-    auto j = nlohmann::ordered_json::parse(options_json);
-    j["fingerprint"] = inputs_fingerprint;
-    options_json = j.dump();
-  }
-  if (partitioned) {
+      io::WriteFileAtomically(io::Env::Posix(), io::JoinPath(scan.dst, "rejects.tsv"), tsv));
+  writer->SetRejectsFile({"rejects.tsv", tsv.size(), Xxh3Hex(tsv.data(), tsv.size())});
+  auto options = nlohmann::ordered_json::parse(
+      OptionsJson(src, o, scan.tfrecord_source, summary.inputs, summary.written, summary.rejected));
+  // What resume compares a finished dataset with: the inputs and options it was made of.
+  options["fingerprint"] = scan.inputs_fingerprint;
+  if (scan.partitioned) {
     // What Merge needs to check the parts against each other and join them.
-    auto j = nlohmann::ordered_json::parse(options_json);
-    j["part"] = {{"index", o.part_index},
-                 {"count", o.part_count},
-                 {"first_input", range.begin},
-                 {"end_input", range.end},
-                 {"total_inputs", inputs.files.size()},
-                 {"inputs_fingerprint", inputs_fingerprint}};
-    options_json = j.dump();
+    options["part"] = {{"index", o.part_index},
+                       {"count", o.part_count},
+                       {"first_input", scan.range.begin},
+                       {"end_input", scan.range.end},
+                       {"total_inputs", scan.inputs.files.size()},
+                       {"inputs_fingerprint", scan.inputs_fingerprint}};
   }
-  SHARDPACK_RETURN_IF_ERROR((*writer)->SetOptionsJson(options_json));
-  position = range.end;
-  auto manifest = (*writer)->Finish();
-  if (!manifest.ok()) return manifest.status();
-  summary.manifest = std::move(manifest).value();
-  // The manifest is the commit point; the progress record and the replaced dataset have
-  // served their purpose.
-  restore.armed = false;
-  io::Env::Posix()->RemoveFile(io::JoinPath(dst, kProgressName)).IgnoreError();
-  DropSetAside(dst);
+  SHARDPACK_RETURN_IF_ERROR(writer->SetOptionsJson(options.dump()));
+  state->position = scan.range.end;
+  return writer->Finish();
+}
+
+}  // namespace convert
+
+StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
+                                 const ConvertOptions& o) {
+  const auto start = std::chrono::steady_clock::now();
+  SHARDPACK_ASSIGN_OR_RETURN(convert::ScanResult scan, convert::Scan(src, target, o));
+  ConvertSummary summary;
+  summary.hidden_ignored = scan.inputs.hidden_ignored;
+  summary.inputs = (scan.range.end - scan.range.begin) + scan.rejects.size();
+
+  convert::RunState state{scan.range.begin, scan.rejects};
+  SHARDPACK_ASSIGN_OR_RETURN(convert::Output output, convert::Output::Open(src, scan, o, &state));
+  if (output.complete()) return *output.complete();
+  summary.resumed_from = output.first() - scan.range.begin;
+
+  const std::vector<size_t> order = convert::WriteOrder(scan.inputs.files.size(), o);
+  const convert::DecodeStage decode(o);
+  convert::WriteStage write(o, output.writer(), &state, summary.resumed_from,
+                            scan.range.end - scan.range.begin, start);
+  SHARDPACK_RETURN_IF_ERROR(
+      convert::RunPipeline(scan.inputs, order, output.first(), scan.range.end, decode, &write, o));
+  summary.bytes_in = write.bytes_in();
+  summary.written = output.writer()->samples();
+  summary.rejects = state.rejects;
+  // An empty dataset is no result: a typo in SRC or options that reject every image must
+  // not exit 0 (nor, with overwrite, leave an empty dataset where a good one was). A part
+  // may be empty; Merge refuses an empty whole.
+  if (summary.written == 0 && !scan.partitioned) {
+    output.Abandon();
+    return NoSamplesError(src, summary.rejects);
+  }
+  summary.rejected = summary.rejects.size();
+  SHARDPACK_ASSIGN_OR_RETURN(summary.manifest,
+                             convert::Publish(src, scan, o, summary, output.writer(), &state));
+  output.Committed();
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }
