@@ -4,7 +4,9 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/record.h"
 #include "util/coding.h"
+#include "util/crc32c.h"
 
 namespace shardpack::format {
 namespace {
@@ -500,6 +502,20 @@ Status DecodeEncodedSample(const ExampleView& v, EncodedSample* out) {
   out->encoded = v.encoded.bytes;
   out->label = v.label.int64;
   return Status::Ok();
+}
+
+uint32_t PayloadCrc(const uint8_t* payload, uint64_t length, const DecodedSample& d,
+                    uint32_t pixel_crc) {
+  const uint64_t start = static_cast<uint64_t>(d.pixels - payload);
+  const uint64_t end = start + d.pixel_bytes;
+  const uint32_t through_pixels =
+      crc32c::Combine(crc32c::Value(payload, start), pixel_crc, d.pixel_bytes);
+  return crc32c::Extend(through_pixels, payload + end, length - end);
+}
+
+Status CheckPixelCrc(const DecodedSample& d, uint32_t actual) {
+  if (!d.has_pixel_crc || actual == d.pixel_crc) return Status::Ok();
+  return CorruptionError("pixel checksum " + Hex32(actual) + ", expected " + Hex32(d.pixel_crc));
 }
 
 }  // namespace shardpack::format

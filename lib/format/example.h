@@ -81,6 +81,15 @@ Status DecodeSample(const ExampleView& view, DecodedSample* out);
 // Parse + decode in one call.
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
 
+// The checksums of a decoded sample, with one pass over its pixels (the readers, verify):
+// PayloadCrc is the crc32c of the whole `payload` that `d` was decoded from, derived
+// from `pixel_crc` (the pixels' own crc32c) by CRC combination; CheckPixelCrc is
+// Corruption "pixel checksum X, expected Y" when the sample's image/raw/crc32c differs
+// from `actual` (OK when it has none).
+uint32_t PayloadCrc(const uint8_t* payload, uint64_t length, const DecodedSample& d,
+                    uint32_t pixel_crc);
+Status CheckPixelCrc(const DecodedSample& d, uint32_t actual);
+
 // What an Example carries: pixels (image/raw, shardpack's schema, §2) or an encoded image
 // (image/encoded, TensorFlow's build_image_data.py schema, docs/FORMAT.md §9).
 enum class PayloadKind { kRaw, kEncoded };

@@ -406,20 +406,34 @@ class Loader::Impl {
 
   Status CopySample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
     SampleView view;
+    uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
+    // Without a transform the pixels go to the ring as they are: the shard reader copies
+    // them there while checking their checksum, one pass over them instead of two.
+    // Unless the host normalises the sample next, nothing reads it again soon (the GPU
+    // copy, or the consumer, a batch later): the copy's stores then go around the caches.
+    read::CopyTarget copy;
+    if (transformer.pass_through()) {
+      copy = {dst, sample_bytes,
+              normalize && !gpu ? crc32c::CopyStores::kCached : crc32c::CopyStores::kStreaming};
+    }
     // Read ahead: every sample but a kPad batch's fill (the rank's first samples again).
     const bool read_ahead = reads != nullptr && i < slot.valid;
-    SHARDPACK_RETURN_IF_ERROR(
-        read_ahead ? reads->Sample(slot.index * static_cast<uint64_t>(options.batch_size) + i,
-                                   options.verify_crc, &view)
-                   : dataset->Get(slot.indices[i], &view, options.verify_crc));
+    if (read_ahead) {
+      SHARDPACK_RETURN_IF_ERROR(
+          reads->Sample(slot.index * static_cast<uint64_t>(options.batch_size) + i,
+                        options.verify_crc, &view, &copy));
+    } else {
+      SHARDPACK_ASSIGN_OR_RETURN(const SampleLocation loc, dataset->Locate(slot.indices[i]));
+      SHARDPACK_RETURN_IF_ERROR(
+          dataset->shard(loc.shard).Get(loc.record, options.verify_crc, &view, &copy));
+    }
     slot.labels[i] = view.label;
-    uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
     if (transformer.pass_through()) {
       if (view.pixels.size() != sample_bytes || view.height != transformer.out_height() ||
           view.width != transformer.out_width()) {
         return ShapeFault(slot.indices[i], view);
       }
-      std::memcpy(dst, view.pixels.data(), sample_bytes);
+      if (!copy.copied) std::memcpy(dst, view.pixels.data(), sample_bytes);
     } else {
       Status s = transformer.Apply(view.pixels.data(), view.height, view.width, view.channels,
                                    read::SampleKey(options.seed, slot.epoch, slot.indices[i]), dst,

@@ -581,7 +581,7 @@ void ReadAhead::Completed(uint64_t tag, StatusOr<size_t> result) {
   cv_.notify_all();
 }
 
-Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out) {
+Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out, CopyTarget* copy) {
   const uint64_t unit = UnitOf(position);
   Slot& slot = SlotOf(unit);
   const Slot::Item* item = nullptr;
@@ -600,14 +600,14 @@ Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out) {
     if (slot.cached) {
       if (!item->status.ok()) return item->status;
       lock.unlock();
-      return dataset_.shard(item->shard).Get(item->record, verify_crc, out);
+      return dataset_.shard(item->shard).Get(item->record, verify_crc, out, copy);
     }
     if (item->read < 0) return item->status;
     const Status& s = slot.reads[static_cast<size_t>(item->read)].status;
     if (!s.ok()) return dataset_.shard(item->shard).Fault(item->record, s);
   }
   return dataset_.shard(item->shard)
-      .Parse(item->record, slot.buffer + item->at, item->length, verify_crc, out);
+      .Parse(item->record, slot.buffer + item->at, item->length, verify_crc, out, copy);
 }
 
 bool ReadAhead::Finish(uint64_t first, uint64_t count) {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "read/shard_reader.h"
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
 
@@ -120,7 +121,7 @@ class ReadAhead {
   void Start(uint64_t unit, uint64_t first, std::span<const uint64_t> indices);
   // Waits until the sample at `position` (its unit started) is read, then parses it into
   // `out`, whose pointers stay valid until the position is finished.
-  Status Sample(uint64_t position, bool verify_crc, SampleView* out);
+  Status Sample(uint64_t position, bool verify_crc, SampleView* out, CopyTarget* copy = nullptr);
   // Positions [first, first + count) are done with; a unit all of whose started positions
   // are frees its slot for the unit `slots` later. Returns whether a slot was freed.
   bool Finish(uint64_t first, uint64_t count);

@@ -56,32 +56,34 @@ class FirstReads {
   std::unique_ptr<std::atomic<uint8_t>[]> seen_;
 };
 
-Status PixelCrcError(uint32_t actual, uint32_t expected) {
-  return CorruptionError("pixel checksum " + format::Hex32(actual) + ", expected " +
-                         format::Hex32(expected));
+// The pixels' checksum, read once: while copying them to `copy` where it fits them
+// (CopyTarget), else in place.
+uint32_t PixelCrc(const format::DecodedSample& d, CopyTarget* copy) {
+  if (copy != nullptr && copy->dst != nullptr && copy->bytes == d.pixel_bytes) {
+    copy->copied = true;
+    return crc32c::CopyAndExtend(0, copy->dst, d.pixels, d.pixel_bytes, copy->stores);
+  }
+  return crc32c::Value(d.pixels, d.pixel_bytes);
 }
 
 // One pass over the pixels: their checksum, combined with the prefix's, gives the payload
 // checksum, and is checked against image/raw/crc32c as well.
-Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d) {
-  const uint64_t pixel_start = static_cast<uint64_t>(d.pixels - r.payload);
-  const uint64_t pixel_end = pixel_start + d.pixel_bytes;
-  uint32_t pixels = crc32c::Value(d.pixels, d.pixel_bytes);
-  uint32_t payload = crc32c::Combine(crc32c::Value(r.payload, pixel_start), pixels, d.pixel_bytes);
-  payload = crc32c::Extend(payload, r.payload + pixel_end, r.length - pixel_end);
-  SHARDPACK_RETURN_IF_ERROR(format::CheckPayloadCrc(r, payload));
-  if (d.has_pixel_crc && pixels != d.pixel_crc) return PixelCrcError(pixels, d.pixel_crc);
-  return Status::Ok();
+Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d, CopyTarget* copy) {
+  const uint32_t pixels = PixelCrc(d, copy);
+  SHARDPACK_RETURN_IF_ERROR(
+      format::CheckPayloadCrc(r, format::PayloadCrc(r.payload, r.length, d, pixels)));
+  return format::CheckPixelCrc(d, pixels);
 }
 
 // An Example payload (an LMDB value, or a TFRecord record's payload whose checksums were
-// checked already) into a sample; with `verify_crc`, its pixel checksum checked.
-Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc, SampleView* out) {
+// checked already) into a sample; with `verify_crc`, its pixel checksum checked (and the
+// pixels copied to `copy` in that pass).
+Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc, SampleView* out,
+                    CopyTarget* copy) {
   format::DecodedSample d;
   SHARDPACK_RETURN_IF_ERROR(format::ParseSample(payload, length, &d));
   if (verify_crc && d.has_pixel_crc) {
-    const uint32_t actual = crc32c::Value(d.pixels, d.pixel_bytes);
-    if (actual != d.pixel_crc) return PixelCrcError(actual, d.pixel_crc);
+    SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, PixelCrc(d, copy)));
   }
   return Fill(d, out);
 }
@@ -96,13 +98,17 @@ class TfrecordShard final : public ShardReader {
         max_record_bytes_(max_record_bytes),
         first_reads_(e.records) {}
 
-  Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
+  using ShardReader::Get;
+  using ShardReader::Parse;
+
+  Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const override {
     const format::IndexEntry& e = index_[record];
     if (first_reads_.First(record)) file_->Populate(e.offset, e.size);
     // The rest of the file from the record on: a length field claiming more than the
     // index line says is named as such, not as a truncation.
     // (Open checked that every index line lies inside the file: they are ordered.)
-    Status s = Decode(record, file_->data() + e.offset, file_->size() - e.offset, verify_crc, out);
+    Status s =
+        Decode(record, file_->data() + e.offset, file_->size() - e.offset, verify_crc, out, copy);
     // Whatever was read (a checksum over zeros fails too), a lost page is the fault.
     if (file_->faulted()) return CheckIntact(record);
     return s;
@@ -129,17 +135,17 @@ class TfrecordShard final : public ShardReader {
     return RecordExtent{index_[record].offset, index_[record].size};
   }
 
-  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
-               SampleView* out) const override {
-    return Decode(record, bytes, n, verify_crc, out);
+  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc, SampleView* out,
+               CopyTarget* copy) const override {
+    return Decode(record, bytes, n, verify_crc, out, copy);
   }
 
   uint64_t LocationOffset(uint64_t record) const override { return index_[record].offset; }
 
  private:
   // The framed record at the start of `bytes` (`n` of them available).
-  Status Decode(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
-                SampleView* out) const {
+  Status Decode(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc, SampleView* out,
+                CopyTarget* copy) const {
     const format::IndexEntry& e = index_[record];
     format::RecordView r;
     Status s = format::ReadRecordAt(bytes, n, 0, max_record_bytes_,
@@ -150,12 +156,12 @@ class TfrecordShard final : public ShardReader {
     }
     if (!s.ok()) return Fault(record, s);
     if (!verify_crc) {
-      s = ParseExample(r.payload, r.length, /*verify_crc=*/false, out);
+      s = ParseExample(r.payload, r.length, /*verify_crc=*/false, out, nullptr);
       return s.ok() ? s : Fault(record, s);
     }
     format::DecodedSample d;
     s = format::ParseSample(r.payload, r.length, &d);
-    if (s.ok()) s = CheckCrcs(r, d);
+    if (s.ok()) s = CheckCrcs(r, d, copy);
     if (!s.ok()) return Fault(record, s);
     return Fill(d, out);
   }
@@ -173,12 +179,15 @@ class LmdbShard final : public ShardReader {
         lmdb_(std::move(lmdb)),
         first_reads_(e.records) {}
 
-  Status Get(uint64_t record, bool verify_crc, SampleView* out) const override {
+  using ShardReader::Get;
+  using ShardReader::Parse;
+
+  Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const override {
     std::string_view v;
     Status s = lmdb_->Get(record, &v);
     if (s.ok() && first_reads_.First(record)) lmdb_->Populate(v);
     if (s.ok()) {
-      s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, out);
+      s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, out, copy);
       if (!s.ok()) s = Fault(record, s);
     }
     if (lmdb_->faulted()) return CheckIntact(record);
@@ -216,9 +225,9 @@ class LmdbShard final : public ShardReader {
     return RecordExtent{lmdb_->FileOffset(v), v.size()};
   }
 
-  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
-               SampleView* out) const override {
-    Status s = ParseExample(bytes, n, verify_crc, out);
+  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc, SampleView* out,
+               CopyTarget* copy) const override {
+    Status s = ParseExample(bytes, n, verify_crc, out, copy);
     return s.ok() ? s : Fault(record, s);
   }
 

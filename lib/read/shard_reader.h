@@ -18,6 +18,7 @@
 
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
+#include "util/crc32c.h"
 
 namespace shardpack::io {
 class Env;
@@ -31,6 +32,19 @@ struct RecordExtent {
   uint64_t length = 0;
 };
 
+// Where a caller wants a sample's pixels (the loader's ring slot). Checking a sample's
+// checksums reads its pixels; given a target, Get and Parse copy them there in the same
+// pass (crc32c::CopyAndExtend), which costs about what the copy alone does, and set
+// `copied`. They do so only when they check the pixel checksum and the sample has exactly
+// `bytes` pixel bytes; otherwise `copied` stays false and the copy is the caller's.
+// `stores`: kStreaming where nothing reads the copy right after (crc32c.h says why).
+struct CopyTarget {
+  uint8_t* dst = nullptr;
+  uint64_t bytes = 0;
+  crc32c::CopyStores stores = crc32c::CopyStores::kCached;
+  bool copied = false;
+};
+
 class ShardReader {
  public:
   virtual ~ShardReader() = default;
@@ -42,7 +56,11 @@ class ShardReader {
 
   // The mapped path. Get reads record `record` through the mapping; Corruption naming
   // Where(record) for a damaged one, IOError when the file shrank under the mapping.
-  virtual Status Get(uint64_t record, bool verify_crc, SampleView* out) const = 0;
+  // With `copy` (may be null), the pixels are copied as CopyTarget says.
+  virtual Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const = 0;
+  Status Get(uint64_t record, bool verify_crc, SampleView* out) const {
+    return Get(record, verify_crc, out, nullptr);
+  }
   virtual void WillNeed(uint64_t record) const = 0;
   virtual bool Resident(uint64_t record) const = 0;
   // OK, or the IOError of a shard whose mapping lost pages (io/mapped_range.h).
@@ -58,7 +76,11 @@ class ShardReader {
   // pointers point into them.
   virtual StatusOr<RecordExtent> Extent(uint64_t record) const = 0;
   virtual Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
-                       SampleView* out) const = 0;
+                       SampleView* out, CopyTarget* copy) const = 0;
+  Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc,
+               SampleView* out) const {
+    return Parse(record, bytes, n, verify_crc, out, nullptr);
+  }
 
   // TFRecord: the record's offset in the file; LMDB: 0 (a key, not an offset, finds it).
   virtual uint64_t LocationOffset(uint64_t record) const = 0;

@@ -1,5 +1,6 @@
 #include "util/crc32c.h"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 
@@ -262,6 +263,74 @@ __attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) uint32_t ExtendClmul
   return static_cast<uint32_t>(c) ^ 0xffffffffu;
 }
 
+// Stores 64 bytes at dst: through the caches, or around them (non-temporal; dst must be
+// 64-byte aligned).
+template <bool kStream>
+__attribute__((target("avx512f"))) inline void Store64(uint8_t* dst, __m512i v) {
+  if constexpr (kStream) {
+    _mm512_stream_si512(reinterpret_cast<__m512i*>(dst), v);
+  } else {
+    _mm512_storeu_si512(dst, v);
+  }
+}
+
+// ExtendClmulAvx512 that also stores every 64 bytes it loads at `dst`: the copy and the
+// checksum in one pass over the source. Needs n >= 256 (and, streaming, dst aligned to 64).
+template <bool kStream>
+__attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) uint32_t CopyExtendClmulAvx512(
+    uint32_t crc, uint8_t* dst, const uint8_t* p, size_t n) {
+  const FoldConstants& k = Folds();
+  const __m512i l0 = _mm512_loadu_si512(p);
+  __m512i z1 = _mm512_loadu_si512(p + 64), z2 = _mm512_loadu_si512(p + 128),
+          z3 = _mm512_loadu_si512(p + 192);
+  Store64<kStream>(dst, l0);
+  Store64<kStream>(dst + 64, z1);
+  Store64<kStream>(dst + 128, z2);
+  Store64<kStream>(dst + 192, z3);
+  __m512i z0 = _mm512_xor_si512(
+      l0, _mm512_inserti32x4(_mm512_setzero_si512(),
+                             _mm_cvtsi32_si128(static_cast<int>(crc ^ 0xffffffffu)), 0));
+  p += 256;
+  dst += 256;
+  n -= 256;
+  while (n >= 256) {
+    const __m512i a = _mm512_loadu_si512(p), b = _mm512_loadu_si512(p + 64),
+                  c = _mm512_loadu_si512(p + 128), d = _mm512_loadu_si512(p + 192);
+    Store64<kStream>(dst, a);
+    Store64<kStream>(dst + 64, b);
+    Store64<kStream>(dst + 128, c);
+    Store64<kStream>(dst + 192, d);
+    z0 = _mm512_xor_si512(Fold512(z0, k.d2048), a);
+    z1 = _mm512_xor_si512(Fold512(z1, k.d2048), b);
+    z2 = _mm512_xor_si512(Fold512(z2, k.d2048), c);
+    z3 = _mm512_xor_si512(Fold512(z3, k.d2048), d);
+    p += 256;
+    dst += 256;
+    n -= 256;
+  }
+  std::memcpy(dst, p, n);  // the tail (< 256 bytes), summed below
+  // Non-temporal stores are not ordered with later stores: without the fence, the thread
+  // that publishes the copy could be seen before it.
+  if constexpr (kStream) _mm_sfence();
+  __m512i z = _mm512_xor_si512(_mm512_xor_si512(Fold512(z0, k.d1536), Fold512(z1, k.d1024)),
+                               _mm512_xor_si512(Fold512(z2, k.d512), z3));
+  alignas(64) __m128i lane[4];
+  _mm512_store_si512(lane, z);
+  __m128i x = _mm_xor_si128(_mm_xor_si128(Fold128(lane[0], k.d384), Fold128(lane[1], k.d256)),
+                            _mm_xor_si128(Fold128(lane[2], k.d128), lane[3]));
+  uint64_t c = FoldTail(x, p, n);
+  while (n >= 8) {
+    c = _mm_crc32_u64(c, LoadLE64(p));
+    p += 8;
+    n -= 8;
+  }
+  while (n > 0) {
+    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
+    --n;
+  }
+  return static_cast<uint32_t>(c) ^ 0xffffffffu;
+}
+
 enum class Engine { kPortable, kCrc32, kClmulAvx512 };
 
 Engine BestEngine() {
@@ -315,6 +384,32 @@ uint32_t Extend(uint32_t crc, const void* data, size_t n) {
   }
 #endif
   return ExtendPortable(crc, data, n);
+}
+
+uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n, CopyStores stores) {
+  auto* d = static_cast<uint8_t*>(dst);
+  const auto* s = static_cast<const uint8_t*>(src);
+#if defined(__x86_64__)
+  if (BestEngine() == Engine::kClmulAvx512 && n >= 1024) {
+    if (stores == CopyStores::kCached) return CopyExtendClmulAvx512<false>(crc, d, s, n);
+    // Up to the destination's first 64-byte boundary through the caches, the rest around.
+    const size_t head = (64 - (reinterpret_cast<uintptr_t>(d) & 63)) & 63;
+    std::memcpy(d, s, head);
+    crc = Extend(crc, s, head);
+    return CopyExtendClmulAvx512<true>(crc, d + head, s + head, n - head);
+  }
+#endif
+  // Elsewhere in pieces that stay in the first-level cache between the two passes.
+  constexpr size_t kPiece = 16 << 10;
+  while (n > 0) {
+    const size_t m = std::min(n, kPiece);
+    crc = Extend(crc, s, m);
+    std::memcpy(d, s, m);
+    d += m;
+    s += m;
+    n -= m;
+  }
+  return crc;
 }
 
 uint32_t ExtendWith(Implementation impl, uint32_t crc, const void* data, size_t n) {

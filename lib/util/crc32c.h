@@ -21,6 +21,17 @@ uint32_t Extend(uint32_t init_crc, const void* data, size_t n);
 inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
 inline uint32_t Value(std::string_view s) { return Extend(0, s.data(), s.size()); }
 
+// Copies data[0, n) to dst (the ranges must not overlap) and returns Extend(init_crc,
+// data, n), reading the source once: with AVX-512 VPCLMULQDQ the checksum folds the
+// 64-byte blocks as they are copied; elsewhere each 16 KiB piece is summed, then copied
+// while it is in the first-level cache. kStreaming stores around the caches (non-temporal
+// stores, then a fence) where the fused copy runs, which spares reading the destination's
+// lines before writing them: for a destination that no one reads again soon (a batch
+// buffer on its way to the GPU or to another thread); kCached for one read right after.
+enum class CopyStores { kCached, kStreaming };
+uint32_t CopyAndExtend(uint32_t init_crc, void* dst, const void* data, size_t n,
+                       CopyStores stores = CopyStores::kCached);
+
 // Returns crc32c(A || B) given crc_a = crc32c(A), crc_b = crc32c(B) and len_b = |B|,
 // in O(log len_b) time without touching the bytes. Lets a payload checksum be built from
 // the checksum of its pixels, which were summed once already.

@@ -143,16 +143,9 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const uint32_t* sto
   uint32_t pixel_crc = 0;
   if (parsed.ok()) pixel_crc = crc32c::Value(d.pixels, d.pixel_bytes);
   if (stored_payload_crc != nullptr) {
-    uint32_t actual;
-    if (parsed.ok()) {
-      // The pixels were summed once; the payload checksum is derived from that sum.
-      const uint64_t start = static_cast<uint64_t>(d.pixels - payload);
-      const uint64_t end = start + d.pixel_bytes;
-      actual = crc32c::Combine(crc32c::Value(payload, start), pixel_crc, d.pixel_bytes);
-      actual = crc32c::Extend(actual, payload + end, length - end);
-    } else {
-      actual = crc32c::Value(payload, length);
-    }
+    // The pixels were summed once; the payload checksum is derived from that sum.
+    const uint32_t actual = parsed.ok() ? format::PayloadCrc(payload, length, d, pixel_crc)
+                                        : crc32c::Value(payload, length);
     if (actual != *stored_payload_crc) {
       return CorruptionError("data checksum " + format::Hex32(actual) + ", expected " +
                              format::Hex32(*stored_payload_crc));
@@ -160,10 +153,7 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const uint32_t* sto
   }
   if (!parsed.ok()) return parsed;
   if (!d.has_pixel_crc) return CorruptionError("feature image/raw/crc32c: missing");
-  if (pixel_crc != d.pixel_crc) {
-    return CorruptionError("pixel checksum " + format::Hex32(pixel_crc) + ", expected " +
-                           format::Hex32(d.pixel_crc));
-  }
+  SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, pixel_crc));
   return CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m);
 }
 

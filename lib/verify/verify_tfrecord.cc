@@ -52,13 +52,8 @@ std::string CheckRaw(const format::ExampleView& view) {
   format::DecodedSample d;
   Status s = format::DecodeSample(view, &d);
   if (!s.ok()) return s.message();
-  if (d.has_pixel_crc) {
-    const uint32_t actual = crc32c::Value(d.pixels, d.pixel_bytes);
-    if (actual != d.pixel_crc) {
-      return "pixel checksum " + format::Hex32(actual) + ", expected " + format::Hex32(d.pixel_crc);
-    }
-  }
-  return "";
+  if (d.has_pixel_crc) s = format::CheckPixelCrc(d, crc32c::Value(d.pixels, d.pixel_bytes));
+  return s.ok() ? "" : s.message();
 }
 
 // Checks an image/encoded sample (verify.h says what).

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <numeric>
 #include <random>
 #include <string>
@@ -96,6 +97,45 @@ TEST(Crc32cTest, EveryImplementationAgreesWithThePortableOne) {
     }
   }
   EXPECT_GT(checked, 0) << "no hardware implementation on this CPU";
+}
+
+}  // namespace
+}  // namespace shardpack::crc32c
+
+namespace shardpack::crc32c {
+namespace {
+
+// The copy is exact and the checksum is Extend's, on every length around the paths'
+// boundaries (the fused AVX-512 loop from 1,024 bytes, its 256-byte steps and tail),
+// source and destination alignments, and non-zero initial CRCs.
+TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
+  std::mt19937_64 rng(31);
+  std::vector<uint8_t> src(200000);
+  for (auto& b : src) b = static_cast<uint8_t>(rng());
+  std::vector<size_t> lengths = {0,    1,    255,  256,   1023,  1024,  1025,   1279,
+                                 1280, 1281, 4096, 16384, 16385, 50000, 196608, 196613};
+  for (size_t n = 1024; n < 1024 + 300; n += 7) lengths.push_back(n);
+  std::vector<uint8_t> dst(src.size() + 64);
+  for (size_t n : lengths) {
+    for (size_t from : {0, 3, 64}) {
+      for (size_t to : {0, 5, 64}) {
+        if (from + n > src.size() || to + n + 1 > dst.size()) continue;
+        for (CopyStores stores : {CopyStores::kCached, CopyStores::kStreaming}) {
+          std::fill(dst.begin(), dst.end(), 0xa5);
+          const uint32_t init = static_cast<uint32_t>(rng());
+          ASSERT_EQ(CopyAndExtend(init, dst.data() + to, src.data() + from, n, stores),
+                    Extend(init, src.data() + from, n))
+              << "length " << n << " from " << from << " to " << to << " stores "
+              << static_cast<int>(stores);
+          ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, n)) << "length " << n;
+          ASSERT_EQ(dst[to + n], 0xa5) << "wrote past the end, length " << n;
+          if (to > 0) {
+            ASSERT_EQ(dst[to - 1], 0xa5) << "wrote before the start, length " << n;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
