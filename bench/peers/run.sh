@@ -16,8 +16,18 @@
 #
 # Every method gets THREADS cores (taskset) and THREADS threads or processes. Before each
 # timed run the script waits while a compiler runs on this machine (at most QUIET_CAP s;
-# a run that had to go on anyway is named in the notes). Inputs and outputs live in memory
-# (SHM), the JPEGs are read once before timing: the disk is not what is measured.
+# a run that had to go on anyway is named in the notes).
+#
+# Sizes (issue 23: on 3,000 samples an epoch is 11 batches, and a reader's per-epoch
+# start-up weighs as much as its reading): the readers are measured on datasets of each of
+# SIZES samples (default 30,000, Caltech-256's size, and 3,000), each the images of the
+# corpus evenly spread, converted once (untimed) into every reader's format. Each reader
+# reports its first epoch, its steady state (epochs 2..) and its first-batch latency apart
+# (bench/peers/readers.py says how). The datasets live on disk (DATA_DIR: at 30,000 samples
+# each format is 6 GB, and the four do not fit in memory at once); each is read into the
+# page cache right before its reader runs, so the disk is not what is measured. The
+# conversion rounds time CONVERT_N images (default 3,000: a converter's rate per image does
+# not depend on the dataset's size), from memory (SHM), the JPEGs read once before timing.
 #
 # Which Python runs what (each installed here, idempotently, stamp files as in
 # scripts/install-interop.sh):
@@ -34,23 +44,31 @@
 #
 # Writes out/bench/peers.md (the table, also printed), docs/peers.png (the chart), and the
 # raw runs in out/bench/peers-runs.jsonl.
-# Usage: bash bench/peers/run.sh      (about 12 minutes on 2 cores, installs apart)
-# Environment: N (images, default 3000), REPS (default 3), IMAGES (corpus of
-#   ../shared/tools/make-bench-images.sh, default out/bench-images, made if missing),
+# Usage: bash bench/peers/run.sh      (about 35 minutes on 2 cores, installs and the
+#   30,000-image corpus apart)
+# Environment: SIZES (samples of the read datasets, default "30000 3000"), CONVERT_N
+#   (images converted in the timed conversion rounds, default 3000), REPS (default 3),
+#   IMAGES (corpus of ../shared/tools/make-bench-images.sh, default out/bench-images, made
+#   with the largest size if it holds fewer images), DATA_DIR (default out/bench/peers-data),
 #   SHARDPACK_BIN (default build-peers/tools/shardpack, a Release build made and kept up to
-#   date here), THREADS (default 2), READ_SECONDS (default 8), WARMUP_SECONDS (default 4),
-#   CPP_EPOCHS (default 30), QUIET_CAP (default 600), SHM (default /dev/shm),
+#   date here), THREADS (default 2), READ_SECONDS (least time of a reader's steady epochs,
+#   default 8), READ_EPOCHS (fewest epochs, default 3), READ_MAX_SECONDS (a reader's cap,
+#   default 60), CPP_EPOCHS (default 30), QUIET_CAP (default 600), SHM (default /dev/shm),
 #   PEERS_EXTRA=0 to leave FFCV and MosaicML Streaming out.
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/../.."
-n=${N:-3000}
+sizes=${SIZES:-30000 3000}
+convert_n=${CONVERT_N:-3000}
+n=$(tr ' ' '\n' <<< "$sizes $convert_n" | sort -n | tail -1)  # the corpus: the largest
 reps=${REPS:-3}
 images=${IMAGES:-out/bench-images}
 shardpack=${SHARDPACK_BIN:-build-peers/tools/shardpack}
 threads=${THREADS:-2}
 read_seconds=${READ_SECONDS:-8}
-warmup_seconds=${WARMUP_SECONDS:-4}
+read_epochs=${READ_EPOCHS:-3}
+read_max_seconds=${READ_MAX_SECONDS:-60}
+data=${DATA_DIR:-out/bench/peers-data}
 cpp_epochs=${CPP_EPOCHS:-30}
 quiet_cap=${QUIET_CAP:-600}
 extra=${PEERS_EXTRA:-1}
@@ -61,7 +79,7 @@ work=${SHM:-/dev/shm}/shardpack-peers.$$
 runs=$out/peers-runs.jsonl
 mkdir -p "$out" docs
 trap 'rm -rf "$work"' EXIT
-mkdir -p "$work"
+mkdir -p "$work" "$data"
 say() { echo "peers: $*" >&2; }
 die() { say "$*"; exit 2; }
 [ "$(nproc)" -ge "$threads" ] || die "THREADS=$threads but this machine has $(nproc) cores"
@@ -153,23 +171,33 @@ else
   unavailable[mosaic]="left out (PEERS_EXTRA=0)"
 fi
 
-# ---- the images: N of the corpus, evenly spread over it, as a class-folder tree -----------
-if [ ! -f "$images/manifest-scale.tsv" ]; then
+# ---- the images: each size's share of the corpus, evenly spread, as a class-folder tree ----
+total=0
+[ -f "$images/manifest-scale.tsv" ] && total=$(($(wc -l < "$images/manifest-scale.tsv") - 1))
+if [ "$total" -lt "$n" ]; then
+  say "making $n corpus images in $images (../shared/tools/make-bench-images.sh)"
   bash ../shared/tools/make-bench-images.sh "$images" "$n"
+  total=$(($(wc -l < "$images/manifest-scale.tsv") - 1))
 fi
-total=$(($(wc -l < "$images/manifest-scale.tsv") - 1))
-[ "$total" -ge "$n" ] || die "$images holds $total images, fewer than N=$n (IMAGES=another folder)"
+[ "$total" -ge "$n" ] || die "$images holds $total images, fewer than $n (IMAGES=another folder)"
 # "relative/path label" lines (label: class folder index), as `shardpack convert --list`
 # takes them; every converter gets the same files in the same order, and ImageFolder a tree
 # of links to exactly those files.
-awk -F'\t' -v OFS=' ' -v n="$n" -v t="$total" 'NR > 1 {
-    i = NR - 1
-    if (int(i * n / t) == int((i - 1) * n / t)) next
-    if (!($2 in label)) label[$2] = k++
-    print $1, label[$2] }' "$images/manifest-scale.tsv" > "$work/list"
-jpeg=$work/jpeg
-cut -d' ' -f1 "$work/list" | sed 's|/[^/]*$||' | sort -u | sed "s|^|$jpeg/|" | xargs mkdir -p
-while read -r path _; do ln -s "$PWD/$images/scale/$path" "$jpeg/$path"; done < "$work/list"
+make_list() {  # COUNT -> $work/list-COUNT and the link tree $work/jpeg-COUNT
+  local count=$1 tree=$work/jpeg-$1
+  awk -F'\t' -v OFS=' ' -v n="$count" -v t="$total" 'NR > 1 {
+      i = NR - 1
+      if (int(i * n / t) == int((i - 1) * n / t)) next
+      if (!($2 in label)) label[$2] = k++
+      print $1, label[$2] }' "$images/manifest-scale.tsv" > "$work/list-$count"
+  cut -d' ' -f1 "$work/list-$count" | sed 's|/[^/]*$||' | sort -u | sed "s|^|$tree/|" |
+    xargs mkdir -p
+  while read -r path _; do ln -s "$PWD/$images/scale/$path" "$tree/$path"; done \
+    < "$work/list-$count"
+}
+for count in $sizes $convert_n; do [ -f "$work/list-$count" ] || make_list "$count"; done
+jpeg=$work/jpeg-$convert_n  # what the conversion rounds convert
+list=$work/list-$convert_n
 cat "$images/scale"/*/* > /dev/null  # into the page cache
 
 # ---- a quiet machine: no compiler running, three checks in a row ------------------------
@@ -201,24 +229,32 @@ ${quiet_cap} s cap)")
   done
 }
 
-# ---- the datasets every reader reads (untimed) -------------------------------------------
-say "converting $n images once for the readers"
-for fmt in tfrecord lmdb; do
-  "$shardpack" convert "$jpeg" "$work/sp-$fmt" --list "$work/list" --size ${size}x${size} \
-    --fit crop --threads "$threads" --format "$fmt" --quiet --json > "$work/sp-$fmt.json" ||
-    die "shardpack convert ($fmt) failed"
-done
-samples=$(sed -n 's/.*"written": *\([0-9]*\).*/\1/p' "$work/sp-tfrecord.json")
-[ "$samples" -ge "$batch" ] || die "only $samples samples: N must give at least one batch"
-for name in ffcv mosaic; do
-  [ -z "${unavailable[$name]:-}" ] || continue
-  target=$work/$name; [ "$name" = ffcv ] && target=$work/ffcv.beton
-  if ! out/venv-peers-$name/bin/python bench/peers/write_formats.py "$name" "$work/sp-tfrecord" \
-      "$target" --threads "$threads" > "$work/write-$name.log" 2>&1; then
-    unavailable[$name]="installed, but writing its format failed: $(grep -E 'Error' \
-      "$work/write-$name.log" | tail -1)"
-    say "$name: ${unavailable[$name]}"
-  fi
+# ---- the datasets every reader reads, one set per size (untimed) --------------------------
+declare -A samples_of=()
+declare -A write_failed=()
+for ns in $sizes; do
+  d=$data/$ns
+  rm -rf "$d"
+  mkdir -p "$d"
+  say "converting $ns images once for the readers ($d)"
+  for fmt in tfrecord lmdb; do
+    "$shardpack" convert "$work/jpeg-$ns" "$d/sp-$fmt" --list "$work/list-$ns" \
+      --size ${size}x${size} --fit crop --threads "$threads" --format "$fmt" --quiet --json \
+      > "$d/sp-$fmt.json" || die "shardpack convert ($fmt) failed"
+  done
+  samples_of[$ns]=$(sed -n 's/.*"written": *\([0-9]*\).*/\1/p' "$d/sp-tfrecord.json")
+  [ "${samples_of[$ns]}" -ge "$batch" ] ||
+    die "only ${samples_of[$ns]} samples: each size must give at least one batch"
+  for name in ffcv mosaic; do
+    [ -z "${unavailable[$name]:-}" ] || continue
+    target=$d/$name; [ "$name" = ffcv ] && target=$d/ffcv.beton
+    if ! out/venv-peers-$name/bin/python bench/peers/write_formats.py "$name" "$d/sp-tfrecord" \
+        "$target" --threads "$threads" > "$d/write-$name.log" 2>&1; then
+      write_failed[$name/$ns]="installed, but writing its format failed: $(grep -E 'Error' \
+        "$d/write-$name.log" | tail -1)"
+      say "$name ($ns samples): ${write_failed[$name/$ns]}"
+    fi
+  done
 done
 
 # ---- timed rounds ------------------------------------------------------------------------
@@ -231,7 +267,7 @@ convert_round() {  # rep
   wait_quiet "shardpack convert"
   rm -rf "$work/c-sp"
   /usr/bin/time -f '%e %U %S' -o "$work/time" "${pin[@]}" "$shardpack" convert "$jpeg" \
-    "$work/c-sp" --list "$work/list" --size ${size}x${size} --fit crop --threads "$threads" \
+    "$work/c-sp" --list "$list" --size ${size}x${size} --fit crop --threads "$threads" \
     --quiet --json > "$work/c-sp.json" || die "shardpack convert failed"
   secs=$(sed -n 's/.*"seconds": *\([0-9.]*\).*/\1/p' "$work/c-sp.json")
   conv=$(sed -n 's/.*"written": *\([0-9]*\).*/\1/p' "$work/c-sp.json")
@@ -241,7 +277,7 @@ convert_round() {  # rep
   # Pillow: its seconds from before the pool to the closed file; CPU of it and its pool.
   wait_quiet "the Pillow converter"
   /usr/bin/time -f '%e %U %S' -o "$work/time" "${pin[@]}" "$pillow_py" bench/pillow_convert.py \
-    "$jpeg" "$work/list" $size $size "$threads" tfrecord --out "$work/c-pil.tfrecord" \
+    "$jpeg" "$list" $size $size "$threads" tfrecord --out "$work/c-pil.tfrecord" \
     > "$work/c-pil.out" || die "bench/pillow_convert.py failed"
   line=$(tail -1 "$work/c-pil.out")
   grep -q 'writer=tfrecord' <<< "$line" || die "pillow_convert.py used its fallback writer: $line"
@@ -251,7 +287,7 @@ convert_round() {  # rep
   rm -f "$work/c-pil.tfrecord"
   # TensorFlow: seconds and CPU from its first image to the closed file (import left out).
   wait_quiet "the TensorFlow converter"
-  "${pin[@]}" "$interop" bench/peers/tf_convert.py "$jpeg" "$work/list" $size $size "$threads" \
+  "${pin[@]}" "$interop" bench/peers/tf_convert.py "$jpeg" "$list" $size $size "$threads" \
     --out "$work/c-tf.tfrecord" > "$work/c-tf.out" 2> "$work/c-tf.err" ||
     { tail -5 "$work/c-tf.err"; die "bench/peers/tf_convert.py failed"; }
   line=$(tail -1 "$work/c-tf.out")
@@ -269,16 +305,25 @@ record_convert() {  # method rep converted seconds cpu_seconds version
   }' >> "$runs"
 }
 
-read_one() {  # rep method python data [threads [row id]]
-  local rep=$1 reader=$2 python=$3 data=$4 t=${5:-$threads} method=${6:-$2} json
+warm() {  # PATH...: into the page cache, the one a reader then reads from
+  find "$@" -type f -exec cat {} + > /dev/null
+}
+
+read_one() {  # rep size method python data [threads [row id]]
+  local rep=$1 ns=$2 reader=$3 python=$4 path=$5 t=${6:-$threads} method=${7:-$3} json
   [ -z "${unavailable[$method]:-}" ] || return 0
+  if [ -n "${write_failed[$reader/$ns]:-}" ]; then
+    notes+=("$method at $ns samples: ${write_failed[$reader/$ns]}")
+    return 0
+  fi
+  warm "$path"
   wait_quiet "$method"
-  if json=$("${pin[@]}" "$python" bench/peers/readers.py "$reader" "$data" --samples "$samples" \
-        --batch-size $batch --size $size --threads "$t" --seconds "$read_seconds" \
-        --warmup-seconds "$warmup_seconds" 2> "$work/read-$method.err" | tail -1) &&
-     [[ $json == "{"* ]]; then
+  if json=$("${pin[@]}" "$python" bench/peers/readers.py "$reader" "$path" \
+        --samples "${samples_of[$ns]}" --batch-size $batch --size $size --threads "$t" \
+        --epochs "$read_epochs" --seconds "$read_seconds" --max-seconds "$read_max_seconds" \
+        2> "$work/read-$method.err" | tail -1) && [[ $json == "{"* ]]; then
     json=${json/\"method\": \"$reader\"/\"method\": \"$method\"}
-    echo "${json%\}}, \"kind\": \"read\", \"rep\": $rep}" >> "$runs"
+    echo "${json%\}}, \"kind\": \"read\", \"rep\": $rep, \"size\": $ns}" >> "$runs"
   else
     unavailable[$method]="the reader failed: $(grep -E 'Error|error' "$work/read-$method.err" |
       tail -1 | cut -c1-200)"
@@ -287,33 +332,40 @@ read_one() {  # rep method python data [threads [row id]]
   fi
 }
 
-read_cpp() {  # rep backend method
-  local rep=$1 backend=$2 method=$3 row sps
+read_cpp() {  # rep size backend method: shardpack bench's first epoch and later median
+  local rep=$1 ns=$2 backend=$3 method=$4 row sps first
+  warm "$data/$ns/sp-$backend"
   wait_quiet "shardpack bench ($backend)"
-  row=$("${pin[@]}" "$shardpack" bench "$work/sp-$backend" --threads "$threads" \
+  row=$("${pin[@]}" "$shardpack" bench "$data/$ns/sp-$backend" --threads "$threads" \
         --shuffle global --epochs "$cpp_epochs" --batch-size $batch | grep '^| global |') ||
     die "shardpack bench failed on $backend"
   sps=$(awk -F'|' '{ gsub(/ /, "", $4); print $4 }' <<< "$row")
-  printf '{"kind": "read", "method": "%s", "rep": %d, "samples_per_s": %s, "cpu_cores": null, "samples_per_cpu_s": null, "version": "%s"}\n' \
-    "$method" "$rep" "$sps" "$("$shardpack" --version)" >> "$runs"
+  # The first epoch's rate, from its GB/s against the later epochs' (same bytes per sample).
+  first=$(awk -F'|' '{ for (i = 4; i <= 8; i++) gsub(/ /, "", $i); printf "%.0f", $4 * $8 / $5 }' \
+    <<< "$row")
+  printf '{"kind": "read", "method": "%s", "rep": %d, "size": %d, "samples_per_s": %s, "epoch1_per_s": %s, "cpu_cores": null, "samples_per_cpu_s": null, "version": "%s"}\n' \
+    "$method" "$rep" "$ns" "$sps" "$first" "$("$shardpack" --version)" >> "$runs"
 }
 
 for rep in $(seq 1 "$reps"); do
   round=$rep
   say "round $rep/$reps: conversion"
   convert_round "$rep"
-  say "round $rep/$reps: reading"
-  read_cpp "$rep" tfrecord shardpack-cpp
-  read_cpp "$rep" lmdb shardpack-cpp-lmdb
-  read_one "$rep" shardpack-py python3 "$work/sp-tfrecord"
-  read_one "$rep" dali "$interop" "$work/sp-tfrecord"
-  read_one "$rep" tfdata "$interop" "$work/sp-tfrecord"
-  read_one "$rep" lmdb "$interop" "$work/sp-lmdb"
-  # Python threads share the GIL (the Example parse holds it): one thread may do better.
-  [ "$threads" = 1 ] || read_one "$rep" lmdb "$interop" "$work/sp-lmdb" 1 lmdb-1
-  read_one "$rep" ffcv out/venv-peers-ffcv/bin/python "$work/ffcv.beton"
-  read_one "$rep" mosaic out/venv-peers-mosaic/bin/python "$work/mosaic"
-  read_one "$rep" torch-jpeg python3 "$jpeg"
+  for ns in $sizes; do
+    say "round $rep/$reps: reading, $ns samples"
+    d=$data/$ns
+    read_cpp "$rep" "$ns" tfrecord shardpack-cpp
+    read_cpp "$rep" "$ns" lmdb shardpack-cpp-lmdb
+    read_one "$rep" "$ns" shardpack-py python3 "$d/sp-tfrecord"
+    read_one "$rep" "$ns" dali "$interop" "$d/sp-tfrecord"
+    read_one "$rep" "$ns" tfdata "$interop" "$d/sp-tfrecord"
+    read_one "$rep" "$ns" lmdb "$interop" "$d/sp-lmdb"
+    # Python threads share the GIL (the Example parse holds it): one thread may do better.
+    [ "$threads" = 1 ] || read_one "$rep" "$ns" lmdb "$interop" "$d/sp-lmdb" 1 lmdb-1
+    read_one "$rep" "$ns" ffcv out/venv-peers-ffcv/bin/python "$d/ffcv.beton"
+    read_one "$rep" "$ns" mosaic out/venv-peers-mosaic/bin/python "$d/mosaic"
+    read_one "$rep" "$ns" torch-jpeg python3 "$work/jpeg-$ns"
+  done
 done
 
 # ---- the report ----------------------------------------------------------------------------
@@ -325,11 +377,12 @@ done
 {
   printf '{"cpu": "%s", "cores": %d, "date": "%s", ' \
     "$(lscpu | sed -n 's/^Model name: *//p' | head -1)" "$threads" "$(date -u +%Y-%m-%dT%H:%MZ)"
-  printf '"commit": "%s", "n_images": %d, "samples": %d, "reps": %d, "batch": %d, ' \
+  printf '"commit": "%s", "n_images": %d, "sizes": [%s], "reps": %d, "batch": %d, ' \
     "$(git rev-parse --short HEAD 2> /dev/null || echo unknown)$(git diff --quiet HEAD 2> /dev/null || echo ' + uncommitted changes')" \
-    "$n" "$samples" "$reps" "$batch"
-  printf '"seconds": %s, "warmup_seconds": %s, "cpp_epochs": %d, "quiet_cap": %d, ' \
-    "$read_seconds" "$warmup_seconds" "$cpp_epochs" "$quiet_cap"
+    "$convert_n" "$(for ns in $sizes; do printf '%s,' "${samples_of[$ns]}"; done | sed 's/,$//')" \
+    "$reps" "$batch"
+  printf '"seconds": %s, "epochs": %d, "max_seconds": %s, "cpp_epochs": %d, "quiet_cap": %d, ' \
+    "$read_seconds" "$read_epochs" "$read_max_seconds" "$cpp_epochs" "$quiet_cap"
   printf '"note_args": {"pillow": "%s", "threads": %d}, "unavailable": {' \
     "$("$pillow_py" -c 'import PIL; print(PIL.__version__)')" "$threads"
   sep=""
