@@ -13,8 +13,8 @@
 #     QUASI_RANDOM and RANDOM at batch 256 with its default 8 MiB pages, and QUASI_RANDOM
 #     with 2 MiB pages at batch 256 and 64. An OOM kill is a result ("killed"), not a failure.
 # Prints one table: samples/s and GB/s of each, its share of the best random-read rate, of
-# the sequential rate and (loader rows) of fio's random reads at depth 32 measured just
-# before it, how busy the disk was during the run and its average queue of reads
+# the sequential rate and (loader rows) of the disk's rate measured just before it (fio:
+# random reads at depth 32 before a global shuffle, sequential ones before a block one), how busy the disk was during the run and its average queue of reads
 # (/sys/class/block), CPU seconds per GB read, and peak RSS. Needs root (cgroups,
 # drop_caches); installs fio from Debian if absent.
 # Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]   (BACKEND=lmdb for LMDB)
@@ -112,8 +112,17 @@ for io in $ios; do
       # One epoch: the loader's row of shardpack bench gives samples/s; /usr/bin/time the
       # CPU seconds and the peak RSS.
       what="shardpack, $io, --shuffle $shuffle, $threads threads"
-      # The disk's random-read rate at depth 32 right before, for a paired ratio.
-      paired=$( [ "${SKIP_FIO:-0}" = 1 ] && echo - || FIO_SECONDS=6 fio_rate randread "${record_kib}k" 32 1)
+      # The disk's own rate right before, for a paired ratio (the disk's rate drifts, and
+      # now and then halves for minutes): what this shuffle's target is measured against,
+      # sequential 1 MiB reads at depth 8 for a block shuffle (or none), random
+      # record-sized reads at depth 32 for a global one.
+      if [ "${SKIP_FIO:-0}" = 1 ]; then
+        paired=-
+      elif [ "$shuffle" = global ]; then
+        paired=$(FIO_SECONDS=6 fio_rate randread "${record_kib}k" 32 1)
+      else
+        paired=$(FIO_SECONDS=6 fio_rate read 1m 8 1)
+      fi
       drop
       before=$(disk_stat)
       t0=$(seconds)
@@ -166,7 +175,7 @@ if [ "${FFCV:-1}" != 0 ] && [ -x "$ffcv_py" ]; then
 fi
 rm -f "$timed"
 
-printf '| what | samples/s | GB/s | share of the best random read | share of sequential | share of fio depth 32 just before | disk busy %% | disk queue | CPU s per GB | peak RSS (MB) |\n'
+printf '| what | samples/s | GB/s | share of the best random read | share of sequential | share of the disk just before (global: fio random depth 32; block, none: fio sequential) | disk busy %% | disk queue | CPU s per GB | peak RSS (MB) |\n'
 printf '|---|---|---|---|---|---|---|---|---|---|\n'
 for r in "${rows[@]}"; do
   IFS='|' read -r what rate cpu rss paired busy queue <<< "$r"
