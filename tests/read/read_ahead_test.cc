@@ -120,6 +120,53 @@ TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredO
   }
 }
 
+// Records a little apart in a file still join one read: LMDB keeps each value larger
+// than a page in overflow pages of its own, so consecutive values are up to a page apart
+// (a 192 KiB value: 4 KiB, under a sixteenth of it); a gap of whole records keeps them
+// apart.
+TEST_P(ReadAheadTest, RecordsASmallGapApartJoinOneReadAndTheirBytesAreTheStoredOnes) {
+  TempDir dir;
+  TestDatasetSpec spec = Spec(GetParam(), 6);
+  spec.height = 256;  // 192 KiB of pixels, as the benchmarks' samples
+  spec.width = 256;
+  spec.max_shard_records = 6;
+  spec.lmdb_initial_map_bytes = 16ull << 20;
+  testing::WriteTestDataset(dir.path(), spec);
+  auto ds = OpenOrDie(dir.path());
+  read::ReadAheadOptions o;
+  o.unit_samples = 6;
+  o.slots = 1;
+  o.queue = read::QueueKind::kPread;
+  o.reuse_cache = false;
+  auto ra = read::ReadAhead::Create(*ds, o);
+  ASSERT_OK(ra.status());
+  const std::vector<uint64_t> unit = {5, 1, 3, 0, 2, 4};
+  (*ra)->SetUnits(std::vector<uint64_t>{6});
+  (*ra)->Start(0, 0, unit);
+  for (size_t i = 0; i < unit.size(); ++i) {
+    SampleView got, want;
+    ASSERT_OK((*ra)->Sample(i, true, &got));
+    ASSERT_OK(ds->Get(unit[i], &want));
+    EXPECT_EQ(SampleBytes(got), SampleBytes(want)) << "sample " << unit[i];
+  }
+  EXPECT_EQ((*ra)->reads_issued(), 1u) << "six records of one shard, in file order";
+  (*ra)->Finish(0, 6);
+  // Every other record: the gaps are whole records, far more than a sixteenth of one.
+  (*ra)->Reset();
+  (*ra)->SetUnits(std::vector<uint64_t>{3});
+  const uint64_t before = (*ra)->reads_issued();
+  const std::vector<uint64_t> apart = {0, 2, 4};
+  (*ra)->Start(0, 0, apart);
+  for (size_t i = 0; i < apart.size(); ++i) {
+    SampleView got, want;
+    ASSERT_OK((*ra)->Sample(i, true, &got));
+    ASSERT_OK(ds->Get(apart[i], &want));
+    EXPECT_EQ(SampleBytes(got), SampleBytes(want));
+  }
+  EXPECT_EQ((*ra)->reads_issued(), before + 3);
+  (*ra)->Finish(0, 3);
+}
+
 TEST_P(ReadAheadTest, ASlotTakesItsNextUnitOnlyOnceEveryPositionIsFinished) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 14));  // 2 shards of 7
