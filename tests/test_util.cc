@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 
 namespace shardpack::testing {
 
@@ -86,6 +87,11 @@ void WriteFileOrDie(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(data.data(), static_cast<std::streamsize>(data.size()));
   ASSERT_TRUE(out.good()) << path;
+}
+
+void WriteFileMakingDirs(const std::string& path, const std::string& data) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  WriteFileOrDie(path, data);
 }
 
 }  // namespace shardpack::testing

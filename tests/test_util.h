@@ -51,6 +51,8 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec);
 
 std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& data);
+// WriteFileOrDie, creating the directories above `path` first.
+void WriteFileMakingDirs(const std::string& path, const std::string& data);
 
 #define ASSERT_OK(expr)                    \
   do {                                     \

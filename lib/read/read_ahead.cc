@@ -497,8 +497,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     Slot::Item& item = slot.items[position];
     ReadRequest* open = slot.requests.empty() ? nullptr : &slot.requests.back();
     const bool joins = open != nullptr && open->file == files_[item.shard].get() &&
-                       item.offset >= run_end &&
-                       item.offset - run_end <= item.length / kGapShare &&
+                       item.offset >= run_end && item.offset - run_end <= item.length / kGapShare &&
                        item.offset + item.length - open->offset <= kMaxReadBytes;
     if (joins) {
       item.read = static_cast<int>(slot.requests.size()) - 1;

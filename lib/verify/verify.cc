@@ -134,22 +134,19 @@ Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t 
   return Status::Ok();
 }
 
-// Checks one payload against the format and the manifest. `stored_payload_crc`: the
-// TFRecord data checksum, or nullptr (LMDB has none). Corruption naming the first fault;
-// OK with the sample in `d`.
-Status CheckPayload(const uint8_t* payload, uint64_t length, const uint32_t* stored_payload_crc,
+// Checks one payload against the format and the manifest. `framed`: the TFRecord record
+// holding it, whose data checksum is checked too, or nullptr (LMDB has none). Corruption
+// naming the first fault; OK with the sample in `d`.
+Status CheckPayload(const uint8_t* payload, uint64_t length, const format::RecordView* framed,
                     const Manifest& m, format::DecodedSample& d) {
   Status parsed = format::ParseSample(payload, length, &d);
   uint32_t pixel_crc = 0;
   if (parsed.ok()) pixel_crc = crc32c::Value(d.pixels, d.pixel_bytes);
-  if (stored_payload_crc != nullptr) {
+  if (framed != nullptr) {
     // The pixels were summed once; the payload checksum is derived from that sum.
-    const uint32_t actual = parsed.ok() ? format::PayloadCrc(payload, length, d, pixel_crc)
-                                        : crc32c::Value(payload, length);
-    if (actual != *stored_payload_crc) {
-      return CorruptionError("data checksum " + format::Hex32(actual) + ", expected " +
-                             format::Hex32(*stored_payload_crc));
-    }
+    SHARDPACK_RETURN_IF_ERROR(format::CheckPayloadCrc(
+        *framed, parsed.ok() ? format::PayloadCrc(payload, length, d, pixel_crc)
+                             : crc32c::Value(payload, length)));
   }
   if (!parsed.ok()) return parsed;
   if (!d.has_pixel_crc) return CorruptionError("feature image/raw/crc32c: missing");
@@ -221,7 +218,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     hashed = r.offset + r.framed_size();
     framed.push_back({r.offset, r.framed_size()});
     format::DecodedSample d;
-    Status fault = CheckPayload(r.payload, r.length, &r.stored_crc, m, d);
+    Status fault = CheckPayload(r.payload, r.length, &r, m, d);
     if (fault.ok() && m.pixel_alignment > 1) {
       uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - data);
       if (pixel_offset % m.pixel_alignment != 0) {

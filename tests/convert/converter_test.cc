@@ -22,8 +22,7 @@ using testing::TempDir;
 namespace fs = std::filesystem;
 
 void Write(const std::string& path, const std::string& data) {
-  fs::create_directories(fs::path(path).parent_path());
-  testing::WriteFileOrDie(path, data);
+  testing::WriteFileMakingDirs(path, data);
 }
 
 std::string Jpeg(int h, int w, int seed) {
