@@ -11,7 +11,7 @@
 //
 // Planning a unit: each sample's record extent (ShardReader::Extent); runs of records that
 // follow each other in the same file and in the unit are coalesced into one read of up to
-// kMaxReadBytes, so a window's blocks are read whole, a few large reads each, wherever
+// kMaxReadBytes (1 MiB), so a window's blocks are read whole, several reads each, wherever
 // their records fall in the batches. With direct I/O each read covers the block-aligned
 // superset of its records and lands at an aligned place in the buffer.
 //
