@@ -33,10 +33,16 @@ int main(int argc, char** argv) {
   std::vector<double> sum(manifest.classes.size(), 0);
   std::vector<uint64_t> count(manifest.classes.size(), 0);
   uint64_t bytes = 0;
+  std::vector<uint8_t> pixels;
   const auto start = std::chrono::steady_clock::now();
   for (uint64_t i : order) {
     shardpack::SampleView s;
     shardpack::Status st = (*ds)->Get(i, &s);
+    if (st.ok() && s.encoding != shardpack::ImageEncoding::kRaw) {
+      // An encoded image (convert --encoding jpeg|png): decoded into a buffer of ours.
+      pixels.resize(static_cast<size_t>(s.height) * s.width * s.channels);
+      st = (*ds)->GetPixels(i, pixels, &s);
+    }
     if (!st.ok()) {
       std::fprintf(stderr, "read_dataset: %s\n", st.message().c_str());
       return 1;

@@ -5,6 +5,8 @@
 #include <atomic>
 #include <filesystem>
 
+#include "image/encoder.h"
+
 namespace shardpack::testing {
 
 TempDir::TempDir() {
@@ -40,6 +42,15 @@ std::vector<uint8_t> TestPixels(uint64_t i, int height, int width, int channels)
   return px;
 }
 
+std::string TestEncodedImage(ImageEncoding encoding, const std::vector<uint8_t>& pixels, int height,
+                             int width, int channels) {
+  auto file = encoding == ImageEncoding::kPng
+                  ? image::EncodePng(pixels.data(), height, width, channels)
+                  : image::EncodeJpeg(pixels.data(), height, width, channels, {.quality = 90});
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  return file.ok() ? *file : std::string();
+}
+
 Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec) {
   ShardWriterOptions o;
   o.backend = spec.backend;
@@ -48,6 +59,7 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec) {
   o.lmdb_initial_map_bytes = spec.lmdb_initial_map_bytes;
   for (int c = 0; c < spec.num_classes; ++c) o.class_names.push_back("class" + std::to_string(c));
   o.image.channels = spec.channels;
+  o.image.encoding = spec.encoding;
   if (spec.variable_size) {
     o.image.max_side = std::max(spec.height + 2, spec.width + 1);
   } else {
@@ -64,12 +76,17 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec) {
     int w = spec.variable_size ? spec.width + static_cast<int>(i % 2) : spec.width;
     std::vector<uint8_t> px = TestPixels(i, h, w, spec.channels);
     std::string filename = "img" + std::to_string(i) + ".jpg";
-    Status s = (*writer)->Add({.pixels = px,
-                               .height = h,
-                               .width = w,
-                               .channels = spec.channels,
-                               .label = static_cast<int64_t>(i % spec.num_classes),
-                               .filename = filename});
+    const std::string file = spec.encoding == ImageEncoding::kRaw
+                                 ? std::string()
+                                 : TestEncodedImage(spec.encoding, px, h, w, spec.channels);
+    Status s =
+        (*writer)->Add({.pixels = px,
+                        .encoded = {reinterpret_cast<const uint8_t*>(file.data()), file.size()},
+                        .height = h,
+                        .width = w,
+                        .channels = spec.channels,
+                        .label = static_cast<int64_t>(i % spec.num_classes),
+                        .filename = filename});
     EXPECT_TRUE(s.ok()) << s.ToString();
   }
   auto m = (*writer)->Finish();

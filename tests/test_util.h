@@ -44,7 +44,13 @@ struct TestDatasetSpec {
   uint64_t max_shard_records = 4;
   uint64_t max_shard_bytes = 64ull << 20;
   uint64_t lmdb_initial_map_bytes = 1ull << 20;
+  // jpeg or png: each sample's TestPixels stored encoded (JPEG at quality 90, 4:2:0).
+  ImageEncoding encoding = ImageEncoding::kRaw;
 };
+
+// TestPixels(i, ...) as the file a dataset of `encoding` stores for sample i.
+std::string TestEncodedImage(ImageEncoding encoding, const std::vector<uint8_t>& pixels, int height,
+                             int width, int channels);
 
 // Writes a dataset with ShardWriter; fails the test on any error.
 Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec);

@@ -22,8 +22,9 @@ constexpr int kMaxSide = static_cast<int>(format::kMaxDimension);
 // The command line of convert, as parsed.
 struct ConvertArgs {
   std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
-                        background = "ffffff", list, input = "auto", lmdb_schema = "example", part;
-  int max_side = 0, channels = 3, threads = 0, max_scans = 500;
+                        background = "ffffff", list, input = "auto", lmdb_schema = "example", part,
+                        encoding = "raw";
+  int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
        resume = false, overwrite = false, quiet = false, mpi = false;
   uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
@@ -124,6 +125,17 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--channels", a->channels, "3 (RGB) or 1 (gray)")
       ->check(CLI::IsMember({1, 3}))
       ->capture_default_str();
+  cmd->add_option("--encoding", a->encoding,
+                  "How samples store the resized image: raw (pixels), jpeg or png "
+                  "(docs/FORMAT.md 2.5)")
+      ->check(NameCheck(ParseImageEncoding))
+      ->capture_default_str();
+  cmd->add_option("--quality", a->quality, "--encoding jpeg: quality, 1..100")
+      ->check(Integer<int>(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--subsampling", a->subsampling, "--encoding jpeg: chroma subsampling")
+      ->check(CLI::IsMember({444, 422, 420}))
+      ->capture_default_str();
   cmd->add_option("--shard-size", a->shard_size, "Shard size limit in bytes")
       ->check(Integer<uint64_t>(1))
       ->capture_default_str();
@@ -218,6 +230,9 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.background[1] = static_cast<uint8_t>(g);
     o.background[2] = static_cast<uint8_t>(b);
     o.channels = a->channels;
+    o.encoding = *ParseImageEncoding(a->encoding);  // checked by NameCheck
+    o.jpeg_quality = a->quality;
+    o.jpeg_subsampling = a->subsampling;
     o.max_shard_bytes = a->shard_size;
     o.max_shard_records = a->shard_records;
     o.shuffle = a->shuffle;

@@ -31,8 +31,13 @@ std::string ImageText(const ImageSpec& im, LmdbSchema schema) {
   std::string s = im.fixed()        ? std::to_string(im.height) + "x" + std::to_string(im.width)
                   : im.max_side > 0 ? "variable, max side " + std::to_string(im.max_side)
                                     : "variable";
+  const std::string stored =
+      schema == LmdbSchema::kCaffe          ? " (Caffe Datum: CHW uint8, BGR)"
+      : im.encoding == ImageEncoding::kJpeg ? " (JPEG files, decoded to HWC uint8)"
+      : im.encoding == ImageEncoding::kPng  ? " (PNG files, decoded to HWC uint8)"
+                                            : " (HWC uint8)";
   return s + ", " + std::to_string(im.channels) + " channel" + (im.channels == 1 ? "" : "s") +
-         (schema == LmdbSchema::kCaffe ? " (Caffe Datum: CHW uint8, BGR)" : " (HWC uint8)");
+         stored;
 }
 
 }  // namespace

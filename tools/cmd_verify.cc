@@ -15,7 +15,7 @@ std::function<int()> AddVerify(CLI::App& app) {
   struct Args {
     std::string dir;
     int threads = 0;
-    bool json = false, tfrecord = false, no_decode = false;
+    bool json = false, tfrecord = false, no_decode = false, decode = false;
     std::string cache_dir, cache_bytes;
   };
   auto args = std::make_shared<Args>();
@@ -31,6 +31,8 @@ std::function<int()> AddVerify(CLI::App& app) {
                 "that every encoded image decodes");
   cmd->add_flag("--no-decode", args->no_decode,
                 "With --tfrecord: do not decode image/encoded images");
+  cmd->add_flag("--decode", args->decode,
+                "A dataset of encoded images: also decode every image and check its size");
   cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
       ->check(Integer<int>(0, 4096));
   cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
@@ -44,6 +46,13 @@ std::function<int()> AddVerify(CLI::App& app) {
     VerifyOptions options;
     options.num_threads = args->threads;
     options.decode_images = !args->no_decode;
+    options.decode_encoded = args->decode;
+    if (args->decode && args->tfrecord) {
+      std::fprintf(stderr,
+                   "shardpack verify: --decode is for datasets; --tfrecord decodes unless "
+                   "--no-decode\n");
+      return kExitUsage;
+    }
     if (args->no_decode && !args->tfrecord) {
       std::fprintf(stderr, "shardpack verify: --no-decode applies to --tfrecord only\n");
       return kExitUsage;

@@ -19,6 +19,7 @@
 #include "convert/stages.h"
 #include "format/format.h"
 #include "format/tfrecord_files.h"
+#include "image/encoder.h"
 #include "image/image.h"
 #include "image/resize.h"
 #include "io/dir_lock.h"
@@ -142,6 +143,19 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(format::kMaxPixels));
   }
   if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
+  if (o.jpeg_quality < 1 || o.jpeg_quality > 100) {
+    return InvalidArgumentError("JPEG quality must be in 1..100, not " +
+                                std::to_string(o.jpeg_quality));
+  }
+  if (o.jpeg_subsampling != 444 && o.jpeg_subsampling != 422 && o.jpeg_subsampling != 420) {
+    return InvalidArgumentError("JPEG chroma subsampling must be 444, 422 or 420, not " +
+                                std::to_string(o.jpeg_subsampling));
+  }
+  if (o.encoding != ImageEncoding::kRaw && o.lmdb_schema == LmdbSchema::kCaffe) {
+    return InvalidArgumentError("encoded images (--encoding " +
+                                std::string(ImageEncodingName(o.encoding)) +
+                                ") are not written in the Caffe schema");
+  }
   if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
     return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
   }
@@ -202,6 +216,14 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tf
   }
   j["filter"] = ResizeFilterName(o.filter);
   j["channels"] = o.channels;
+  // Only for encoded output: a raw dataset's options, and so its bytes, stay as they were.
+  if (o.encoding != ImageEncoding::kRaw) {
+    j["encoding"] = ImageEncodingName(o.encoding);
+    if (o.encoding == ImageEncoding::kJpeg) {
+      j["jpeg_quality"] = o.jpeg_quality;
+      j["jpeg_subsampling"] = o.jpeg_subsampling;
+    }
+  }
   j["orientation"] = o.apply_orientation ? "applied" : "ignored";
   char bg[8];
   std::snprintf(bg, sizeof bg, "%02x%02x%02x", o.background[0], o.background[1], o.background[2]);
@@ -481,6 +503,7 @@ ShardWriterOptions WriterOptions(const convert::ScanResult& scan, const ConvertO
   wo.max_shard_records = o.max_shard_records;
   wo.class_names = scan.inputs.classes;
   wo.image.channels = o.channels;
+  wo.image.encoding = o.encoding;
   if (o.height > 0) {
     wo.image.height = o.height;
     wo.image.width = o.width;
@@ -721,6 +744,7 @@ void DecodeStage::Process(Item* item, image::ResizeScratch* scratch) const {
   try {
     item->status =
         item->input->record >= 0 ? DecodeRecord(item, scratch) : DecodeFile(item, scratch);
+    if (item->status.ok() && o_.encoding != ImageEncoding::kRaw) item->status = Encode(item);
   } catch (const std::bad_alloc&) {
     item->status = ResourceExhaustedError("out of memory decoding the image");
   } catch (const std::exception& e) {
@@ -781,6 +805,23 @@ Status DecodeStage::Resize(image::Image decoded, Item* item, image::ResizeScratc
   return Status::Ok();
 }
 
+// The resized image as the file the sample stores; its pixels are not kept.
+Status DecodeStage::Encode(Item* item) const {
+  const image::Image& im = item->image;
+  StatusOr<std::string> file =
+      o_.encoding == ImageEncoding::kJpeg
+          ? image::EncodeJpeg(im.pixels.data(), im.height, im.width, im.channels,
+                              {.quality = o_.jpeg_quality,
+                               .progressive = false,
+                               .subsampling = o_.jpeg_subsampling})
+          : image::EncodePng(im.pixels.data(), im.height, im.width, im.channels);
+  if (!file.ok()) return file.status();
+  item->encoded = std::move(file).value();
+  item->image.pixels = {};
+  item->image.pixels.shrink_to_fit();
+  return Status::Ok();
+}
+
 // ---- 4. Write ---------------------------------------------------------------------------
 
 WriteStage::WriteStage(const ConvertOptions& o, ShardWriter* writer, RunState* state, uint64_t done,
@@ -791,19 +832,21 @@ Status WriteStage::Consume(const Item& item) {
   state_->position = item.position;
   if (item.status.ok()) {
     const image::Image& im = item.image;
-    SHARDPACK_RETURN_IF_ERROR(writer_->Add({.pixels = im.pixels,
-                                            .height = im.height,
-                                            .width = im.width,
-                                            .channels = im.channels,
-                                            .label = item.input->label,
-                                            .filename = item.filename}));
+    SHARDPACK_RETURN_IF_ERROR(writer_->Add(
+        {.pixels = im.pixels,
+         .encoded = {reinterpret_cast<const uint8_t*>(item.encoded.data()), item.encoded.size()},
+         .height = im.height,
+         .width = im.width,
+         .channels = im.channels,
+         .label = item.input->label,
+         .filename = item.filename}));
   } else {
     state_->rejects.push_back({EscapeBytes(item.input->relative), item.status.ToString()});
     SHARDPACK_RETURN_IF_ERROR(CheckRejects(state_->rejects, o_));
   }
   ++done_;
   bytes_in_ += item.bytes_in;
-  if (item.status.ok()) bytes_out_ += item.image.pixels.size();
+  if (item.status.ok()) bytes_out_ += item.image.pixels.size() + item.encoded.size();
   if (o_.progress) {
     o_.progress({done_, total_, state_->rejects.size(), bytes_in_, bytes_out_,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()});

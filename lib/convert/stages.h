@@ -120,6 +120,7 @@ struct Item {
   uint64_t bytes_in = 0;
   Status status;  // not OK: the input is a reject, for this reason
   image::Image image;
+  std::string encoded;   // ConvertOptions::encoding jpeg or png: `image` encoded
   std::string filename;  // stored as image/filename: a TFRecord input's own, else the path
 };
 
@@ -137,6 +138,7 @@ class DecodeStage {
   Status DecodeFile(Item* item, image::ResizeScratch* scratch) const;
   Status DecodeRecord(Item* item, image::ResizeScratch* scratch) const;
   Status Resize(image::Image decoded, Item* item, image::ResizeScratch* scratch) const;
+  Status Encode(Item* item) const;
 
   const ConvertOptions& o_;
   image::DecodeOptions decode_;

@@ -85,9 +85,25 @@ std::string EncodeFeatureEntries(const SampleMeta& m, uint32_t pixel_crc) {
   return out;
 }
 
+std::string EncodeEncodedFeatureEntries(const SampleMeta& m, ImageEncoding encoding,
+                                        uint32_t encoded_crc) {
+  std::string out;
+  out.reserve(160 + m.class_text.size() + m.filename.size());
+  AppendInt64Entry(&out, kKeyHeight, m.height);
+  AppendInt64Entry(&out, kKeyWidth, m.width);
+  AppendInt64Entry(&out, kKeyChannels, m.channels);
+  AppendInt64Entry(&out, kKeyLabel, m.label);
+  AppendBytesEntry(&out, kKeyClassText, m.class_text);
+  AppendBytesEntry(&out, kKeyFilename, m.filename);
+  AppendBytesEntry(&out, kKeyFormat, encoding == ImageEncoding::kPng ? kFormatPng : kFormatJpeg);
+  AppendInt64Entry(&out, kKeyEncodedCrc, encoded_crc);
+  return out;
+}
+
 std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,
-                                uint64_t payload_offset, uint32_t alignment) {
-  const uint64_t raw_entry = LenFieldSize(BytesEntry(kKeyRaw, pixel_bytes).entry);
+                                uint64_t payload_offset, uint32_t alignment,
+                                std::string_view image_key) {
+  const uint64_t raw_entry = LenFieldSize(BytesEntry(image_key, pixel_bytes).entry);
   const uint64_t raw_header = raw_entry - pixel_bytes;
   auto prefix_size = [&](int64_t pad) {  // pad < 0: no padding entry
     uint64_t pad_entry = pad < 0 ? 0 : LenFieldSize(BytesEntry(kKeyPad, pad).entry);
@@ -110,7 +126,7 @@ std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,
     AppendBytesEntryHeader(&out, kKeyPad, pad);
     out.append(static_cast<size_t>(pad), '\0');
   }
-  AppendBytesEntryHeader(&out, kKeyRaw, pixel_bytes);
+  AppendBytesEntryHeader(&out, image_key, pixel_bytes);
   return out;
 }
 
@@ -291,6 +307,7 @@ FeatureRef* Slot(ExampleView* v, std::string_view key) {
   if (key == kKeyFormat) return &v->format;
   if (key == kKeyEncoded) return &v->encoded;
   if (key == kKeyColorspace) return &v->colorspace;
+  if (key == kKeyEncodedCrc) return &v->encoded_crc;
   return nullptr;
 }
 
@@ -441,8 +458,65 @@ Status DecodeSample(const ExampleView& v, DecodedSample* out) {
     SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
     *dst = f->bytes;
   }
+  out->encoding = ImageEncoding::kRaw;
   out->pixels = reinterpret_cast<const uint8_t*>(v.raw.bytes.data());
   out->pixel_bytes = v.raw.bytes.size();
+  out->height = v.height.int64;
+  out->width = v.width.int64;
+  out->channels = c;
+  out->label = v.label.int64;
+  return Status::Ok();
+}
+
+Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
+  using K = FeatureRef::Kind;
+  *out = DecodedSample{};
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded, kKeyEncoded, K::kBytes));
+  if (v.encoded.bytes.empty()) return CorruptionError("feature image/encoded: empty (0 bytes)");
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
+  if (v.format.bytes == kFormatJpeg) {
+    out->encoding = ImageEncoding::kJpeg;
+  } else if (v.format.bytes == kFormatPng) {
+    out->encoding = ImageEncoding::kPng;
+  } else {
+    return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
+                           "\", expected \"JPEG\" or \"PNG\"");
+  }
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.height, kKeyHeight, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.width, kKeyWidth, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.channels, kKeyChannels, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.label, kKeyLabel, K::kInt64));
+  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.height.int64, kKeyHeight));
+  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.width.int64, kKeyWidth));
+  const int64_t c = v.channels.int64;
+  if (c != 1 && c != 3) {
+    return CorruptionError("feature image/channels: " + std::to_string(c) +
+                           ", expected 1 (gray) or 3 (RGB)");
+  }
+  const uint64_t pixels =
+      static_cast<uint64_t>(v.height.int64) * static_cast<uint64_t>(v.width.int64);
+  if (pixels > kMaxPixels) {
+    return CorruptionError("image/height x image/width is " + std::to_string(v.height.int64) + "x" +
+                           std::to_string(v.width.int64) + ", over the limit of " +
+                           std::to_string(kMaxPixels) + " pixels");
+  }
+  out->has_pixel_crc = v.encoded_crc.kind != K::kAbsent;
+  if (out->has_pixel_crc) {
+    SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded_crc, kKeyEncodedCrc, K::kInt64));
+    if (v.encoded_crc.int64 < 0 || v.encoded_crc.int64 > 0xffffffffll) {
+      return CorruptionError("feature image/encoded/crc32c: " +
+                             std::to_string(v.encoded_crc.int64) + " is not a 32-bit checksum");
+    }
+    out->pixel_crc = static_cast<uint32_t>(v.encoded_crc.int64);
+  }
+  for (auto [f, key, dst] : {std::tuple{&v.class_text, kKeyClassText, &out->class_text},
+                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
+    if (f->kind == K::kAbsent) continue;
+    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
+    *dst = f->bytes;
+  }
+  out->pixels = reinterpret_cast<const uint8_t*>(v.encoded.bytes.data());
+  out->pixel_bytes = v.encoded.bytes.size();
   out->height = v.height.int64;
   out->width = v.width.int64;
   out->channels = c;
@@ -453,6 +527,16 @@ Status DecodeSample(const ExampleView& v, DecodedSample* out) {
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {
   ExampleView view;
   SHARDPACK_RETURN_IF_ERROR(ParseExampleView(payload, size, &view));
+  return DecodeSample(view, out);
+}
+
+Status ParseStoredSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {
+  ExampleView view;
+  SHARDPACK_RETURN_IF_ERROR(ParseExampleView(payload, size, &view));
+  if (view.encoded.kind != FeatureRef::Kind::kAbsent &&
+      view.raw.kind == FeatureRef::Kind::kAbsent) {
+    return DecodeStoredEncoded(view, out);
+  }
   return DecodeSample(view, out);
 }
 
@@ -515,7 +599,9 @@ uint32_t PayloadCrc(const uint8_t* payload, uint64_t length, const DecodedSample
 
 Status CheckPixelCrc(const DecodedSample& d, uint32_t actual) {
   if (!d.has_pixel_crc || actual == d.pixel_crc) return Status::Ok();
-  return CorruptionError("pixel checksum " + Hex32(actual) + ", expected " + Hex32(d.pixel_crc));
+  return CorruptionError(
+      (d.encoding == ImageEncoding::kRaw ? "pixel checksum " : "image/encoded checksum ") +
+      Hex32(actual) + ", expected " + Hex32(d.pixel_crc));
 }
 
 }  // namespace shardpack::format

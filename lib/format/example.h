@@ -17,6 +17,8 @@
 #include <string>
 #include <string_view>
 
+#include "format/format.h"
+#include "shardpack/manifest.h"
 #include "shardpack/status.h"
 
 namespace shardpack::format {
@@ -32,13 +34,20 @@ struct SampleMeta {
 
 // The map entries of every feature except image/pad and image/raw.
 std::string EncodeFeatureEntries(const SampleMeta& meta, uint32_t pixel_crc);
+// The same for an encoded image (§2.5): image/format "JPEG" or "PNG" and
+// image/encoded/crc32c (`encoded_crc`, of the file's bytes) instead of "raw" and
+// image/raw/crc32c.
+std::string EncodeEncodedFeatureEntries(const SampleMeta& meta, ImageEncoding encoding,
+                                        uint32_t encoded_crc);
 
 // The payload bytes that precede `pixel_bytes` bytes of pixels: the Example and Features
 // envelopes, `entries`, the padding entry and the image/raw entry's header. With the
 // payload at file offset `payload_offset`, the pixels start at a multiple of `alignment`
-// (alignment <= 1: no padding entry).
+// (alignment <= 1: no padding entry). `image_key`: image/encoded for an encoded image
+// (written with alignment 1).
 std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,
-                                uint64_t payload_offset, uint32_t alignment);
+                                uint64_t payload_offset, uint32_t alignment,
+                                std::string_view image_key = kKeyRaw);
 
 // One feature as the parser saw it: its kind and how many values it holds. Bytes and
 // int64 features keep their first value (scalars are all this format needs).
@@ -54,7 +63,7 @@ struct FeatureRef {
 // those of TensorFlow's encoded-image Examples (image/encoded, image/colorspace).
 struct ExampleView {
   FeatureRef raw, raw_crc, height, width, channels, label, class_text, filename, format;
-  FeatureRef encoded, colorspace;
+  FeatureRef encoded, colorspace, encoded_crc;
   uint64_t num_features = 0;  // map entries seen, all keys
 };
 
@@ -62,8 +71,12 @@ struct ExampleView {
 // a valid protobuf message of that schema; the message names the payload byte offset.
 Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out);
 
-// A sample as read back: pointers into the payload.
+// A sample as read back: pointers into the payload. `pixels` is the stored image: the
+// HWC pixels (kRaw: image/raw, pixel_bytes = H*W*C), or the JPEG or PNG file (image/encoded
+// of a 1.3 dataset, §2.5), which decodes to H x W x C; pixel_crc is that feature's
+// checksum.
 struct DecodedSample {
+  ImageEncoding encoding = ImageEncoding::kRaw;
   const uint8_t* pixels = nullptr;
   uint64_t pixel_bytes = 0;
   int64_t height = 0, width = 0, channels = 0, label = 0;
@@ -78,8 +91,18 @@ struct DecodedSample {
 // len(image/raw) == H*W*C. Corruption with "feature K: expected ..., found ...".
 Status DecodeSample(const ExampleView& view, DecodedSample* out);
 
-// Parse + decode in one call.
+// An encoded sample of a 1.3 dataset (§2.5): image/encoded one non-empty bytes value,
+// image/format "JPEG" or "PNG" (required), image/height, image/width, image/channels (1
+// or 3) and image/class/label one int64 each, H*W within the pixel limit,
+// image/encoded/crc32c (optional) a 32-bit value. Corruption naming the feature otherwise.
+Status DecodeStoredEncoded(const ExampleView& view, DecodedSample* out);
+
+// Parse + DecodeSample in one call: a raw sample (§2.1).
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
+// Parse, then DecodeSample, or DecodeStoredEncoded for an Example that carries
+// image/encoded and no image/raw: what a dataset's readers take (they check d.encoding
+// against the manifest's).
+Status ParseStoredSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
 
 // The checksums of a decoded sample, with one pass over its pixels (the readers, verify):
 // PayloadCrc is the crc32c of the whole `payload` that `d` was decoded from, derived

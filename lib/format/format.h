@@ -44,6 +44,11 @@ inline constexpr std::string_view kFormatRaw = "raw";
 // instead of pixels (docs/FORMAT.md §9).
 inline constexpr std::string_view kKeyEncoded = "image/encoded";
 inline constexpr std::string_view kKeyColorspace = "image/colorspace";
+// Format 1.3, datasets of encoded images (docs/FORMAT.md §2.5): crc32c of image/encoded,
+// and image/format as TensorFlow writes it.
+inline constexpr std::string_view kKeyEncodedCrc = "image/encoded/crc32c";
+inline constexpr std::string_view kFormatJpeg = "JPEG";
+inline constexpr std::string_view kFormatPng = "PNG";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
 // What a conversion accepts for its classes (shardpack/limits.h).

@@ -174,10 +174,12 @@ uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pix
 
 Status LmdbShardWriter::Append(std::string_view entries, std::string_view pixels,
                                uint32_t /*pixel_crc: the Example carries it; LMDB has no
-                                          record checksum of its own*/) {
+                                          record checksum of its own*/
+                               ,
+                               std::string_view image_key) {
   if (done_) return FailedPreconditionError(path_ + ": append after finish");
-  std::string value =
-      EncodePayloadPrefix(entries, pixels.size(), kLmdbValueOffset, options_.pixel_alignment);
+  std::string value = EncodePayloadPrefix(entries, pixels.size(), kLmdbValueOffset,
+                                          options_.pixel_alignment, image_key);
   value.append(pixels);
   return AppendValue(LmdbKey(records_), std::move(value));
 }

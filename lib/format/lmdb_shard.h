@@ -12,6 +12,7 @@
 #include <string_view>
 #include <vector>
 
+#include "format/format.h"
 #include "io/mapped_range.h"
 #include "shardpack/manifest.h"
 #include "shardpack/status.h"
@@ -61,8 +62,10 @@ class LmdbShardWriter {
                                                            LmdbWriterOptions options);
   ~LmdbShardWriter();
 
-  // Appends one sample (`entries` from EncodeFeatureEntries) under the next record key.
-  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
+  // Appends one sample (`entries` from EncodeFeatureEntries) under the next record key;
+  // `image_key` as TfrecordShardWriter::Append.
+  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc,
+                std::string_view image_key = kKeyRaw);
   // Appends a value under `key` (a Caffe-schema shard: CaffeKey, EncodeCaffeDatum). Keys
   // must increase bytewise (MDB_APPEND) and fit kLmdbMaxKeySize; a key out of order fails
   // the batch's commit with MDB_KEYEXIST.

@@ -19,6 +19,25 @@ std::string_view Version() { return SHARDPACK_VERSION; }
 
 std::string_view BackendName(Backend b) { return b == Backend::kTfrecord ? "tfrecord" : "lmdb"; }
 
+std::string_view ImageEncodingName(ImageEncoding e) {
+  switch (e) {
+    case ImageEncoding::kRaw:
+      return "raw";
+    case ImageEncoding::kJpeg:
+      return "jpeg";
+    case ImageEncoding::kPng:
+      return "png";
+  }
+  return "?";
+}
+
+StatusOr<ImageEncoding> ParseImageEncoding(std::string_view name) {
+  for (ImageEncoding e : {ImageEncoding::kRaw, ImageEncoding::kJpeg, ImageEncoding::kPng}) {
+    if (name == ImageEncodingName(e)) return e;
+  }
+  return InvalidArgumentError("encoding \"" + std::string(name) + "\": expected raw, jpeg or png");
+}
+
 std::string_view LmdbSchemaName(LmdbSchema s) {
   return s == LmdbSchema::kExample ? "example" : "caffe";
 }
@@ -110,7 +129,13 @@ Json ManifestJson(const Manifest& m) {
   const bool caffe = m.backend == Backend::kLmdb && m.lmdb_schema == LmdbSchema::kCaffe;
   if (caffe) j["lmdb_schema"] = std::string(LmdbSchemaName(m.lmdb_schema));
   j["num_samples"] = m.num_samples;
-  Json image{{"layout", caffe ? "CHW" : "HWC"}, {"dtype", "uint8"}, {"channels", m.image.channels}};
+  const bool encoded = m.image.encoding != ImageEncoding::kRaw;
+  Json image{{"layout", caffe     ? "CHW"
+                        : encoded ? "encoded"
+                                  : "HWC"},
+             {"dtype", "uint8"},
+             {"channels", m.image.channels}};
+  if (encoded) image["encoding"] = std::string(ImageEncodingName(m.image.encoding));
   if (m.image.fixed()) {
     image["height"] = m.image.height;
     image["width"] = m.image.width;
@@ -240,6 +265,21 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m.image.channels, 3));
   if (m.image.channels != 1 && m.image.channels != 3) {
     return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1 or 3");
+  }
+  // 1.3: encoded images, "layout": "encoded" (which a 1.2 reader refuses rather than
+  // reading image/raw that is not there) and "encoding": "jpeg" or "png".
+  if (image->contains("encoding")) {
+    std::string name;
+    SHARDPACK_RETURN_IF_ERROR(r.String(*image, "encoding", "image", &name));
+    auto encoding = ParseImageEncoding(name);
+    if (!encoding.ok() || *encoding == ImageEncoding::kRaw) {
+      return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\" or \"png\"");
+    }
+    if (m.lmdb_schema == LmdbSchema::kCaffe) {
+      return r.Error("image.encoding", "present, but the LMDB schema is \"caffe\"");
+    }
+    m.image.encoding = *encoding;
+    layout = "encoded";
   }
   for (auto [key, want] : {std::pair{"layout", layout}, std::pair{"dtype", "uint8"}}) {
     std::string v;

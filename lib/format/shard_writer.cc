@@ -7,6 +7,7 @@
 #include "format/format.h"
 #include "format/lmdb_shard.h"
 #include "format/tfrecord_shard.h"
+#include "image/image.h"
 #include "io/env.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -19,6 +20,8 @@ class ShardWriter::Impl {
  public:
   Impl(std::string dir, ShardWriterOptions options, io::Env* env)
       : dir_(std::move(dir)), options_(std::move(options)), env_(env) {
+    // An encoded image is read whole into a decoder, never in place: no padding.
+    if (options_.image.encoding != ImageEncoding::kRaw) options_.pixel_alignment = 1;
     class_counts_.assign(options_.class_names.size(), 0);
   }
 
@@ -73,6 +76,17 @@ class ShardWriter::Impl {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
                                   " exceeds max side " + std::to_string(spec.max_side));
     }
+    if (spec.encoding != ImageEncoding::kRaw) {
+      const image::Format want =
+          spec.encoding == ImageEncoding::kJpeg ? image::Format::kJpeg : image::Format::kPng;
+      if (image::Sniff(s.encoded.data(), s.encoded.size()) != want) {
+        return InvalidArgumentError("sample " + std::to_string(samples_) + ": the dataset holds " +
+                                    std::string(ImageEncodingName(spec.encoding)) +
+                                    " images, the sample's encoded bytes are not one (" +
+                                    std::to_string(s.encoded.size()) + " bytes)");
+      }
+      return CheckLabel(s.label);
+    }
     uint64_t expected = uint64_t(s.height) * uint64_t(s.width) * uint64_t(s.channels);
     if (s.pixels.size() != expected) {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
@@ -91,12 +105,14 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
-  Status AddEncoded(std::string_view entries, std::span<const uint8_t> pixels, uint32_t pixel_crc,
-                    int64_t label) {
+  // `image` is the sample's pixels, or the file of an encoded image (`image_key`
+  // image/encoded).
+  Status AddEncoded(std::string_view entries, std::span<const uint8_t> image, uint32_t image_crc,
+                    int64_t label, std::string_view image_key = format::kKeyRaw) {
     if (!failed_.ok()) return failed_;
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
     SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
-    Status s = Append(entries, pixels, pixel_crc);
+    Status s = Append(entries, image, image_crc, image_key);
     if (!s.ok()) {
       failed_ = s;
       return s;
@@ -154,7 +170,8 @@ class ShardWriter::Impl {
       return s;
     }
     Manifest m;
-    m.format_minor = 2;  // the manifest checksum; includes 1.1's Caffe schema
+    // 2: the manifest checksum, including 1.1's Caffe schema; 3: encoded images.
+    m.format_minor = options_.image.encoding != ImageEncoding::kRaw ? 3 : 2;
     m.tool_version = "shardpack " + std::string(Version());
     m.backend = options_.backend;
     m.num_samples = samples_;
@@ -182,6 +199,8 @@ class ShardWriter::Impl {
   void set_options_json(std::string j) { options_.options_json = std::move(j); }
   void set_rejects(FileEntry f) { rejects_ = std::move(f); }
   // Valid after CheckLabel(label) passed.
+  ImageEncoding encoding() const { return options_.image.encoding; }
+
   std::string_view ClassName(int64_t label) const {
     return options_.class_names[static_cast<size_t>(label)];
   }
@@ -189,7 +208,8 @@ class ShardWriter::Impl {
  private:
   bool IsTfrecord() const { return options_.backend == Backend::kTfrecord; }
 
-  Status Append(std::string_view entries, std::span<const uint8_t> pixels, uint32_t crc) {
+  Status Append(std::string_view entries, std::span<const uint8_t> pixels, uint32_t crc,
+                std::string_view image_key) {
     std::string_view px(reinterpret_cast<const char*>(pixels.data()), pixels.size());
     uint64_t records =
         IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0) : (lmdb_ ? lmdb_->records() : 0);
@@ -204,7 +224,8 @@ class ShardWriter::Impl {
                         bytes + next > options_.max_shard_bytes);
     if (full) SHARDPACK_RETURN_IF_ERROR(CloseShard());
     if (!tfrecord_ && !lmdb_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
-    return IsTfrecord() ? tfrecord_->Append(entries, px, crc) : lmdb_->Append(entries, px, crc);
+    return IsTfrecord() ? tfrecord_->Append(entries, px, crc, image_key)
+                        : lmdb_->Append(entries, px, crc, image_key);
   }
 
   Status OpenShard() {
@@ -325,6 +346,9 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
   if (options.max_shard_bytes == 0) {
     return InvalidArgumentError("max_shard_bytes must be positive");
   }
+  if (im.encoding != ImageEncoding::kRaw && options.lmdb_schema == LmdbSchema::kCaffe) {
+    return InvalidArgumentError("encoded images are not written in the Caffe schema");
+  }
   if (!nlohmann::json::accept(options.options_json.empty() ? "{}" : options.options_json)) {
     return InvalidArgumentError("options_json is not valid JSON");
   }
@@ -417,6 +441,11 @@ Status ShardWriter::Add(const SampleInput& s) {
   }
   format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};
+  if (impl_->encoding() != ImageEncoding::kRaw) {
+    const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
+    return impl_->AddEncoded(format::EncodeEncodedFeatureEntries(meta, impl_->encoding(), crc),
+                             s.encoded, crc, s.label, format::kKeyEncoded);
+  }
   uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
   return impl_->AddEncoded(format::EncodeFeatureEntries(meta, crc), s.pixels, crc, s.label);
 }

@@ -46,11 +46,11 @@ uint64_t TfrecordShardWriter::RecordSizeBound(std::string_view entries, uint64_t
 }
 
 Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pixels,
-                                   uint32_t pixel_crc) {
+                                   uint32_t pixel_crc, std::string_view image_key) {
   if (done_) return FailedPreconditionError(path_ + ": append after finish");
   const uint64_t record_offset = offset_;
-  std::string prefix =
-      EncodePayloadPrefix(entries, pixels.size(), record_offset + kRecordHeaderSize, alignment_);
+  std::string prefix = EncodePayloadPrefix(
+      entries, pixels.size(), record_offset + kRecordHeaderSize, alignment_, image_key);
   const uint64_t length = prefix.size() + pixels.size();
   uint8_t header[kRecordHeaderSize];
   EncodeRecordHeader(length, header);

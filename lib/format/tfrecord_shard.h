@@ -27,8 +27,10 @@ class TfrecordShardWriter {
 
   // Appends one sample: `entries` from EncodeFeatureEntries, then the pixels, whose
   // crc32c is `pixel_crc`. The payload checksum is derived from pixel_crc by CRC
-  // combination, so the pixels are summed only once.
-  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc);
+  // combination, so the pixels are summed only once. `image_key`: image/encoded for the
+  // file of an encoded image (EncodeEncodedFeatureEntries; the writer's alignment is 1).
+  Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc,
+                std::string_view image_key = kKeyRaw);
 
   // Bytes the record for this sample will take, padding included (an upper bound).
   static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,

@@ -99,6 +99,14 @@ Format Sniff(const uint8_t* data, size_t size);
 // Decodes by Sniff(); NotSupported ("not a JPEG or PNG file") for anything else.
 StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& options);
 
+// Decodes a JPEG or PNG that must be exactly height x width as stored (no orientation,
+// no scaling) into `dst`, height * width * channels bytes of HWC pixels. The declared size
+// bounds the work: a larger image fails right after its header, before any pixel memory
+// exists, and a smaller one after decoding; both Corruption ("... decodes to AxB, the
+// record says HxW"). Other errors as Decode.
+Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
+                   uint8_t* dst);
+
 // `r` clamped to a height x width image; the whole image when the result is empty.
 Region ClampRegion(Region r, int height, int width);
 

@@ -235,7 +235,12 @@ Status DrawTile(const Dataset& ds, uint64_t index, const Geometry& g, int x, int
   src.height = s.height;
   src.width = s.width;
   src.channels = s.channels;
-  src.pixels.assign(s.pixels.begin(), s.pixels.end());
+  if (s.encoding == ImageEncoding::kRaw) {
+    src.pixels.assign(s.pixels.begin(), s.pixels.end());
+  } else {
+    src.pixels.resize(static_cast<size_t>(s.height) * s.width * s.channels);
+    SHARDPACK_RETURN_IF_ERROR(ds.GetPixels(index, src.pixels, &s));
+  }
   SHARDPACK_RETURN_IF_ERROR(ds.CheckIntact(index));  // the copy read the file's bytes
   auto thumb =
       image::ResizeFit(src, g.thumb, g.thumb, FitMode::kPad, ResizeFilter::kArea, kSheetBackground);

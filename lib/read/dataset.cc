@@ -1,10 +1,12 @@
 #include "shardpack/dataset.h"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <vector>
 
 #include "format/format.h"
+#include "image/image.h"
 #include "io/env.h"
 #include "read/shard_reader.h"
 #include "remote/shard_cache.h"
@@ -78,6 +80,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
   shard_options.random_access = options.random_access;
   shard_options.copy_on_write = options.copy_on_write;
   shard_options.max_record_bytes = options.max_record_bytes;
+  shard_options.encoding = impl->manifest.image.encoding;
   for (const ShardEntry& e : impl->manifest.shards) {
     const std::string path = files.path(e.data.file);
     const std::string shown = files.display(e.data.file);
@@ -107,6 +110,31 @@ Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   if (index >= size()) return impl_->OutOfRange(index);
   const size_t s = impl_->ShardOf(index);
   return impl_->shards[s]->Get(index - impl_->first_sample[s], verify_crc, out);
+}
+
+Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* out) const {
+  if (index >= size()) return impl_->OutOfRange(index);
+  const size_t s = impl_->ShardOf(index);
+  const read::ShardReader& shard = *impl_->shards[s];
+  const uint64_t record = index - impl_->first_sample[s];
+  SampleView view;
+  SHARDPACK_RETURN_IF_ERROR(shard.Get(record, impl_->options.verify_crc, &view));
+  const uint64_t bytes = static_cast<uint64_t>(view.height) * static_cast<uint64_t>(view.width) *
+                         static_cast<uint64_t>(view.channels);
+  if (dst.size() < bytes) {
+    return InvalidArgumentError(shard.Where(record) + ": " + std::to_string(bytes) +
+                                " pixel bytes, the buffer holds " + std::to_string(dst.size()));
+  }
+  if (view.encoding == ImageEncoding::kRaw) {
+    std::memcpy(dst.data(), view.pixels.data(), bytes);
+  } else {
+    Status d = image::DecodeExact(view.encoded.data(), view.encoded.size(), view.height, view.width,
+                                  view.channels, dst.data());
+    if (!d.ok()) return shard.Fault(record, CorruptionError("image/encoded: " + d.message()));
+  }
+  view.pixels = {dst.data(), bytes};
+  *out = view;
+  return Status::Ok();
 }
 
 Status Dataset::ReserveReaders(int threads) const {

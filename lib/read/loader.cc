@@ -28,6 +28,7 @@
 #include <thread>
 
 #include "cuda/cuda.h"
+#include "image/image.h"
 #include "io/mapped_range.h"
 #include "read/io_choice.h"
 #include "read/normalize.h"
@@ -159,6 +160,9 @@ class Loader::Impl {
   // read-ahead units to start.
   struct WorkerScratch {
     read::TransformScratch transform;
+    // An encoded image's pixels, decoded here before a transform reads them (sized in
+    // Create for the dataset's largest sample).
+    std::vector<uint8_t> decoded;
     std::vector<uint64_t> hint, batch_indices;
     std::vector<size_t> hint_batches;
     std::vector<UnitStart> unit_starts;
@@ -227,7 +231,6 @@ class Loader::Impl {
   // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
   void Work(WorkerScratch& worker) {
     if (gpu) (void)cuda::SetDevice(options.device);
-    read::TransformScratch& scratch = worker.transform;
     std::vector<uint64_t>& hint = worker.hint;
     std::vector<uint64_t>& batch_indices = worker.batch_indices;
     std::vector<size_t>& hint_batches = worker.hint_batches;
@@ -307,7 +310,7 @@ class Loader::Impl {
       int finished = begin;
       if (error.ok()) {
         for (int i = begin; i < end; ++i) {
-          Status s = FillSample(*slot, i, &scratch);
+          Status s = FillSample(*slot, i, &worker);
           if (reads != nullptr) FinishReads(*slot, i, finished = i + 1, unit_starts);
           if (s.ok()) continue;
           if (s.code() == StatusCode::kCorruption && options.on_corrupt == OnCorrupt::kSkip) {
@@ -398,17 +401,18 @@ class Loader::Impl {
   // Sample i of the slot into its place in the host buffer. A shard that shrank while
   // mapped reads zeros instead of crashing (io/mapped_range.h): the check after the copy
   // turns that into an IOError naming the file, whatever else the zeros caused.
-  Status FillSample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
+  Status FillSample(Batch::Slot& slot, int i, WorkerScratch* scratch) {
     Status s = CopySample(slot, i, scratch);
     Status intact = dataset->CheckIntact(slot.indices[i]);
     return intact.ok() ? s : intact;
   }
 
-  Status CopySample(Batch::Slot& slot, int i, read::TransformScratch* scratch) {
+  Status CopySample(Batch::Slot& slot, int i, WorkerScratch* scratch) {
     SampleView view;
     uint8_t* dst = slot.host + static_cast<size_t>(i) * sample_bytes;
     // Without a transform the pixels go to the ring as they are: the shard reader copies
-    // them there while checking their checksum, one pass over them instead of two.
+    // them there while checking their checksum, one pass over them instead of two (an
+    // encoded image: decodes it there).
     // Unless the host normalises the sample next, nothing reads it again soon (the GPU
     // copy, or the consumer, a batch later): the copy's stores then go around the caches.
     read::CopyTarget copy;
@@ -428,16 +432,27 @@ class Loader::Impl {
           dataset->shard(loc.shard).Get(loc.record, options.verify_crc, &view, &copy));
     }
     slot.labels[i] = view.label;
+    const size_t view_bytes = static_cast<size_t>(view.height) * static_cast<size_t>(view.width) *
+                              static_cast<size_t>(view.channels);
     if (transformer.pass_through()) {
-      if (view.pixels.size() != sample_bytes || view.height != transformer.out_height() ||
+      if (view_bytes != sample_bytes || view.height != transformer.out_height() ||
           view.width != transformer.out_width()) {
         return ShapeFault(slot.indices[i], view);
       }
       if (!copy.copied) std::memcpy(dst, view.pixels.data(), sample_bytes);
     } else {
+      if (view.encoding != ImageEncoding::kRaw) {
+        if (scratch->decoded.size() < view_bytes) scratch->decoded.resize(view_bytes);
+        Status d = image::DecodeExact(view.encoded.data(), view.encoded.size(), view.height,
+                                      view.width, view.channels, scratch->decoded.data());
+        if (!d.ok()) {
+          return CorruptionError(Where(slot.indices[i]) + ": image/encoded: " + d.message());
+        }
+        view.pixels = {scratch->decoded.data(), view_bytes};
+      }
       Status s = transformer.Apply(view.pixels.data(), view.height, view.width, view.channels,
                                    read::SampleKey(options.seed, slot.epoch, slot.indices[i]), dst,
-                                   scratch);
+                                   &scratch->transform);
       if (!s.ok()) return ShapeFault(slot.indices[i], view, s.message());
     }
     if (normalize && !gpu) {
@@ -1013,6 +1028,11 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
       impl->transformer.Reserve(spec.height, spec.width, &worker.transform);
     } else {
       impl->transformer.Reserve(spec.max_side, spec.max_side, &worker.transform);
+    }
+    if (spec.encoding != ImageEncoding::kRaw && !impl->transformer.pass_through()) {
+      const size_t side_h = static_cast<size_t>(spec.fixed() ? spec.height : spec.max_side);
+      const size_t side_w = static_cast<size_t>(spec.fixed() ? spec.width : spec.max_side);
+      worker.decoded.resize(side_h * side_w * static_cast<size_t>(spec.channels));
     }
     worker.hint.reserve(hinted * static_cast<size_t>(o.batch_size));
     worker.batch_indices.reserve(static_cast<size_t>(o.batch_size));

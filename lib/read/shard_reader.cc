@@ -9,6 +9,7 @@
 #include "format/index_file.h"
 #include "format/lmdb_shard.h"
 #include "format/record.h"
+#include "image/image.h"
 #include "io/env.h"
 #include "io/mapped_range.h"
 #include "util/crc32c.h"
@@ -28,14 +29,41 @@ Status ShardReader::Fault(uint64_t record, const Status& s) const {
 
 namespace {
 
-Status Fill(const format::DecodedSample& d, SampleView* out) {
-  out->pixels = {d.pixels, d.pixel_bytes};
+// `out` from a parsed record, which must hold what the shard holds (`expected`); an encoded
+// image is decoded into `copy` where CopyTarget says so. Errors unnamed (callers add Where).
+Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* out,
+            CopyTarget* copy) {
+  if (d.encoding != expected) {
+    return CorruptionError("the record holds " +
+                           (d.encoding == ImageEncoding::kRaw
+                                ? std::string("raw pixels")
+                                : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
+                           ", the manifest says " + std::string(ImageEncodingName(expected)));
+  }
+  out->encoding = d.encoding;
+  if (d.encoding == ImageEncoding::kRaw) {
+    out->pixels = {d.pixels, d.pixel_bytes};
+    out->encoded = {};
+  } else {
+    out->pixels = {};
+    out->encoded = {d.pixels, d.pixel_bytes};
+  }
   out->height = static_cast<int>(d.height);
   out->width = static_cast<int>(d.width);
   out->channels = static_cast<int>(d.channels);
   out->label = d.label;
   out->class_text = d.class_text;
   out->filename = d.filename;
+  const uint64_t bytes = static_cast<uint64_t>(d.height) * static_cast<uint64_t>(d.width) *
+                         static_cast<uint64_t>(d.channels);
+  if (d.encoding != ImageEncoding::kRaw && copy != nullptr && copy->dst != nullptr &&
+      copy->bytes == bytes) {
+    Status s =
+        image::DecodeExact(d.pixels, d.pixel_bytes, static_cast<int>(d.height),
+                           static_cast<int>(d.width), static_cast<int>(d.channels), copy->dst);
+    if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+    copy->copied = true;
+  }
   return Status::Ok();
 }
 
@@ -59,7 +87,8 @@ class FirstReads {
 // The pixels' checksum, read once: while copying them to `copy` where it fits them
 // (CopyTarget), else in place.
 uint32_t PixelCrc(const format::DecodedSample& d, CopyTarget* copy) {
-  if (copy != nullptr && copy->dst != nullptr && copy->bytes == d.pixel_bytes) {
+  if (d.encoding == ImageEncoding::kRaw && copy != nullptr && copy->dst != nullptr &&
+      copy->bytes == d.pixel_bytes) {
     copy->copied = true;
     return crc32c::CopyAndExtend(0, copy->dst, d.pixels, d.pixel_bytes, copy->stores);
   }
@@ -78,21 +107,22 @@ Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d, Co
 // An Example payload (an LMDB value, or a TFRecord record's payload whose checksums were
 // checked already) into a sample; with `verify_crc`, its pixel checksum checked (and the
 // pixels copied to `copy` in that pass).
-Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc, SampleView* out,
-                    CopyTarget* copy) {
+Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc,
+                    ImageEncoding expected, SampleView* out, CopyTarget* copy) {
   format::DecodedSample d;
-  SHARDPACK_RETURN_IF_ERROR(format::ParseSample(payload, length, &d));
+  SHARDPACK_RETURN_IF_ERROR(format::ParseStoredSample(payload, length, &d));
   if (verify_crc && d.has_pixel_crc) {
     SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, PixelCrc(d, copy)));
   }
-  return Fill(d, out);
+  return Fill(d, expected, out, copy);
 }
 
 class TfrecordShard final : public ShardReader {
  public:
   TfrecordShard(const ShardEntry& e, std::string path, std::unique_ptr<io::MappedFile> file,
-                std::vector<format::IndexEntry> index, uint64_t max_record_bytes)
-      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true),
+                std::vector<format::IndexEntry> index, uint64_t max_record_bytes,
+                ImageEncoding encoding)
+      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true, encoding),
         file_(std::move(file)),
         index_(std::move(index)),
         max_record_bytes_(max_record_bytes),
@@ -156,14 +186,14 @@ class TfrecordShard final : public ShardReader {
     }
     if (!s.ok()) return Fault(record, s);
     if (!verify_crc) {
-      s = ParseExample(r.payload, r.length, /*verify_crc=*/false, out, nullptr);
+      s = ParseExample(r.payload, r.length, /*verify_crc=*/false, encoding(), out, copy);
       return s.ok() ? s : Fault(record, s);
     }
     format::DecodedSample d;
-    s = format::ParseSample(r.payload, r.length, &d);
+    s = format::ParseStoredSample(r.payload, r.length, &d);
     if (s.ok()) s = CheckCrcs(r, d, copy);
-    if (!s.ok()) return Fault(record, s);
-    return Fill(d, out);
+    if (s.ok()) s = Fill(d, encoding(), out, copy);
+    return s.ok() ? s : Fault(record, s);
   }
 
   std::unique_ptr<io::MappedFile> file_;
@@ -174,8 +204,9 @@ class TfrecordShard final : public ShardReader {
 
 class LmdbShard final : public ShardReader {
  public:
-  LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb)
-      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false),
+  LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb,
+            ImageEncoding encoding)
+      : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false, encoding),
         lmdb_(std::move(lmdb)),
         first_reads_(e.records) {}
 
@@ -187,7 +218,8 @@ class LmdbShard final : public ShardReader {
     Status s = lmdb_->Get(record, &v);
     if (s.ok() && first_reads_.First(record)) lmdb_->Populate(v);
     if (s.ok()) {
-      s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, out, copy);
+      s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, encoding(),
+                       out, copy);
       if (!s.ok()) s = Fault(record, s);
     }
     if (lmdb_->faulted()) return CheckIntact(record);
@@ -227,7 +259,7 @@ class LmdbShard final : public ShardReader {
 
   Status Parse(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc, SampleView* out,
                CopyTarget* copy) const override {
-    Status s = ParseExample(bytes, n, verify_crc, out, copy);
+    Status s = ParseExample(bytes, n, verify_crc, encoding(), out, copy);
     return s.ok() ? s : Fault(record, s);
   }
 
@@ -275,8 +307,9 @@ StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(const ShardEntry& e,
                              std::to_string(file->size()) + " bytes)");
     }
   }
-  return std::unique_ptr<ShardReader>(new TfrecordShard(
-      e, path, std::move(file), std::move(index).value(), options.max_record_bytes));
+  return std::unique_ptr<ShardReader>(
+      new TfrecordShard(e, path, std::move(file), std::move(index).value(),
+                        options.max_record_bytes, options.encoding));
 }
 
 StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const std::string& path,
@@ -287,7 +320,7 @@ StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const 
     return CorruptionError(shown + ": " + std::to_string(lmdb->entries()) +
                            " records, the manifest says " + std::to_string(e.records));
   }
-  return std::unique_ptr<ShardReader>(new LmdbShard(e, path, std::move(lmdb)));
+  return std::unique_ptr<ShardReader>(new LmdbShard(e, path, std::move(lmdb), options.encoding));
 }
 
 }  // namespace shardpack::read

@@ -36,7 +36,9 @@ struct RecordExtent {
 // checksums reads its pixels; given a target, Get and Parse copy them there in the same
 // pass (crc32c::CopyAndExtend), which costs about what the copy alone does, and set
 // `copied`. They do so only when they check the pixel checksum and the sample has exactly
-// `bytes` pixel bytes; otherwise `copied` stays false and the copy is the caller's.
+// `bytes` pixel bytes; otherwise `copied` stays false and the copy is the caller's. An
+// encoded image whose pixels are exactly `bytes` is decoded there (checksum checked or
+// not), and `copied` set; a decode that fails is the record's Corruption.
 // `stores`: kStreaming where nothing reads the copy right after (crc32c.h says why).
 struct CopyTarget {
   uint8_t* dst = nullptr;
@@ -90,18 +92,30 @@ class ShardReader {
   Status Fault(uint64_t record, const Status& s) const;
 
  protected:
-  ShardReader(std::string name, std::string path, uint64_t records, bool offsets)
-      : name_(std::move(name)), path_(std::move(path)), records_(records), offsets_(offsets) {}
+  ShardReader(std::string name, std::string path, uint64_t records, bool offsets,
+              ImageEncoding encoding)
+      : name_(std::move(name)),
+        path_(std::move(path)),
+        records_(records),
+        offsets_(offsets),
+        encoding_(encoding) {}
+
+  // What every record must hold (ShardOpenOptions::encoding).
+  ImageEncoding encoding() const { return encoding_; }
 
  private:
   std::string name_;
   std::string path_;
   uint64_t records_;
   bool offsets_;  // whether Where names an offset
+  ImageEncoding encoding_;
 };
 
 struct ShardOpenOptions {
   io::Env* env = nullptr;  // TFRecord files; LMDB always reads real files
+  // What every record must hold (the manifest's image.encoding); a record of another kind
+  // is Corruption.
+  ImageEncoding encoding = ImageEncoding::kRaw;
   bool random_access = true;
   bool copy_on_write = false;
   uint64_t max_record_bytes = 0;

@@ -23,6 +23,7 @@
 #include "format/index_file.h"
 #include "format/lmdb_shard.h"
 #include "format/record.h"
+#include "image/image.h"
 #include "io/env.h"
 #include "io/mapped_range.h"
 #include "remote/shard_cache.h"
@@ -135,11 +136,12 @@ Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t 
 }
 
 // Checks one payload against the format and the manifest. `framed`: the TFRecord record
-// holding it, whose data checksum is checked too, or nullptr (LMDB has none). Corruption
+// holding it, whose data checksum is checked too, or nullptr (LMDB has none). `decode`:
+// an encoded image is decoded too, and must be the size its record declares. Corruption
 // naming the first fault; OK with the sample in `d`.
 Status CheckPayload(const uint8_t* payload, uint64_t length, const format::RecordView* framed,
-                    const Manifest& m, format::DecodedSample& d) {
-  Status parsed = format::ParseSample(payload, length, &d);
+                    const Manifest& m, bool decode, format::DecodedSample& d) {
+  Status parsed = format::ParseStoredSample(payload, length, &d);
   uint32_t pixel_crc = 0;
   if (parsed.ok()) pixel_crc = crc32c::Value(d.pixels, d.pixel_bytes);
   if (framed != nullptr) {
@@ -149,9 +151,30 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
                              : crc32c::Value(payload, length)));
   }
   if (!parsed.ok()) return parsed;
-  if (!d.has_pixel_crc) return CorruptionError("feature image/raw/crc32c: missing");
+  const bool raw = d.encoding == ImageEncoding::kRaw;
+  if (d.encoding != m.image.encoding) {
+    return CorruptionError("the record holds " +
+                           (raw ? std::string("raw pixels")
+                                : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
+                           ", the manifest says " +
+                           std::string(ImageEncodingName(m.image.encoding)));
+  }
+  if (!d.has_pixel_crc) {
+    return CorruptionError(std::string("feature ") +
+                           std::string(raw ? format::kKeyRawCrc : format::kKeyEncodedCrc) +
+                           ": missing");
+  }
   SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, pixel_crc));
-  return CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m);
+  SHARDPACK_RETURN_IF_ERROR(
+      CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m));
+  if (!raw && decode) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(d.height * d.width * d.channels));
+    Status s =
+        image::DecodeExact(d.pixels, d.pixel_bytes, static_cast<int>(d.height),
+                           static_cast<int>(d.width), static_cast<int>(d.channels), pixels.data());
+    if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+  }
+  return Status::Ok();
 }
 
 // Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest.
@@ -182,7 +205,7 @@ std::string ShrunkWhileRead() {
 }
 
 void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Manifest& m,
-                         io::Env* env, ShardResult* out) {
+                         bool decode, io::Env* env, ShardResult* out) {
   FileFaults& faults = out->files[0];
   FileFaults& index_faults = out->files[1];
   const std::string data_path = source.path(e.data.file);
@@ -218,7 +241,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     hashed = r.offset + r.framed_size();
     framed.push_back({r.offset, r.framed_size()});
     format::DecodedSample d;
-    Status fault = CheckPayload(r.payload, r.length, &r, m, d);
+    Status fault = CheckPayload(r.payload, r.length, &r, m, decode, d);
     if (fault.ok() && m.pixel_alignment > 1) {
       uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - data);
       if (pixel_offset % m.pixel_alignment != 0) {
@@ -300,7 +323,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
 
 // Reads every record of an LMDB shard and reports faults through `add`.
 // `labels`, when given, counts the sound records of each label (Example schema only).
-Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m,
+Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m, bool decode,
                      const std::function<void(int64_t, std::string)>& add, uint64_t* records,
                      std::vector<uint64_t>* labels = nullptr) {
   auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false,
@@ -330,7 +353,7 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
     } else {
       format::DecodedSample d;
       const auto* bytes = reinterpret_cast<const uint8_t*>(value.data());
-      Status fault = CheckPayload(bytes, value.size(), nullptr, m, d);
+      Status fault = CheckPayload(bytes, value.size(), nullptr, m, decode, d);
       // The writer pads as if the value started kLmdbValueOffset bytes into a page.
       const uint64_t pixel_offset = static_cast<uint64_t>(d.pixels - bytes);
       if (fault.ok() && m.pixel_alignment > 1 &&
@@ -362,7 +385,7 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
 // pointers or loop, and that must end as a fault, not as a crash or hang of verify.
 // Faults travel over a pipe as "record\tmessage\n" lines.
 void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const Manifest& m,
-                           FileFaults* faults, uint64_t* records) {
+                           bool decode, FileFaults* faults, uint64_t* records) {
   int fds[2];
   if (::pipe2(fds, O_CLOEXEC) != 0) {
     faults->Add(-1, -1, ErrnoError("pipe", errno).message());
@@ -392,7 +415,7 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
     };
     uint64_t n = 0;
     Status s = WalkLmdbShard(
-        path, e, m,
+        path, e, m, decode,
         [&](int64_t record, std::string message) {
           std::replace(message.begin(), message.end(), '\n', ' ');
           send(std::to_string(record) + "\t" + message + "\n");
@@ -461,8 +484,8 @@ void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const M
   }
 }
 
-void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manifest& m, io::Env* env,
-                     ShardResult* out) {
+void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manifest& m, bool decode,
+                     io::Env* env, ShardResult* out) {
   FileFaults& faults = out->files[0];
   const std::string path = source.path(e.data.file);
   if (path.empty()) {
@@ -486,13 +509,13 @@ void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manife
   if (intact) {
     // Byte-identical to what the writer produced: safe to open here.
     Status s = WalkLmdbShard(
-        path, e, m,
+        path, e, m, decode,
         [&](int64_t record, std::string message) { faults.Add(record, -1, std::move(message)); },
         &records, &out->labels);
     if (!s.ok()) faults.Add(-1, -1, s.message());
     out->counted = m.lmdb_schema == LmdbSchema::kExample && faults.count() == 0;
   } else {
-    WalkLmdbShardIsolated(path, e, m, &faults, &records);
+    WalkLmdbShardIsolated(path, e, m, decode, &faults, &records);
   }
   out->records += records;
 }
@@ -539,9 +562,9 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
   }
   auto check = [&](size_t i) {
     if (m.backend == Backend::kTfrecord) {
-      VerifyTfrecordShard(source, m.shards[i], m, env, &results[i]);
+      VerifyTfrecordShard(source, m.shards[i], m, options.decode_encoded, env, &results[i]);
     } else {
-      VerifyLmdbShard(source, m.shards[i], m, env, &results[i]);
+      VerifyLmdbShard(source, m.shards[i], m, options.decode_encoded, env, &results[i]);
     }
   };
   const int threads =

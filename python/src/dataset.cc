@@ -39,6 +39,19 @@ std::tuple<PixelView, int64_t, std::string, std::string> GetSample(nb::handle se
   RaiseIfError(status);
   const size_t shape[3] = {static_cast<size_t>(view.height), static_cast<size_t>(view.width),
                            static_cast<size_t>(view.channels)};
+  if (view.encoding != ImageEncoding::kRaw) {
+    // An encoded image: decoded into an array of its own.
+    const size_t bytes = shape[0] * shape[1] * shape[2];
+    auto* pixels = new uint8_t[bytes];
+    nb::capsule owner(pixels, [](void* p) noexcept { delete[] static_cast<uint8_t*>(p); });
+    {
+      nb::gil_scoped_release release;
+      status = h.dataset->GetPixels(index, {pixels, bytes}, &view);
+    }
+    RaiseIfError(status);
+    return {PixelView(pixels, {shape[0], shape[1], shape[2]}, owner), view.label,
+            std::string(view.class_text), std::string(view.filename)};
+  }
   if (h.dataset->manifest().backend == Backend::kLmdb) {
     auto* copy = new uint8_t[view.pixels.size()];
     std::memcpy(copy, view.pixels.data(), view.pixels.size());

@@ -537,3 +537,84 @@ TEST(ConvertTest, ProgressIsReportedInOrderUpToTheTotal) {
 
 }  // namespace
 }  // namespace shardpack
+
+namespace shardpack {
+namespace {
+
+// --encoding: the resized images stored as files. PNG is lossless: every sample decodes
+// to exactly the raw conversion's pixels. JPEG output, like raw, does not depend on the
+// thread count.
+TEST(ConvertEncodedTest, PngHoldsTheRawPixelsAndJpegBytesDoNotDependOnThreads) {
+  Tree tree;
+  TempDir raw_out, png_out;
+  ConvertOptions o = Options16();
+  o.backend = Backend::kLmdb;
+  ASSERT_OK(Convert(tree.dir.path(), raw_out.path(), o).status());
+  o.encoding = ImageEncoding::kPng;
+  auto png = Convert(tree.dir.path(), png_out.path(), o);
+  ASSERT_OK(png.status());
+  EXPECT_EQ(png->manifest.image.encoding, ImageEncoding::kPng);
+  EXPECT_NE(png->manifest.options_json.find("\"encoding\":\"png\""), std::string::npos)
+      << png->manifest.options_json;
+  auto raw_ds = Dataset::Open(raw_out.path());
+  auto png_ds = Dataset::Open(png_out.path());
+  ASSERT_OK(raw_ds.status());
+  ASSERT_OK(png_ds.status());
+  ASSERT_EQ((*png_ds)->size(), static_cast<uint64_t>(tree.good));
+  std::vector<uint8_t> pixels(16 * 16 * 3);
+  for (uint64_t i = 0; i < (*png_ds)->size(); ++i) {
+    SampleView r, p;
+    ASSERT_OK((*raw_ds)->Get(i, &r));
+    ASSERT_OK((*png_ds)->GetPixels(i, pixels, &p));
+    EXPECT_EQ(std::string(p.pixels.begin(), p.pixels.end()),
+              std::string(r.pixels.begin(), r.pixels.end()))
+        << "sample " << i;
+    EXPECT_EQ(p.filename, r.filename);
+    EXPECT_EQ(p.label, r.label);
+  }
+  VerifyOptions vo;
+  vo.decode_encoded = true;
+  auto v = VerifyDataset(png_out.path(), vo);
+  ASSERT_OK(v.status());
+  EXPECT_TRUE(v->ok());
+
+  std::vector<std::unique_ptr<TempDir>> outs;
+  for (int threads : {1, 2, 8}) {
+    outs.push_back(std::make_unique<TempDir>());
+    ConvertOptions j = Options16(threads);
+    j.encoding = ImageEncoding::kJpeg;
+    j.jpeg_quality = 75;
+    j.shuffle = true;
+    j.seed = 5;
+    j.max_shard_records = 2;
+    ASSERT_OK(Convert(tree.dir.path(), outs.back()->path(), j).status());
+  }
+  for (const auto& entry : fs::directory_iterator(outs[0]->path())) {
+    const std::string name = entry.path().filename();
+    std::string a = testing::ReadFileOrDie(entry.path());
+    EXPECT_EQ(a, testing::ReadFileOrDie(outs[1]->Join(name))) << name;
+    EXPECT_EQ(a, testing::ReadFileOrDie(outs[2]->Join(name))) << name;
+  }
+}
+
+TEST(ConvertEncodedTest, BadEncodingSettingsAreRefused) {
+  Tree tree;
+  TempDir out;
+  ConvertOptions o = Options16();
+  o.encoding = ImageEncoding::kJpeg;
+  o.jpeg_quality = 0;
+  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
+            "JPEG quality must be in 1..100, not 0");
+  o.jpeg_quality = 90;
+  o.jpeg_subsampling = 411;
+  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
+            "JPEG chroma subsampling must be 444, 422 or 420, not 411");
+  o.jpeg_subsampling = 420;
+  o.backend = Backend::kLmdb;
+  o.lmdb_schema = LmdbSchema::kCaffe;
+  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
+            "encoded images (--encoding jpeg) are not written in the Caffe schema");
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -103,3 +103,48 @@ TEST(ManifestTest, InconsistentCountsAndBadFieldsAreNamed) {
 
 }  // namespace
 }  // namespace shardpack
+
+namespace shardpack {
+namespace {
+
+// Format 1.3: image.encoding, with image.layout "encoded" so that a 1.2 reader, which
+// requires "HWC", refuses the dataset at open instead of reading image/raw it lacks.
+TEST(ManifestTest, EncodedImagesRoundTripAndTheLayoutMustSayEncoded) {
+  Manifest m = Sample();
+  m.format_minor = 3;
+  m.image.encoding = ImageEncoding::kJpeg;
+  const std::string text = SerializeManifest(m);
+  EXPECT_NE(text.find("\"layout\": \"encoded\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"encoding\": \"jpeg\""), std::string::npos) << text;
+  auto back = ParseManifest(text, "m");
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->image.encoding, ImageEncoding::kJpeg);
+  EXPECT_EQ(SerializeManifest(*back), text);
+
+  // A raw dataset's manifest carries neither key.
+  const std::string raw = SerializeManifest(Sample());
+  EXPECT_EQ(raw.find("encoding"), std::string::npos);
+  EXPECT_NE(raw.find("\"layout\": \"HWC\""), std::string::npos);
+
+  auto edited = [&](const std::string& from, const std::string& to) {
+    std::string t = text;
+    t.replace(t.find(from), from.size(), to);
+    return ParseManifest(t, "m");
+  };
+  auto r = edited("\"layout\": \"encoded\"", "\"layout\": \"HWC\"");
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(r.status().message().find("image.layout: \"HWC\", expected \"encoded\""),
+            std::string::npos)
+      << r.status().ToString();
+  r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"gif\"");
+  EXPECT_NE(r.status().message().find("image.encoding: \"gif\", expected \"jpeg\" or \"png\""),
+            std::string::npos)
+      << r.status().ToString();
+  r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"raw\"");
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_TRUE(ParseImageEncoding("png").ok());
+  EXPECT_EQ(ParseImageEncoding("webp").status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shardpack

@@ -47,7 +47,7 @@ struct ConvertProgress {
   uint64_t total = 0;  // inputs in all
   uint64_t rejected = 0;
   uint64_t bytes_in = 0;   // bytes of input files read
-  uint64_t bytes_out = 0;  // pixel bytes written
+  uint64_t bytes_out = 0;  // image bytes written (pixels, or encoded files)
   double seconds = 0;      // since the conversion started
 };
 
@@ -70,6 +70,14 @@ struct ConvertOptions {
   // training resolutions; kArea is the fastest.
   ResizeFilter filter = ResizeFilter::kLanczos3;
   int channels = 3;  // 3: RGB; 1: gray
+  // How samples store their image (docs/FORMAT.md §2.5): the pixels (kRaw, the default),
+  // or each resized image encoded as a JPEG (at `jpeg_quality` 1..100 with
+  // `jpeg_subsampling` 444, 422 or 420 chroma; baseline, no EXIF) or a PNG (lossless).
+  // Encoding happens after the resize, in the parallel stage, with fixed settings, so the
+  // output bytes still depend on the inputs and options only. Not with the Caffe schema.
+  ImageEncoding encoding = ImageEncoding::kRaw;
+  int jpeg_quality = 90;
+  int jpeg_subsampling = 420;
 
   uint64_t max_shard_bytes = 64ull << 20;
   uint64_t max_shard_records = 0;  // 0: no limit

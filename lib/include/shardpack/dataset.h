@@ -58,7 +58,12 @@ struct DatasetOptions {
 };
 
 struct SampleView {
-  std::span<const uint8_t> pixels;  // HWC uint8
+  std::span<const uint8_t> pixels;  // HWC uint8; empty for an encoded image
+  // A dataset of encoded images (manifest().image.encoding jpeg or png): the sample's
+  // JPEG or PNG file, its checksum checked like pixels; height x width x channels is what
+  // it decodes to (Dataset::GetPixels, the Loader). Empty for raw datasets.
+  std::span<const uint8_t> encoded;
+  ImageEncoding encoding = ImageEncoding::kRaw;
   int height = 0;
   int width = 0;
   int channels = 0;
@@ -101,6 +106,13 @@ class Dataset {
   // The same, checking the checksums or not whatever the DatasetOptions say (the loader's
   // LoaderOptions::verify_crc decides for the records it reads).
   Status Get(uint64_t index, SampleView* out, bool verify_crc) const;
+
+  // Get, then the sample's pixels into `dst` (at least height x width x channels bytes,
+  // HWC): an encoded image decoded (its declared size bounds the decode; one that does not
+  // decode, or decodes to another size, is Corruption naming the file and record), raw
+  // pixels copied. out->pixels then points at them in `dst`. InvalidArgument when `dst` is
+  // too small.
+  Status GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* out) const;
 
   StatusOr<SampleLocation> Locate(uint64_t index) const;
 

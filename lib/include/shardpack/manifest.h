@@ -20,9 +20,9 @@ std::string_view Version();
 // (minor versions only add fields) and refuses a newer major. kFormatMinor is the newest
 // minor this build reads; a writer records the lowest version that describes its dataset:
 // 1.2 (the manifest's own checksum and rejects.tsv's entry), which includes 1.1 (the
-// Caffe schema).
+// Caffe schema); 1.3 for a dataset of encoded images.
 inline constexpr int kFormatMajor = 1;
-inline constexpr int kFormatMinor = 2;
+inline constexpr int kFormatMinor = 3;
 
 enum class Backend {
   kTfrecord,  // shard-NNNNN-of-MMMMM.tfrecord + .idx (DALI tfrecord2idx format)
@@ -38,6 +38,14 @@ enum class LmdbSchema {
 };
 std::string_view LmdbSchemaName(LmdbSchema s);  // "example" / "caffe"
 
+// How a dataset's samples store their image (docs/FORMAT.md §2.5; format 1.3): the
+// pixels themselves (image/raw), or a JPEG or PNG file of exactly the declared size
+// (image/encoded), which readers decode to the same HWC uint8 pixels.
+enum class ImageEncoding { kRaw, kJpeg, kPng };
+std::string_view ImageEncodingName(ImageEncoding e);  // "raw" / "jpeg" / "png"
+// "raw", "jpeg" or "png"; InvalidArgument naming the choices otherwise.
+StatusOr<ImageEncoding> ParseImageEncoding(std::string_view name);
+
 // The shape contract of every sample. Pixels are HWC uint8, RGB (3 channels) or gray (1).
 struct ImageSpec {
   int channels = 3;  // 1 (gray) or 3 (RGB)
@@ -46,6 +54,9 @@ struct ImageSpec {
   int width = 0;
   // Variable-size datasets: no side exceeds max_side (0: no bound promised).
   int max_side = 0;
+  // 1.3: the samples hold encoded images (the manifest's image.encoding, with
+  // image.layout "encoded"); kRaw for every older dataset.
+  ImageEncoding encoding = ImageEncoding::kRaw;
   bool fixed() const { return height > 0 && width > 0; }
 };
 
@@ -69,7 +80,7 @@ struct ClassEntry {
 
 struct Manifest {
   int format_major = kFormatMajor;
-  int format_minor = 0;      // writers set 2 (docs/FORMAT.md §7)
+  int format_minor = 0;      // writers set 2, or 3 for encoded images (docs/FORMAT.md §7)
   std::string tool_version;  // "shardpack 0.1.0"
   Backend backend = Backend::kTfrecord;
   uint64_t num_samples = 0;

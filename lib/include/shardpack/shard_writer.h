@@ -78,6 +78,11 @@ struct ShardWriterOptions {
 
 struct SampleInput {
   std::span<const uint8_t> pixels;  // HWC uint8, height * width * channels bytes
+  // Datasets of encoded images (ShardWriterOptions::image.encoding jpeg or png): the
+  // sample's JPEG or PNG file, of exactly height x width, decoding to `channels` channels
+  // (`pixels` is not read). The writer checks its format by its first bytes; verify
+  // --decode decodes it.
+  std::span<const uint8_t> encoded;
   int height = 0;
   int width = 0;
   int channels = 0;

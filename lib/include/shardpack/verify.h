@@ -44,6 +44,10 @@ struct VerifyOptions {
   // VerifyTfrecordFiles: decode every image/encoded image (see there). Off: framing,
   // checksums and the Example schema only.
   bool decode_images = true;
+  // VerifyDataset of encoded images (manifest image.encoding jpeg or png): also decode
+  // every image and check it is the size its record declares (CLI --decode). Off: the
+  // checksums of the encoded bytes prove them what the writer wrote.
+  bool decode_encoded = false;
   // VerifyDataset of an http(s):// URL: the local cache and the network policy.
   RemoteOptions remote;
 };
