@@ -14,7 +14,8 @@ __all__ = ["Dataset", "Sample"]
 class Sample(NamedTuple):
     """One stored sample. ``pixels`` is a read-only HWC uint8 array: for TFRecord
     datasets a view into the shard (no copy) that keeps its dataset open while it lives,
-    for LMDB datasets a copy. NumPy refuses writes to it; ``pixels.copy()`` gives an
+    for LMDB datasets a copy, for datasets of encoded images (``convert(encoding=...)``)
+    the image decoded into an array of its own. NumPy refuses writes to it; ``pixels.copy()`` gives an
     array of your own. A write through another framework's view that ignores the flag
     (``torch.from_numpy(sample.pixels)`` then an in-place op) is harmless: the shard is
     mapped copy-on-write, so it changes a private copy of the page, never the file nor

@@ -221,6 +221,9 @@ def convert(
     input="auto",
     filter="lanczos3",
     channels=3,
+    encoding="raw",
+    quality=90,
+    subsampling=420,
     shard_size=64 << 20,
     shard_records=0,
     shuffle=False,
@@ -247,7 +250,10 @@ def convert(
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
-    ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``). ``part=(i, n)`` (or
+    ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
+    "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420) or "png": how samples
+    store the resized image (docs/FORMAT.md §2.5; :class:`Dataset` and :class:`Loader`
+    decode encoded images). ``part=(i, n)`` (or
     "i/n") converts part i of n into ``dst/parts/`` as ``--part`` does; :func:`merge`
     joins the parts (docs/SCALE.md). ``progress=True`` shows a progress bar on stderr
     (tqdm's when tqdm is installed, else a line redrawn in place); a callable is called
@@ -275,6 +281,9 @@ def convert(
         o.keep = True
     o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
     o.channels = integer(channels, "channels", 1, 3)
+    o.encoding = enum_member(_shardpack.ImageEncoding, encoding, "encoding")
+    o.jpeg_quality = integer(quality, "quality", 1, 100)
+    o.jpeg_subsampling = integer(subsampling, "subsampling", 420, 444)
     o.max_shard_bytes = integer(shard_size, "shard_size", 1, UINT64_MAX)
     o.max_shard_records = integer(shard_records, "shard_records", 0, UINT64_MAX)
     o.shuffle = bool(shuffle)

@@ -57,6 +57,10 @@ void BindConvert(nb::module_& m) {
       "parse_fit_mode", [](const std::string& name) { return ValueOrRaise(ParseFitMode(name)); },
       nb::arg("name"), "shardpack::ParseFitMode: InvalidArgumentError for an unknown name.");
 
+  nb::enum_<ImageEncoding>(m, "ImageEncoding")
+      .value("raw", ImageEncoding::kRaw)
+      .value("jpeg", ImageEncoding::kJpeg)
+      .value("png", ImageEncoding::kPng);
   nb::enum_<LmdbSchema>(m, "LmdbSchema")
       .value("example", LmdbSchema::kExample)
       .value("caffe", LmdbSchema::kCaffe);
@@ -75,6 +79,9 @@ void BindConvert(nb::module_& m) {
       .def_rw("keep", &ConvertOptions::keep)
       .def_rw("filter", &ConvertOptions::filter)
       .def_rw("channels", &ConvertOptions::channels)
+      .def_rw("encoding", &ConvertOptions::encoding)
+      .def_rw("jpeg_quality", &ConvertOptions::jpeg_quality)
+      .def_rw("jpeg_subsampling", &ConvertOptions::jpeg_subsampling)
       .def_rw("max_shard_bytes", &ConvertOptions::max_shard_bytes)
       .def_rw("max_shard_records", &ConvertOptions::max_shard_records)
       .def_rw("shuffle", &ConvertOptions::shuffle)

@@ -13,6 +13,7 @@ from conftest import manifest
 try:
     from nvidia.dali import fn, pipeline_def
     import nvidia.dali.tfrecord as tfrec
+    import nvidia.dali.types as types
 except Exception as e:  # ImportError, or a missing shared library
     pytest.skip(f"NVIDIA DALI cannot be imported here ({type(e).__name__}: {e}); "
                 "bash scripts/install-interop.sh installs nvidia-dali-cuda130",
@@ -119,3 +120,37 @@ def test_dali_caffe_reader_reads_a_caffe_schema_shard(cli, image_tree, tmp_path)
         assert got.shape == (h, w, c)
         chw = got.reshape(c, h, w)
         np.testing.assert_array_equal(chw.transpose(1, 2, 0)[:, :, ::-1], pixels, err_msg=name)
+
+
+def test_dali_decodes_an_encoded_dataset_to_the_raw_datasets_pixels(cli, image_tree, tmp_path):
+    """convert --encoding png: DALI's TFRecord reader with our .idx files and its CPU image
+    decoder (fn.decoders.image) give exactly the pixels of the raw conversion."""
+    cli("convert", image_tree.root, tmp_path / "png", "--keep", "--encoding", "png",
+        "--shard-records", "5", "--quiet")
+    m = manifest(tmp_path / "png")
+    paths = [str(tmp_path / "png" / s["file"]) for s in m["shards"]]
+    indexes = [str(tmp_path / "png" / s["index"]["file"]) for s in m["shards"]]
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        f = fn.readers.tfrecord(
+            path=paths, index_path=indexes, random_shuffle=False, name="reader",
+            features={
+                "image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
+                "image/class/label": tfrec.FixedLenFeature([1], tfrec.int64, -1),
+                "image/filename": tfrec.FixedLenFeature((), tfrec.string, ""),
+            })
+        images = fn.decoders.image(f["image/encoded"], device="cpu", output_type=types.RGB)
+        return images, f["image/class/label"], f["image/filename"]
+
+    p = pipe()
+    p.build()
+    seen = []
+    for _ in range(m["num_samples"]):
+        images, labels, names = (np.array(t[0]) for t in p.run())
+        name = names.tobytes().decode()
+        source, source_label, _ = image_tree.images[name]
+        assert int(labels[0]) == source_label
+        np.testing.assert_array_equal(images, source, err_msg=name)
+        seen.append(name)
+    assert sorted(seen) == sorted(image_tree.images)

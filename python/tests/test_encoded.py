@@ -1,0 +1,69 @@
+"""Datasets of encoded images (convert(encoding="jpeg"|"png"), docs/FORMAT.md §2.5): the
+Dataset and the Loader give decoded pixels; PNG gives exactly the raw conversion's."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import shardpack
+
+from conftest import collect
+
+
+@pytest.fixture(scope="module")
+def raw_and_png(image_folder, tmp_path_factory):
+    root = tmp_path_factory.mktemp("encoded")
+    raw, png = str(root / "raw"), str(root / "png")
+    shardpack.convert(image_folder, raw, size=32, format="lmdb", shard_records=25)
+    shardpack.convert(image_folder, png, size=32, format="lmdb", shard_records=25,
+                      encoding="png")
+    return raw, png
+
+
+def test_png_samples_are_the_raw_datasets_pixels(raw_and_png):
+    raw, png = (shardpack.Dataset(p) for p in raw_and_png)
+    with open(os.path.join(raw_and_png[1], "manifest.json")) as f:
+        m = json.load(f)
+    assert m["format_version"] == "1.3" and m["image"]["encoding"] == "png"
+    assert len(png) == len(raw) > 0
+    for i in range(len(png)):
+        a, b = raw[i], png[i]
+        assert b.pixels.shape == (32, 32, 3) and b.pixels.dtype == np.uint8
+        np.testing.assert_array_equal(b.pixels, a.pixels)
+        assert (b.label, b.filename) == (a.label, a.filename)
+
+
+def test_loader_batches_of_a_png_dataset_equal_the_raw_ones(raw_and_png):
+    def epoch(path):
+        loader = shardpack.Loader(path, batch_size=8, shuffle="global", seed=3,
+                                  num_threads=2, framework="numpy", layout="NHWC")
+        return collect(loader)
+
+    (ri, rl, rimg), (pi, pl, pimg) = epoch(raw_and_png[0]), epoch(raw_and_png[1])
+    np.testing.assert_array_equal(pi, ri)
+    np.testing.assert_array_equal(pl, rl)
+    for a, b in zip(rimg, pimg):
+        np.testing.assert_array_equal(b, a)
+
+
+def test_jpeg_dataset_decodes_close_to_the_raw_pixels(image_folder, tmp_path):
+    raw, jpeg = str(tmp_path / "raw"), str(tmp_path / "jpeg")
+    shardpack.convert(image_folder, raw, size=32)
+    shardpack.convert(image_folder, jpeg, size=32, encoding="jpeg", quality=95,
+                      subsampling=444)
+    a, b = shardpack.Dataset(raw), shardpack.Dataset(jpeg)
+    for i in range(len(a)):
+        x = a[i].pixels.astype(np.float64)
+        y = b[i].pixels.astype(np.float64)
+        psnr = 10 * np.log10(255.0 ** 2 / max(np.mean((x - y) ** 2), 1e-12))
+        assert psnr >= 30, f"sample {i}: {psnr:.1f} dB"
+
+
+def test_bad_encoding_options_are_value_errors(image_folder, tmp_path):
+    with pytest.raises(ValueError, match="encoding must be one of"):
+        shardpack.convert(image_folder, str(tmp_path / "x"), size=32, encoding="webp")
+    with pytest.raises(ValueError, match="quality"):
+        shardpack.convert(image_folder, str(tmp_path / "y"), size=32, encoding="jpeg",
+                          quality=0)
