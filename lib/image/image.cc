@@ -40,6 +40,9 @@ Format Sniff(const uint8_t* data, size_t size) {
 
 Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
                    uint8_t* dst) {
+  if (Sniff(data, size) == Format::kJpeg) {
+    return DecodeJpegExact(data, size, height, width, channels, dst);
+  }
   DecodeOptions o;
   o.channels = channels;
   o.apply_orientation = false;

@@ -562,6 +562,45 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
 
 }  // namespace
 
+Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, int channels,
+                       uint8_t* dst) {
+  DecodeOptions options;
+  options.channels = channels;
+  options.apply_orientation = false;
+  SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
+  if (data == nullptr || size < 2 || data[0] != 0xFF || data[1] != 0xD8) {
+    return CorruptionError("JPEG: not a JPEG file (no SOI marker)");
+  }
+  JpegDecompressor decompressor(data, size, options.limits);
+  Session& s = decompressor.Get();
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(CreateStep));
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(HeaderStep));
+  if (s.cinfo.image_width != static_cast<JDIMENSION>(width) ||
+      s.cinfo.image_height != static_cast<JDIMENSION>(height)) {
+    return CorruptionError("JPEG: " + std::to_string(s.cinfo.image_height) + "x" +
+                           std::to_string(s.cinfo.image_width) + " in its header, the record says " +
+                           std::to_string(height) + "x" + std::to_string(width));
+  }
+  SHARDPACK_RETURN_IF_ERROR(ChooseColour(s.cinfo, channels, &s));
+  s.scale_denom = 1;
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
+  s.crop_x = 0;
+  s.crop_width = static_cast<JDIMENSION>(width);
+  s.row_begin = 0;
+  s.row_end = static_cast<JDIMENSION>(height);
+  s.keep_x0 = 0;
+  s.keep_x1 = static_cast<JDIMENSION>(width);
+  s.keep_y0 = 0;
+  s.keep_y1 = static_cast<JDIMENSION>(height);
+  SHARDPACK_RETURN_IF_ERROR(decompressor.Run(StartStep));
+  // Every row is read straight into `dst` except CMYK ones, converted from spare rows.
+  std::vector<uint8_t> spare_rows;
+  if (s.cmyk) spare_rows.resize(SpareRowBytes(s.crop_width, true, channels) * kBatchRows);
+  s.pixels = dst;
+  s.spare_rows = spare_rows.data();
+  return decompressor.Run(ReadStep);
+}
+
 StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
                               int* exif_orientation) {
   ImageWindow window;
