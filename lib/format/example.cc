@@ -69,9 +69,10 @@ void AppendInt64Entry(std::string* out, std::string_view key, int64_t value) {
   PutVarint64(out, static_cast<uint64_t>(value));
 }
 
-}  // namespace
-
-std::string EncodeFeatureEntries(const SampleMeta& m, uint32_t pixel_crc) {
+// The entries of §2.2 up to the image's own: the shape, label, texts, then image/format
+// `format` and the image's checksum under `crc_key`.
+std::string EncodeEntries(const SampleMeta& m, std::string_view format, std::string_view crc_key,
+                          uint32_t crc) {
   std::string out;
   out.reserve(160 + m.class_text.size() + m.filename.size());
   AppendInt64Entry(&out, kKeyHeight, m.height);
@@ -80,24 +81,21 @@ std::string EncodeFeatureEntries(const SampleMeta& m, uint32_t pixel_crc) {
   AppendInt64Entry(&out, kKeyLabel, m.label);
   AppendBytesEntry(&out, kKeyClassText, m.class_text);
   AppendBytesEntry(&out, kKeyFilename, m.filename);
-  AppendBytesEntry(&out, kKeyFormat, kFormatRaw);
-  AppendInt64Entry(&out, kKeyRawCrc, pixel_crc);
+  AppendBytesEntry(&out, kKeyFormat, format);
+  AppendInt64Entry(&out, crc_key, crc);
   return out;
+}
+
+}  // namespace
+
+std::string EncodeFeatureEntries(const SampleMeta& m, uint32_t pixel_crc) {
+  return EncodeEntries(m, kFormatRaw, kKeyRawCrc, pixel_crc);
 }
 
 std::string EncodeEncodedFeatureEntries(const SampleMeta& m, ImageEncoding encoding,
                                         uint32_t encoded_crc) {
-  std::string out;
-  out.reserve(160 + m.class_text.size() + m.filename.size());
-  AppendInt64Entry(&out, kKeyHeight, m.height);
-  AppendInt64Entry(&out, kKeyWidth, m.width);
-  AppendInt64Entry(&out, kKeyChannels, m.channels);
-  AppendInt64Entry(&out, kKeyLabel, m.label);
-  AppendBytesEntry(&out, kKeyClassText, m.class_text);
-  AppendBytesEntry(&out, kKeyFilename, m.filename);
-  AppendBytesEntry(&out, kKeyFormat, encoding == ImageEncoding::kPng ? kFormatPng : kFormatJpeg);
-  AppendInt64Entry(&out, kKeyEncodedCrc, encoded_crc);
-  return out;
+  return EncodeEntries(m, encoding == ImageEncoding::kPng ? kFormatPng : kFormatJpeg,
+                       kKeyEncodedCrc, encoded_crc);
 }
 
 std::string EncodePayloadPrefix(std::string_view entries, uint64_t pixel_bytes,

@@ -578,8 +578,9 @@ Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, 
   if (s.cinfo.image_width != static_cast<JDIMENSION>(width) ||
       s.cinfo.image_height != static_cast<JDIMENSION>(height)) {
     return CorruptionError("JPEG: " + std::to_string(s.cinfo.image_height) + "x" +
-                           std::to_string(s.cinfo.image_width) + " in its header, the record says " +
-                           std::to_string(height) + "x" + std::to_string(width));
+                           std::to_string(s.cinfo.image_width) +
+                           " in its header, the record says " + std::to_string(height) + "x" +
+                           std::to_string(width));
   }
   SHARDPACK_RETURN_IF_ERROR(ChooseColour(s.cinfo, channels, &s));
   s.scale_denom = 1;

@@ -3,9 +3,9 @@
 #include <gtest/gtest.h>
 
 #include "format/example.h"
-#include "util/crc32c.h"
 #include "test_util.h"
 #include "tf_fixtures.h"
+#include "util/crc32c.h"
 
 namespace shardpack::format {
 namespace {
@@ -140,8 +140,8 @@ std::string StoredEncodedPayload(std::string_view file, ImageEncoding encoding, 
 
 DecodedSample ParseOk(const std::string& payload) {
   DecodedSample d;
-  Status s = ParseStoredSample(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(),
-                               &d);
+  Status s =
+      ParseStoredSample(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &d);
   EXPECT_TRUE(s.ok()) << s.ToString();
   return d;
 }
@@ -173,9 +173,9 @@ TEST(StoredEncodedSampleTest, TheWritersLayoutParsesBackWithEveryField) {
             ImageEncoding::kJpeg);
   // The raw-only parser (adopt, TFRecord inputs) still wants image/raw.
   DecodedSample raw;
-  EXPECT_EQ(ParseSample(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &raw)
-                .code(),
-            StatusCode::kCorruption);
+  EXPECT_EQ(
+      ParseSample(reinterpret_cast<const uint8_t*>(payload.data()), payload.size(), &raw).code(),
+      StatusCode::kCorruption);
 }
 
 TEST(StoredEncodedSampleTest, AnUnknownFormatOrChannelCountIsNamed) {
