@@ -74,3 +74,45 @@ def test_lmdb_shards_open_read_only_and_hold_documented_examples(cli, request, t
         assert not os.path.exists(str(path) + "-lock")  # lock=False leaves no lock file
     assert sorted(seen) == sorted(tree.images)
     cli("verify", dst)
+
+
+# docs/FORMAT.md §2.5: an encoded dataset's values.
+DOCUMENTED_ENCODED = {"image/height", "image/width", "image/channels", "image/class/label",
+                      "image/class/text", "image/filename", "image/format",
+                      "image/encoded/crc32c", "image/encoded"}
+
+
+@pytest.mark.parametrize("tree,channels", [("image_tree", 3), ("gray_tree", 1)])
+def test_encoded_lmdb_values_are_png_examples_of_the_source_pixels(cli, request, tmp_path,
+                                                                    tree, channels):
+    """convert --encoding png --format lmdb: python-lmdb reads every value, TensorFlow's
+    Example class parses it with the documented keys, and tf.io.decode_png gives the
+    source pixels exactly."""
+    tree = request.getfixturevalue(tree)
+    dst = tmp_path / "lmdb"
+    cli("convert", tree.root, dst, "--keep", "--format", "lmdb", "--channels", channels,
+        "--encoding", "png", "--shard-records", "5", "--quiet")
+    m = manifest(dst)
+    assert m["image"]["encoding"] == "png" and m["pixel_alignment"] == 1
+    seen = []
+    for shard in m["shards"]:
+        env = lmdb.open(str(dst / shard["file"]), subdir=False, readonly=True, lock=False)
+        try:
+            with env.begin() as txn:
+                for _, value in txn.cursor():
+                    features = tf.train.Example.FromString(value).features.feature
+                    assert set(features) == DOCUMENTED_ENCODED
+                    encoded = features["image/encoded"].bytes_list.value[0]
+                    assert features["image/format"].bytes_list.value[0] == b"PNG"
+                    assert features["image/encoded/crc32c"].int64_list.value[0] == \
+                        wire.crc32c(encoded)
+                    name = features["image/filename"].bytes_list.value[0].decode()
+                    source, source_label, _ = tree.images[name]
+                    assert features["image/class/label"].int64_list.value[0] == source_label
+                    pixels = tf.io.decode_png(encoded, channels=channels).numpy()
+                    np.testing.assert_array_equal(pixels, source.reshape(pixels.shape))
+                    seen.append(name)
+        finally:
+            env.close()
+    assert sorted(seen) == sorted(tree.images)
+    cli("verify", "--decode", dst)
