@@ -87,7 +87,9 @@ TEST_P(EncodedDatasetTest, GetGivesTheFileAndGetPixelsItsDecode) {
     auto want = image::Decode(reinterpret_cast<const uint8_t*>(file.data()), file.size(), {});
     ASSERT_OK(want.status());
     EXPECT_EQ(pixels, want->pixels) << "sample " << i;
-    if (GetParam().encoding == ImageEncoding::kPng) EXPECT_EQ(pixels, stored) << "lossless";
+    if (GetParam().encoding == ImageEncoding::kPng) {
+      EXPECT_EQ(pixels, stored) << "lossless";
+    }
   }
   SampleView v;
   std::vector<uint8_t> small(16 * 24 * 3 - 1);
