@@ -408,78 +408,11 @@ Status CheckDim(int64_t v, std::string_view key) {
 
 }  // namespace
 
-Status DecodeSample(const ExampleView& v, DecodedSample* out) {
-  using K = FeatureRef::Kind;
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.raw, kKeyRaw, K::kBytes));
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.height, kKeyHeight, K::kInt64));
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.width, kKeyWidth, K::kInt64));
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.channels, kKeyChannels, K::kInt64));
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.label, kKeyLabel, K::kInt64));
-  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.height.int64, kKeyHeight));
-  SHARDPACK_RETURN_IF_ERROR(CheckDim(v.width.int64, kKeyWidth));
-  int64_t c = v.channels.int64;
-  if (c != 1 && c != 3) {
-    return CorruptionError("feature image/channels: " + std::to_string(c) +
-                           ", expected 1 (gray) or 3 (RGB)");
-  }
-  if (v.format.kind != K::kAbsent) {
-    SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
-    if (v.format.bytes != kFormatRaw) {
-      return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
-                             "\", expected \"raw\"");
-    }
-  }
-  // Each factor is at most 65500, so the product fits in 64 bits.
-  uint64_t expected = static_cast<uint64_t>(v.height.int64) * static_cast<uint64_t>(v.width.int64) *
-                      static_cast<uint64_t>(c);
-  if (v.raw.bytes.size() != expected) {
-    return CorruptionError("feature image/raw: " + std::to_string(v.raw.bytes.size()) +
-                           " bytes, expected " + std::to_string(expected) + " (" +
-                           std::to_string(v.height.int64) + "x" + std::to_string(v.width.int64) +
-                           "x" + std::to_string(c) + ")");
-  }
-  out->has_pixel_crc = v.raw_crc.kind != K::kAbsent;
-  if (out->has_pixel_crc) {
-    SHARDPACK_RETURN_IF_ERROR(Expect(v.raw_crc, kKeyRawCrc, K::kInt64));
-    if (v.raw_crc.int64 < 0 || v.raw_crc.int64 > 0xffffffffll) {
-      return CorruptionError("feature image/raw/crc32c: " + std::to_string(v.raw_crc.int64) +
-                             " is not a 32-bit checksum");
-    }
-    out->pixel_crc = static_cast<uint32_t>(v.raw_crc.int64);
-  }
-  for (auto [f, key, dst] : {std::tuple{&v.class_text, kKeyClassText, &out->class_text},
-                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
-    if (f->kind == K::kAbsent) {
-      *dst = {};
-      continue;
-    }
-    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
-    *dst = f->bytes;
-  }
-  out->encoding = ImageEncoding::kRaw;
-  out->pixels = reinterpret_cast<const uint8_t*>(v.raw.bytes.data());
-  out->pixel_bytes = v.raw.bytes.size();
-  out->height = v.height.int64;
-  out->width = v.width.int64;
-  out->channels = c;
-  out->label = v.label.int64;
-  return Status::Ok();
-}
+namespace {
 
-Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
+// The shape and label every sample declares, one int64 each: H and W in range, C 1 or 3.
+Status CheckShape(const ExampleView& v) {
   using K = FeatureRef::Kind;
-  *out = DecodedSample{};
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded, kKeyEncoded, K::kBytes));
-  if (v.encoded.bytes.empty()) return CorruptionError("feature image/encoded: empty (0 bytes)");
-  SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
-  if (v.format.bytes == kFormatJpeg) {
-    out->encoding = ImageEncoding::kJpeg;
-  } else if (v.format.bytes == kFormatPng) {
-    out->encoding = ImageEncoding::kPng;
-  } else {
-    return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
-                           "\", expected \"JPEG\" or \"PNG\"");
-  }
   SHARDPACK_RETURN_IF_ERROR(Expect(v.height, kKeyHeight, K::kInt64));
   SHARDPACK_RETURN_IF_ERROR(Expect(v.width, kKeyWidth, K::kInt64));
   SHARDPACK_RETURN_IF_ERROR(Expect(v.channels, kKeyChannels, K::kInt64));
@@ -491,6 +424,85 @@ Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
     return CorruptionError("feature image/channels: " + std::to_string(c) +
                            ", expected 1 (gray) or 3 (RGB)");
   }
+  return Status::Ok();
+}
+
+// The rest of a sample whose shape CheckShape accepted: the stored image's optional
+// checksum `crc` (feature `crc_key`), the optional texts, and `out` filled with `image`
+// as the stored bytes.
+Status FinishSample(const ExampleView& v, const FeatureRef& crc, std::string_view crc_key,
+                    ImageEncoding encoding, std::string_view image, DecodedSample* out) {
+  using K = FeatureRef::Kind;
+  out->has_pixel_crc = crc.kind != K::kAbsent;
+  if (out->has_pixel_crc) {
+    SHARDPACK_RETURN_IF_ERROR(Expect(crc, crc_key, K::kInt64));
+    if (crc.int64 < 0 || crc.int64 > 0xffffffffll) {
+      return CorruptionError("feature " + std::string(crc_key) + ": " + std::to_string(crc.int64) +
+                             " is not a 32-bit checksum");
+    }
+    out->pixel_crc = static_cast<uint32_t>(crc.int64);
+  }
+  for (auto [f, key, dst] : {std::tuple{&v.class_text, kKeyClassText, &out->class_text},
+                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
+    if (f->kind == K::kAbsent) {
+      *dst = {};
+      continue;
+    }
+    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
+    *dst = f->bytes;
+  }
+  out->encoding = encoding;
+  out->pixels = reinterpret_cast<const uint8_t*>(image.data());
+  out->pixel_bytes = image.size();
+  out->height = v.height.int64;
+  out->width = v.width.int64;
+  out->channels = v.channels.int64;
+  out->label = v.label.int64;
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status DecodeSample(const ExampleView& v, DecodedSample* out) {
+  using K = FeatureRef::Kind;
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.raw, kKeyRaw, K::kBytes));
+  SHARDPACK_RETURN_IF_ERROR(CheckShape(v));
+  if (v.format.kind != K::kAbsent) {
+    SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
+    if (v.format.bytes != kFormatRaw) {
+      return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
+                             "\", expected \"raw\"");
+    }
+  }
+  // Each factor is at most 65500, so the product fits in 64 bits.
+  const uint64_t expected = static_cast<uint64_t>(v.height.int64) *
+                            static_cast<uint64_t>(v.width.int64) *
+                            static_cast<uint64_t>(v.channels.int64);
+  if (v.raw.bytes.size() != expected) {
+    return CorruptionError("feature image/raw: " + std::to_string(v.raw.bytes.size()) +
+                           " bytes, expected " + std::to_string(expected) + " (" +
+                           std::to_string(v.height.int64) + "x" + std::to_string(v.width.int64) +
+                           "x" + std::to_string(v.channels.int64) + ")");
+  }
+  return FinishSample(v, v.raw_crc, kKeyRawCrc, ImageEncoding::kRaw, v.raw.bytes, out);
+}
+
+Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
+  using K = FeatureRef::Kind;
+  *out = DecodedSample{};
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded, kKeyEncoded, K::kBytes));
+  if (v.encoded.bytes.empty()) return CorruptionError("feature image/encoded: empty (0 bytes)");
+  SHARDPACK_RETURN_IF_ERROR(Expect(v.format, kKeyFormat, K::kBytes));
+  ImageEncoding encoding;
+  if (v.format.bytes == kFormatJpeg) {
+    encoding = ImageEncoding::kJpeg;
+  } else if (v.format.bytes == kFormatPng) {
+    encoding = ImageEncoding::kPng;
+  } else {
+    return CorruptionError("feature image/format: \"" + std::string(v.format.bytes) +
+                           "\", expected \"JPEG\" or \"PNG\"");
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckShape(v));
   const uint64_t pixels =
       static_cast<uint64_t>(v.height.int64) * static_cast<uint64_t>(v.width.int64);
   if (pixels > kMaxPixels) {
@@ -498,28 +510,16 @@ Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
                            std::to_string(v.width.int64) + ", over the limit of " +
                            std::to_string(kMaxPixels) + " pixels");
   }
-  out->has_pixel_crc = v.encoded_crc.kind != K::kAbsent;
-  if (out->has_pixel_crc) {
-    SHARDPACK_RETURN_IF_ERROR(Expect(v.encoded_crc, kKeyEncodedCrc, K::kInt64));
-    if (v.encoded_crc.int64 < 0 || v.encoded_crc.int64 > 0xffffffffll) {
-      return CorruptionError("feature image/encoded/crc32c: " +
-                             std::to_string(v.encoded_crc.int64) + " is not a 32-bit checksum");
-    }
-    out->pixel_crc = static_cast<uint32_t>(v.encoded_crc.int64);
-  }
-  for (auto [f, key, dst] : {std::tuple{&v.class_text, kKeyClassText, &out->class_text},
-                             std::tuple{&v.filename, kKeyFilename, &out->filename}}) {
-    if (f->kind == K::kAbsent) continue;
-    SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kBytes));
-    *dst = f->bytes;
-  }
-  out->pixels = reinterpret_cast<const uint8_t*>(v.encoded.bytes.data());
-  out->pixel_bytes = v.encoded.bytes.size();
-  out->height = v.height.int64;
-  out->width = v.width.int64;
-  out->channels = c;
-  out->label = v.label.int64;
-  return Status::Ok();
+  return FinishSample(v, v.encoded_crc, kKeyEncodedCrc, encoding, v.encoded.bytes, out);
+}
+
+Status CheckEncoding(const DecodedSample& d, ImageEncoding expected) {
+  if (d.encoding == expected) return Status::Ok();
+  return CorruptionError("the record holds " +
+                         (d.encoding == ImageEncoding::kRaw
+                              ? std::string("raw pixels")
+                              : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
+                         ", the manifest says " + std::string(ImageEncodingName(expected)));
 }
 
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {

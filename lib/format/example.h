@@ -97,6 +97,10 @@ Status DecodeSample(const ExampleView& view, DecodedSample* out);
 // image/encoded/crc32c (optional) a 32-bit value. Corruption naming the feature otherwise.
 Status DecodeStoredEncoded(const ExampleView& view, DecodedSample* out);
 
+// Corruption "the record holds <kind>, the manifest says <expected>" when a sample is not
+// of the kind its dataset stores (raw pixels, or a JPEG or PNG file).
+Status CheckEncoding(const DecodedSample& d, ImageEncoding expected);
+
 // Parse + DecodeSample in one call: a raw sample (§2.1).
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out);
 // Parse, then DecodeSample, or DecodeStoredEncoded for an Example that carries

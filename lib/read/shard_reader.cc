@@ -33,13 +33,7 @@ namespace {
 // image is decoded into `copy` where CopyTarget says so. Errors unnamed (callers add Where).
 Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* out,
             CopyTarget* copy) {
-  if (d.encoding != expected) {
-    return CorruptionError("the record holds " +
-                           (d.encoding == ImageEncoding::kRaw
-                                ? std::string("raw pixels")
-                                : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
-                           ", the manifest says " + std::string(ImageEncodingName(expected)));
-  }
+  SHARDPACK_RETURN_IF_ERROR(format::CheckEncoding(d, expected));
   out->encoding = d.encoding;
   if (d.encoding == ImageEncoding::kRaw) {
     out->pixels = {d.pixels, d.pixel_bytes};

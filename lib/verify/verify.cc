@@ -152,13 +152,7 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
   }
   if (!parsed.ok()) return parsed;
   const bool raw = d.encoding == ImageEncoding::kRaw;
-  if (d.encoding != m.image.encoding) {
-    return CorruptionError("the record holds " +
-                           (raw ? std::string("raw pixels")
-                                : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
-                           ", the manifest says " +
-                           std::string(ImageEncodingName(m.image.encoding)));
-  }
+  SHARDPACK_RETURN_IF_ERROR(format::CheckEncoding(d, m.image.encoding));
   if (!d.has_pixel_crc) {
     return CorruptionError(std::string("feature ") +
                            std::string(raw ? format::kKeyRawCrc : format::kKeyEncodedCrc) +
