@@ -38,10 +38,22 @@ Format Sniff(const uint8_t* data, size_t size) {
   return Format::kUnknown;
 }
 
+Status DecodeExactScaled(const uint8_t* data, size_t size, int height, int width, int channels,
+                         int scale_denom, uint8_t* dst) {
+  if (Sniff(data, size) == Format::kJpeg) {
+    return DecodeJpegExact(data, size, height, width, channels, scale_denom, dst);
+  }
+  if (scale_denom != 1) {
+    return InvalidArgumentError("a scaled decode (1/" + std::to_string(scale_denom) +
+                                ") needs a JPEG");
+  }
+  return DecodeExact(data, size, height, width, channels, dst);
+}
+
 Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
                    uint8_t* dst) {
   if (Sniff(data, size) == Format::kJpeg) {
-    return DecodeJpegExact(data, size, height, width, channels, dst);
+    return DecodeJpegExact(data, size, height, width, channels, 1, dst);
   }
   DecodeOptions o;
   o.channels = channels;

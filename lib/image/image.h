@@ -107,6 +107,18 @@ StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& op
 Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
                    uint8_t* dst);
 
+// A side of `side` pixels decoded at 1/denominator by DCT scaling: ceil(side / denominator),
+// libjpeg's rounding.
+inline int ScaledSide(int side, int denominator) { return (side + denominator - 1) / denominator; }
+
+// As DecodeExact, at 1/scale_denom of the stored size (1, 2, 4 or 8), into
+// ScaledSide(height, scale_denom) x ScaledSide(width, scale_denom) x channels bytes: a JPEG
+// through libjpeg's DCT scaling (the same entropy decoding, a smaller inverse DCT, less
+// colour conversion and upsampling). A PNG has no scaled decode: InvalidArgument unless
+// scale_denom is 1.
+Status DecodeExactScaled(const uint8_t* data, size_t size, int height, int width, int channels,
+                         int scale_denom, uint8_t* dst);
+
 // `r` clamped to a height x width image; the whole image when the result is empty.
 Region ClampRegion(Region r, int height, int width);
 

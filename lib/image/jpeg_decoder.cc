@@ -563,11 +563,15 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
 }  // namespace
 
 Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, int channels,
-                       uint8_t* dst) {
+                       int scale_denom, uint8_t* dst) {
   DecodeOptions options;
   options.channels = channels;
   options.apply_orientation = false;
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
+  if (scale_denom != 1 && scale_denom != 2 && scale_denom != 4 && scale_denom != 8) {
+    return InvalidArgumentError("JPEG: scale denominator " + std::to_string(scale_denom) +
+                                " is not 1, 2, 4 or 8");
+  }
   if (data == nullptr || size < 2 || data[0] != 0xFF || data[1] != 0xD8) {
     return CorruptionError("JPEG: not a JPEG file (no SOI marker)");
   }
@@ -583,16 +587,24 @@ Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, 
                            std::to_string(width));
   }
   SHARDPACK_RETURN_IF_ERROR(ChooseColour(s.cinfo, channels, &s));
-  s.scale_denom = 1;
+  s.scale_denom = scale_denom;
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
+  const JDIMENSION out_width = s.cinfo.output_width;
+  const JDIMENSION out_height = s.cinfo.output_height;
+  if (out_width != static_cast<JDIMENSION>(ScaledSide(width, scale_denom)) ||
+      out_height != static_cast<JDIMENSION>(ScaledSide(height, scale_denom))) {
+    return InternalError("JPEG: libjpeg scales " + std::to_string(height) + "x" +
+                         std::to_string(width) + " by 1/" + std::to_string(scale_denom) + " to " +
+                         std::to_string(out_height) + "x" + std::to_string(out_width));
+  }
   s.crop_x = 0;
-  s.crop_width = static_cast<JDIMENSION>(width);
+  s.crop_width = out_width;
   s.row_begin = 0;
-  s.row_end = static_cast<JDIMENSION>(height);
+  s.row_end = out_height;
   s.keep_x0 = 0;
-  s.keep_x1 = static_cast<JDIMENSION>(width);
+  s.keep_x1 = out_width;
   s.keep_y0 = 0;
-  s.keep_y1 = static_cast<JDIMENSION>(height);
+  s.keep_y1 = out_height;
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(StartStep));
   // Every row is read straight into `dst` except CMYK ones, converted from spare rows.
   std::vector<uint8_t> spare_rows;

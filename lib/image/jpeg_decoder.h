@@ -59,12 +59,13 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
 StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
                                        const DecodeOptions& options, const NeededRegion& needed);
 
-// image::DecodeExact (image.h) for a JPEG: decodes straight into `dst` (height * width *
-// channels bytes), without an intermediate image. The stored size must be height x width
-// (checked from the header, before decoding; Corruption otherwise); no orientation, no
-// scaling.
+// image::DecodeExact (image.h) for a JPEG: decodes straight into `dst`, without an
+// intermediate image. The stored size must be height x width (checked from the header,
+// before decoding; Corruption otherwise); no orientation. scale_denom (1, 2, 4 or 8;
+// InvalidArgument otherwise) is libjpeg's DCT scaling: `dst` receives
+// ScaledSide(height, scale_denom) x ScaledSide(width, scale_denom) x channels bytes.
 Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, int channels,
-                       uint8_t* dst);
+                       int scale_denom, uint8_t* dst);
 
 // The EXIF orientation from the payload of an APP1 segment (the bytes after the length
 // field: "Exif\0\0" and a TIFF header, either byte order), read from tag 0x0112 (SHORT)

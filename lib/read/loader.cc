@@ -441,18 +441,15 @@ class Loader::Impl {
       }
       if (!copy.copied) std::memcpy(dst, view.pixels.data(), sample_bytes);
     } else {
-      if (view.encoding != ImageEncoding::kRaw) {
-        if (scratch->decoded.size() < view_bytes) scratch->decoded.resize(view_bytes);
-        Status d = image::DecodeExact(view.encoded.data(), view.encoded.size(), view.height,
-                                      view.width, view.channels, scratch->decoded.data());
-        if (!d.ok()) {
-          return CorruptionError(Where(slot.indices[i]) + ": image/encoded: " + d.message());
-        }
-        view.pixels = {scratch->decoded.data(), view_bytes};
+      const uint64_t key = read::SampleKey(options.seed, slot.epoch, slot.indices[i]);
+      Status s;
+      if (view.encoding == ImageEncoding::kRaw) {
+        s = transformer.Apply(view.pixels.data(), view.height, view.width, view.channels, key, dst,
+                              &scratch->transform);
+      } else {
+        s = DecodeAndApply(view, key, slot.indices[i], dst, scratch);
+        if (s.code() == StatusCode::kCorruption) return s;
       }
-      Status s = transformer.Apply(view.pixels.data(), view.height, view.width, view.channels,
-                                   read::SampleKey(options.seed, slot.epoch, slot.indices[i]), dst,
-                                   &scratch->transform);
       if (!s.ok()) return ShapeFault(slot.indices[i], view, s.message());
     }
     if (normalize && !gpu) {
@@ -462,6 +459,30 @@ class Loader::Impl {
                            slot.host_out_memory.get() + static_cast<size_t>(i) * out_bytes);
     }
     return Status::Ok();
+  }
+
+  // An encoded sample decoded into the worker's buffer, then transformed into `dst`. A
+  // JPEG whose transform shrinks it twice or more is decoded smaller by DCT scaling
+  // (LoaderOptions::decode_scaled). A file that does not decode is the record's
+  // Corruption, named here; any other error is the transform's, about the shape.
+  Status DecodeAndApply(const SampleView& view, uint64_t key, uint64_t index, uint8_t* dst,
+                        WorkerScratch* scratch) {
+    SHARDPACK_ASSIGN_OR_RETURN(read::SamplePlan plan,
+                               transformer.Plan(view.height, view.width, key));
+    const int denom = options.decode_scaled && view.encoding == ImageEncoding::kJpeg
+                          ? transformer.ShrinkDenominator(plan)
+                          : 1;
+    const int height = image::ScaledSide(view.height, denom);
+    const int width = image::ScaledSide(view.width, denom);
+    const size_t bytes = static_cast<size_t>(height) * static_cast<size_t>(width) *
+                         static_cast<size_t>(view.channels);
+    if (scratch->decoded.size() < bytes) scratch->decoded.resize(bytes);
+    Status d = image::DecodeExactScaled(view.encoded.data(), view.encoded.size(), view.height,
+                                        view.width, view.channels, denom, scratch->decoded.data());
+    if (!d.ok()) return CorruptionError(Where(index) + ": image/encoded: " + d.message());
+    if (denom != 1) plan = read::ScalePlan(plan, denom, height, width);
+    return transformer.ApplyPlan(scratch->decoded.data(), height, width, view.channels, plan, dst,
+                                 &scratch->transform);
   }
 
   // "<shard file>: record N[ at offset X]" of a global sample index, as the shard reader

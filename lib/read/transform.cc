@@ -5,6 +5,7 @@
 #include <string>
 #include <utility>
 
+#include "image/image.h"
 #include "read/random.h"
 
 namespace shardpack::read {
@@ -303,12 +304,46 @@ Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, in
                                 std::to_string(channels_) + " channels");
   }
   SHARDPACK_ASSIGN_OR_RETURN(const SamplePlan plan, Plan(height, width, key));
+  return ApplyPlan(pixels, height, width, channels, plan, out, scratch);
+}
+
+Status SampleTransformer::ApplyPlan(const uint8_t* pixels, int height, int width, int channels,
+                                    const SamplePlan& plan, uint8_t* out,
+                                    TransformScratch* scratch) const {
+  if (channels_ == 0) {
+    return FailedPreconditionError("transform: empty SampleTransformer (not made by Create)");
+  }
+  if (pixels == nullptr || out == nullptr || scratch == nullptr) {
+    return InvalidArgumentError("transform: null pixels, output or scratch");
+  }
+  if (channels != channels_) {
+    return InvalidArgumentError(SampleText(height, width, channels) + ": expected " +
+                                std::to_string(channels_) + " channels");
+  }
   SHARDPACK_RETURN_IF_ERROR(image::ResizeRegionInto(
       pixels, height, width, channels, static_cast<size_t>(width) * channels, plan.x0, plan.y0,
       plan.x1, plan.y1, out_height_, out_width_, filter_, out,
       static_cast<size_t>(out_width_) * channels, &scratch->resize_));
   if (plan.flip) FlipRows(out, out_height_, out_width_, channels);
   return Status::Ok();
+}
+
+int SampleTransformer::ShrinkDenominator(const SamplePlan& plan) const {
+  if (pass_through()) return 1;
+  for (int d = 8; d > 1; d /= 2) {
+    if ((plan.y1 - plan.y0) / d >= out_height_ && (plan.x1 - plan.x0) / d >= out_width_) return d;
+  }
+  return 1;
+}
+
+SamplePlan ScalePlan(const SamplePlan& plan, int denominator, int scaled_height, int scaled_width) {
+  const float d = static_cast<float>(denominator);
+  SamplePlan scaled = plan;
+  scaled.x0 = plan.x0 / d;
+  scaled.x1 = std::min(plan.x1 / d, static_cast<float>(scaled_width));
+  scaled.y0 = plan.y0 / d;
+  scaled.y1 = std::min(plan.y1 / d, static_cast<float>(scaled_height));
+  return scaled;
 }
 
 }  // namespace shardpack::read

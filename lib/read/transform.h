@@ -102,6 +102,13 @@ class TransformScratch {
   image::ResizeScratch resize_;
 };
 
+// `plan`, made for a sample, for the same sample decoded at 1/denominator by DCT scaling
+// (scaled_height x scaled_width, ScaledSide of the stored sides): the box divided by the
+// denominator, so that it covers the same part of the picture (a scaled pixel covers
+// denominator x denominator stored ones), clamped to the scaled sides (a last, partial
+// block).
+SamplePlan ScalePlan(const SamplePlan& plan, int denominator, int scaled_height, int scaled_width);
+
 class SampleTransformer {
  public:
   // An empty transformer (0x0x0 output): Apply and Plan fail with FailedPrecondition.
@@ -150,6 +157,18 @@ class SampleTransformer {
   // prefix where it came from. FailedPrecondition on an empty transformer.
   Status Apply(const uint8_t* pixels, int height, int width, int channels, uint64_t key,
                uint8_t* out, TransformScratch* scratch) const;
+
+  // As Apply, with the plan given instead of drawn from a key: Plan's for this sample,
+  // or ScalePlan's of it when the sample was decoded smaller (DCT scaling). The plan's
+  // box must lie within the sample (InvalidArgument otherwise, as ResizeRegionInto).
+  Status ApplyPlan(const uint8_t* pixels, int height, int width, int channels,
+                   const SamplePlan& plan, uint8_t* out, TransformScratch* scratch) const;
+
+  // The DCT scale denominator (1, 2, 4 or 8) at which a JPEG may be decoded for `plan`
+  // without the resample enlarging anything: the largest d whose box divided by d is
+  // still at least out_height() x out_width(). 1 when the box is less than twice the
+  // output on an axis (always for kNone and kRandomCrop).
+  int ShrinkDenominator(const SamplePlan& plan) const;
 
  private:
   Transform transform_ = Transform::kNone;

@@ -253,6 +253,9 @@ class Loader:
         resize_shorter: center_crop's shorter side before cropping (0: 8/7 of output).
         scale, ratio: random_resized_crop's area fraction and aspect-ratio ranges.
         filter: "area", "bilinear" (default), "bicubic" or "lanczos3" (also: "lanczos").
+        decode_scaled: JPEG datasets: decode a sample whose transform shrinks it to half
+            or less at 1/2, 1/4 or 1/8 size (DCT scaling) before resampling (default
+            True; False decodes every sample at full size).
         normalize: (mean, std) per channel in 0..1 units, or "imagenet"; output is
             NCHW float (``dtype`` float32 unless float16 is asked for).
         dtype: "uint8" (default without normalize), "float32" or "float16"; a float
@@ -299,6 +302,7 @@ class Loader:
         scale=(0.08, 1.0),
         ratio=(3.0 / 4.0, 4.0 / 3.0),
         filter="bilinear",
+        decode_scaled=True,
         normalize=None,
         dtype=None,
         verify_crc=True,
@@ -353,6 +357,7 @@ class Loader:
         o.rrc_scale_min, o.rrc_scale_max = (float(v) for v in _pair(scale, "scale"))
         o.rrc_ratio_min, o.rrc_ratio_max = (float(v) for v in _pair(ratio, "ratio"))
         o.filter = parsed_name(_shardpack.parse_resize_filter, filter, "filter")
+        o.decode_scaled = bool(decode_scaled)
 
         if dtype is None:
             dtype = "uint8" if normalize is None else "float32"

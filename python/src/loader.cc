@@ -285,6 +285,7 @@ void BindLoader(nb::module_& m) {
       .def_rw("rrc_ratio_min", &LoaderOptions::rrc_ratio_min)
       .def_rw("rrc_ratio_max", &LoaderOptions::rrc_ratio_max)
       .def_rw("filter", &LoaderOptions::filter)
+      .def_rw("decode_scaled", &LoaderOptions::decode_scaled)
       .def_rw("output_type", &LoaderOptions::output_type)
       .def_rw("mean", &LoaderOptions::mean)
       .def_rw("std", &LoaderOptions::std);

@@ -67,3 +67,27 @@ def test_bad_encoding_options_are_value_errors(image_folder, tmp_path):
     with pytest.raises(ValueError, match="quality"):
         shardpack.convert(image_folder, str(tmp_path / "y"), size=32, encoding="jpeg",
                           quality=0)
+
+
+def test_decode_scaled_shrinks_only_where_the_crop_is_twice_the_output(image_folder, tmp_path):
+    # 64x64 JPEGs cropped to 16x16 from the shorter side resized to 18 (8/7 of 16): the
+    # crop's source is 3.5x the output, decoded at 1/2 with decode_scaled; resized to 56
+    # it is 1.14x, decoded whole either way.
+    raw, jpeg = str(tmp_path / "raw"), str(tmp_path / "jpeg")
+    shardpack.convert(image_folder, raw, size=64)
+    shardpack.convert(image_folder, jpeg, size=64, encoding="jpeg", quality=95)
+
+    def epoch(path, scaled, shorter):
+        loader = shardpack.Loader(path, batch_size=8, shuffle="none", num_threads=2,
+                                  output_size=16, transform="center_crop",
+                                  resize_shorter=shorter, decode_scaled=scaled,
+                                  framework="numpy", layout="NHWC")
+        return np.concatenate(collect(loader)[2]).astype(np.float64)
+
+    def psnr(a, b):
+        return 10 * np.log10(255.0 ** 2 / max(np.mean((a - b) ** 2), 1e-12))
+
+    np.testing.assert_array_equal(epoch(jpeg, True, 56), epoch(jpeg, False, 56))
+    full, scaled, ref = epoch(jpeg, False, 0), epoch(jpeg, True, 0), epoch(raw, True, 0)
+    assert not np.array_equal(full, scaled), "decode_scaled changed nothing"
+    assert psnr(scaled, ref) >= 30 and psnr(full, ref) >= 30, (psnr(scaled, ref), psnr(full, ref))

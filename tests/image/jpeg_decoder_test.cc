@@ -16,6 +16,10 @@
 // jpeglib.h needs size_t and FILE declared before it.
 #include <jpeglib.h>
 
+#include "image/image.h"
+#include "image_fixtures.h"
+#include "test_util.h"
+
 namespace shardpack::image {
 namespace {
 
@@ -673,6 +677,50 @@ TEST(JpegDecoderTest, DctScaledPixelsApproximateTheDownsampledSource) {
   EXPECT_LT(MeanAbsError(image->pixels, box), 4.0);
 }
 
+TEST(JpegDecoderTest, ExactScaledDecodeIsTheDctScaledDecodeInPlace) {
+  const Bytes jpeg = ColourJpeg(100, 60);  // odd scaled sides: 60 / 8 and 100 / 8 round up
+  for (const int d : {1, 2, 4, 8}) {
+    SCOPED_TRACE("1/" + std::to_string(d));
+    const int h = image::ScaledSide(60, d);
+    const int w = image::ScaledSide(100, d);
+    Bytes out(static_cast<size_t>(h) * w * 3 + 1, 0xAB);
+    ASSERT_OK(DecodeJpegExact(jpeg.data(), jpeg.size(), 60, 100, 3, d, out.data()));
+    EXPECT_EQ(out.back(), 0xAB) << "wrote past " << h << "x" << w << "x3";
+    out.pop_back();
+    DecodeOptions options;
+    options.min_height = h;
+    options.min_width = w;
+    auto want = DecodeBytes(jpeg, options);
+    ASSERT_TRUE(want.ok()) << want.status().ToString();
+    ASSERT_EQ(want->height, h);
+    ASSERT_EQ(want->width, w);
+    EXPECT_EQ(out, want->pixels);
+    Bytes via_image(out.size());
+    ASSERT_OK(image::DecodeExactScaled(jpeg.data(), jpeg.size(), 60, 100, 3, d, via_image.data()));
+    EXPECT_EQ(via_image, out);
+  }
+}
+
+TEST(JpegDecoderTest, ExactScaledDecodeRefusesOtherScalesSizesAndPngs) {
+  const Bytes jpeg = ColourJpeg(100, 60);
+  Bytes out(100 * 60 * 3);
+  for (const int d : {0, 3, 16, -2}) {
+    EXPECT_EQ(DecodeJpegExact(jpeg.data(), jpeg.size(), 60, 100, 3, d, out.data()).code(),
+              StatusCode::kInvalidArgument)
+        << d;
+  }
+  const Status wrong = DecodeJpegExact(jpeg.data(), jpeg.size(), 60, 99, 3, 2, out.data());
+  EXPECT_EQ(wrong.code(), StatusCode::kCorruption);
+  EXPECT_NE(wrong.message().find("the record says 60x99"), std::string::npos) << wrong.message();
+  const std::vector<uint8_t> pixels = testing::Pattern(6, 10, 3, 1);
+  const std::string png = testing::EncodePng(pixels, 6, 10, 3);
+  const auto* data = reinterpret_cast<const uint8_t*>(png.data());
+  EXPECT_EQ(image::DecodeExactScaled(data, png.size(), 6, 10, 3, 2, out.data()).code(),
+            StatusCode::kInvalidArgument);
+  ASSERT_OK(image::DecodeExactScaled(data, png.size(), 6, 10, 3, 1, out.data()));
+  EXPECT_EQ(Bytes(out.begin(), out.begin() + 6 * 10 * 3), pixels);
+}
+
 TEST(JpegDecoderTest, DctScalingCountsTransposingOrientationsAsSwappedSides) {
   // Stored 256 wide, 64 high; orientation 6 makes it 64 wide, 256 high.
   const Bytes jpeg = WithExif(256, 64, 6);
@@ -872,8 +920,8 @@ TEST(JpegDecoderTest, WindowHoldsExactlyTheWholeDecodesPixels) {
     const StatusOr<Image> whole = DecodeBytes(jpeg, Options(wc.channels));
     ASSERT_TRUE(whole.ok()) << wc.name << ": " << whole.status().ToString();
     for (const Region& r : regions) {
-      SCOPED_TRACE(testing::Message() << wc.name << ", region x " << r.x0 << ".." << r.x1 << ", y "
-                                      << r.y0 << ".." << r.y1);
+      SCOPED_TRACE(::testing::Message() << wc.name << ", region x " << r.x0 << ".." << r.x1
+                                        << ", y " << r.y0 << ".." << r.y1);
       int calls = 0;
       const StatusOr<ImageWindow> window = DecodeJpegWindow(
           jpeg.data(), jpeg.size(), Options(wc.channels), [&](int height, int width) {

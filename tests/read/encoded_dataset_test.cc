@@ -8,6 +8,7 @@
 
 #include "image/image.h"
 #include "read/delivered_batch.h"
+#include "read/transform.h"
 #include "shardpack/dataset.h"
 #include "shardpack/loader.h"
 #include "shardpack/shard_writer.h"
@@ -144,6 +145,67 @@ INSTANTIATE_TEST_SUITE_P(Backends, EncodedDatasetTest,
                                            EncodedParam{Backend::kTfrecord, ImageEncoding::kPng},
                                            EncodedParam{Backend::kLmdb, ImageEncoding::kJpeg},
                                            EncodedParam{Backend::kLmdb, ImageEncoding::kPng}));
+
+// A transform that shrinks a JPEG 4x (64x96 resized to 16x24 and centre-cropped to 12x12)
+// decodes it at 1/4 by DCT scaling and resamples the scaled crop; decode_scaled off
+// decodes it whole. Both are checked against decoding and transforming by hand.
+TEST(EncodedLoaderTest, AShrinkingTransformDecodesJpegsDctScaled) {
+  TempDir dir;
+  TestDatasetSpec spec;
+  spec.encoding = ImageEncoding::kJpeg;
+  spec.samples = 6;
+  spec.height = 64;
+  spec.width = 96;
+  spec.max_shard_records = 4;
+  testing::WriteTestDataset(dir.path(), spec);
+  auto ds = OpenOrDie(dir.path());
+  ASSERT_NE(ds, nullptr);
+  LoaderOptions o;
+  o.batch_size = 3;
+  o.num_threads = 2;
+  o.shuffle = ShuffleMode::kNone;
+  o.transform = Transform::kCenterCrop;
+  o.output_height = o.output_width = 12;
+  o.resize_shorter = 16;
+  auto t = read::SampleTransformer::Create(o, ds->manifest().image);
+  ASSERT_OK(t.status());
+  read::TransformScratch scratch;
+  std::vector<std::string> epochs;
+  for (const bool scaled : {false, true}) {
+    SCOPED_TRACE(scaled ? "decode_scaled" : "full-size decode");
+    o.decode_scaled = scaled;
+    const std::vector<Got> got = ReadEpoch(ds, o);
+    ASSERT_EQ(got.size(), 2u);
+    std::string all;
+    for (const Got& b : got) {
+      for (int i = 0; i < b.valid; ++i) {
+        const uint64_t index = b.indices[static_cast<size_t>(i)];
+        SampleView v;
+        ASSERT_OK(ds->Get(index, &v));
+        const uint64_t key = read::SampleKey(o.seed, 0, index);
+        auto plan = t->Plan(64, 96, key);
+        ASSERT_OK(plan.status());
+        const int d = scaled ? 4 : 1;
+        EXPECT_EQ(t->ShrinkDenominator(*plan), 4);
+        const int h = image::ScaledSide(64, d);
+        const int w = image::ScaledSide(96, d);
+        std::vector<uint8_t> decoded(static_cast<size_t>(h) * w * 3);
+        ASSERT_OK(image::DecodeExactScaled(v.encoded.data(), v.encoded.size(), 64, 96, 3, d,
+                                           decoded.data()));
+        std::vector<uint8_t> want(12 * 12 * 3);
+        ASSERT_OK(t->ApplyPlan(decoded.data(), h, w, 3,
+                               scaled ? read::ScalePlan(*plan, d, h, w) : *plan, want.data(),
+                               &scratch));
+        EXPECT_EQ(b.bytes.substr(static_cast<size_t>(i) * want.size(), want.size()),
+                  std::string(want.begin(), want.end()))
+            << "sample " << index;
+      }
+      all += b.bytes;
+    }
+    epochs.push_back(all);
+  }
+  EXPECT_NE(epochs[0], epochs[1]) << "decode_scaled changed nothing";
+}
 
 // Sample 2 stores a JPEG cut short: its checksums hold (the writer summed what it was
 // given), so only decoding finds it.

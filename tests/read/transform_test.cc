@@ -14,6 +14,7 @@
 
 #include "image/resize.h"
 #include "read/random.h"
+#include "test_util.h"
 
 namespace shardpack::read {
 namespace {
@@ -406,7 +407,7 @@ TEST(SampleTransformerTest, RandomResizedCropBoxesRespectScaleAndRatio) {
   const SampleTransformer t = MustCreate(o, VariableSpec());
   for (uint64_t i = 0; i < 200; ++i) {
     const SamplePlan p = MustPlan(t, 375, 500, SampleKey(3, 1, i));
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << "key " << i << ": " << p.x0 << "," << p.y0 << " to " << p.x1 << "," << p.y1);
     ASSERT_GE(p.x0, 0.0f);
     ASSERT_GE(p.y0, 0.0f);
@@ -631,5 +632,64 @@ TEST(SampleTransformerTest, GraySamplesAreTransformed) {
   EXPECT_EQ(out, std::vector<uint8_t>(12 * 10, 77));
 }
 
+// --- DCT-scaled decoding (the loader's encoded path) -------------------------------------
+
+TEST(SampleTransformerTest, ApplyPlanOfTheKeysPlanIsApply) {
+  const std::vector<uint8_t> px = Noise(40, 56, 3, 9);
+  for (const Transform t : {Transform::kCenterCrop, Transform::kRandomResizedCrop}) {
+    LoaderOptions o = Options(t, 12, 10);
+    o.random_flip = true;
+    const SampleTransformer tr = MustCreate(o, VariableSpec());
+    TransformScratch scratch;
+    for (uint64_t key = 0; key < 20; ++key) {
+      std::vector<uint8_t> out(12 * 10 * 3);
+      ASSERT_OK(
+          tr.ApplyPlan(px.data(), 40, 56, 3, MustPlan(tr, 40, 56, key), out.data(), &scratch));
+      EXPECT_EQ(out, MustApply(tr, px, 40, 56, 3, key, &scratch)) << "key " << key;
+    }
+  }
+}
+
+TEST(SampleTransformerTest, ShrinkDenominatorIsTheLargestThatKeepsTheBoxAtLeastTheOutput) {
+  const SampleTransformer tr = MustCreate(Options(Transform::kCenterCrop, 10, 20), VariableSpec());
+  auto plan = [](float w, float h) {
+    SamplePlan p;
+    p.x0 = 3;
+    p.y0 = 5;
+    p.x1 = 3 + w;
+    p.y1 = 5 + h;
+    return p;
+  };
+  EXPECT_EQ(tr.ShrinkDenominator(plan(20, 10)), 1);
+  EXPECT_EQ(tr.ShrinkDenominator(plan(39.9f, 100)), 1);  // width: 19.95 < 20 at 1/2
+  EXPECT_EQ(tr.ShrinkDenominator(plan(40, 20)), 2);
+  EXPECT_EQ(tr.ShrinkDenominator(plan(80, 39)), 2);  // height: 9.75 < 10 at 1/4
+  EXPECT_EQ(tr.ShrinkDenominator(plan(80, 40)), 4);
+  EXPECT_EQ(tr.ShrinkDenominator(plan(160, 80)), 8);
+  EXPECT_EQ(tr.ShrinkDenominator(plan(1000, 1000)), 8);  // 1/8 is libjpeg's smallest
+  // A copy (kNone) or a window (kRandomCrop) never shrinks.
+  const SampleTransformer none = MustCreate(Options(Transform::kNone), FixedSpec(80, 160));
+  EXPECT_EQ(none.ShrinkDenominator(plan(160, 80)), 1);
+  const SampleTransformer crop =
+      MustCreate(Options(Transform::kRandomCrop, 10, 20), FixedSpec(80, 160));
+  EXPECT_EQ(crop.ShrinkDenominator(MustPlan(crop, 80, 160, 3)), 1);
+}
+
+TEST(ScalePlanTest, DividesTheBoxAndClampsItToTheScaledSides) {
+  SamplePlan p;
+  p.x0 = 2;
+  p.y0 = 4.5f;
+  p.x1 = 101;  // the whole of a 101-wide image
+  p.y1 = 40;
+  p.flip = true;
+  const SamplePlan s = ScalePlan(p, 4, /*scaled_height=*/11, /*scaled_width=*/26);
+  EXPECT_FLOAT_EQ(s.x0, 0.5f);
+  EXPECT_FLOAT_EQ(s.y0, 1.125f);
+  EXPECT_FLOAT_EQ(s.x1, 25.25f);  // the last scaled column covers 1 of 4 stored ones
+  EXPECT_FLOAT_EQ(s.y1, 10.0f);
+  EXPECT_TRUE(s.flip);
+  p.x1 = 104;  // beyond: clamped
+  EXPECT_FLOAT_EQ(ScalePlan(p, 4, 11, 26).x1, 26.0f);
+}
 }  // namespace
 }  // namespace shardpack::read

@@ -187,6 +187,12 @@ struct LoaderOptions {
   float rrc_ratio_min = 3.0f / 4.0f;
   float rrc_ratio_max = 4.0f / 3.0f;
   ResizeFilter filter = ResizeFilter::kBilinear;
+  // Encoded (JPEG) datasets: a sample whose transform shrinks it to half or less on both
+  // axes is decoded at 1/2, 1/4 or 1/8 of its size by libjpeg's DCT scaling (the largest
+  // scale at which the crop is still at least the output), then resampled from there,
+  // as Pillow's draft mode does (default on). Off: every sample is decoded at full size.
+  // docs/LOADER.md gives the cost and the difference in pixels.
+  bool decode_scaled = true;
 
   OutputType output_type = OutputType::kUint8;
   std::array<float, 3> mean = {0.485f, 0.456f, 0.406f};
