@@ -151,11 +151,6 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("JPEG chroma subsampling must be 444, 422 or 420, not " +
                                 std::to_string(o.jpeg_subsampling));
   }
-  if (o.encoding != ImageEncoding::kRaw && o.lmdb_schema == LmdbSchema::kCaffe) {
-    return InvalidArgumentError("encoded images (--encoding " +
-                                std::string(ImageEncodingName(o.encoding)) +
-                                ") are not written in the Caffe schema");
-  }
   if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
     return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
   }

@@ -48,6 +48,19 @@ std::string EncodeCaffeDatum(const uint8_t* hwc, int height, int width, int chan
   return out;
 }
 
+std::string EncodeCaffeEncodedDatum(std::span<const uint8_t> file, int64_t label) {
+  std::string out;
+  out.reserve(file.size() + 24);
+  out.push_back(static_cast<char>((4 << 3) | 2));  // data: length-delimited
+  PutVarint64(&out, file.size());
+  out.append(reinterpret_cast<const char*>(file.data()), file.size());
+  out.push_back(static_cast<char>(5 << 3));  // label
+  PutVarint64(&out, static_cast<uint64_t>(label));
+  out.push_back(static_cast<char>(7 << 3));  // encoded = true
+  out.push_back(1);
+  return out;
+}
+
 namespace {
 
 Status DatumError(const uint8_t* base, const uint8_t* at, const std::string& what) {
@@ -127,15 +140,30 @@ Status ParseCaffeDatum(const uint8_t* value, uint64_t size, CaffeDatumView* out)
   return Status::Ok();
 }
 
-Status CheckCaffeDatum(const CaffeDatumView& d) {
-  if (d.encoded) {
-    return CorruptionError("Datum.encoded is true: shardpack writes raw pixels, not an image file");
+Status CheckCaffeDatum(const CaffeDatumView& d, ImageEncoding encoding) {
+  const bool raw = encoding == ImageEncoding::kRaw;
+  if (d.encoded != !raw) {
+    return CorruptionError(raw ? "Datum.encoded is true: the manifest says raw pixels, not an "
+                                 "image file"
+                               : "Datum.encoded is false: the manifest says " +
+                                     std::string(ImageEncodingName(encoding)) + " files");
   }
   if (d.float_data > 0) {
     return CorruptionError("Datum.float_data holds " + std::to_string(d.float_data) +
                            " values; shardpack writes uint8 data only");
   }
   if (!d.has_label) return CorruptionError("Datum.label: missing");
+  if (!raw) {
+    const std::string_view signature = encoding == ImageEncoding::kJpeg
+                                           ? std::string_view("\xff\xd8\xff", 3)
+                                           : std::string_view("\x89PNG\r\n\x1a\n", 8);
+    if (d.data.substr(0, signature.size()) != signature) {
+      return CorruptionError("Datum.data: " + std::to_string(d.data.size()) +
+                             " bytes that do not start with the " +
+                             std::string(ImageEncodingName(encoding)) + " signature");
+    }
+    return Status::Ok();
+  }
   if (d.channels != 1 && d.channels != 3) {
     return CorruptionError("Datum.channels: " + std::to_string(d.channels) +
                            ", expected 1 (gray) or 3 (BGR)");

@@ -1,5 +1,5 @@
 // Caffe's `Datum` message, the value of a Caffe-style LMDB record (docs/FORMAT.md §4.1),
-// as Caffe's tools/convert_imageset writes it for raw (not encoded) images:
+// as Caffe's tools/convert_imageset writes it for raw images, and with --encoded:
 //
 //   message Datum {                 // caffe/src/caffe/proto/caffe.proto (proto2)
 //     optional int32 channels = 1;  optional int32 height = 2;  optional int32 width = 3;
@@ -15,9 +15,11 @@
 #define SHARDPACK_FORMAT_CAFFE_DATUM_H_
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
+#include "shardpack/manifest.h"
 #include "shardpack/status.h"
 
 namespace shardpack::format {
@@ -39,6 +41,12 @@ std::string CaffeKey(uint64_t index, std::string_view path);
 std::string EncodeCaffeDatum(const uint8_t* hwc, int height, int width, int channels,
                              int64_t label);
 
+// The Datum of an encoded image (`file`: the JPEG or PNG file's bytes), as
+// convert_imageset --encoded writes it (caffe::ReadImageToDatum): data, label and
+// encoded = true, in field-number order, and no channels, height or width (Caffe learns
+// them by decoding). `label` as in EncodeCaffeDatum.
+std::string EncodeCaffeEncodedDatum(std::span<const uint8_t> file, int64_t label);
+
 // A Datum as parsed: pointers into the value. A field that is absent keeps its proto2
 // default (0, empty, false); `has_*` says whether it was present.
 struct CaffeDatumView {
@@ -55,10 +63,12 @@ struct CaffeDatumView {
 // Caffe Datum: ... at byte N") when the bytes are not a protobuf message of that schema.
 Status ParseCaffeDatum(const uint8_t* value, uint64_t size, CaffeDatumView* out);
 
-// Checks a parsed Datum as shardpack writes it: channels 1 or 3, height and width in
-// 1..65500, len(data) = C*H*W, not encoded, no float_data, a label. Corruption naming the
-// field otherwise.
-Status CheckCaffeDatum(const CaffeDatumView& d);
+// Checks a parsed Datum as shardpack writes it for a dataset of `encoding`. kRaw: channels
+// 1 or 3, height and width in 1..65500, len(data) = C*H*W, not encoded, no float_data, a
+// label. kJpeg / kPng: encoded, data that starts with that format's signature, no
+// float_data, a label (the shape is the file's: only decoding it checks that).
+// Corruption naming the field otherwise.
+Status CheckCaffeDatum(const CaffeDatumView& d, ImageEncoding encoding);
 
 }  // namespace shardpack::format
 

@@ -130,9 +130,9 @@ Json ManifestJson(const Manifest& m) {
   if (caffe) j["lmdb_schema"] = std::string(LmdbSchemaName(m.lmdb_schema));
   j["num_samples"] = m.num_samples;
   const bool encoded = m.image.encoding != ImageEncoding::kRaw;
-  Json image{{"layout", caffe     ? "CHW"
-                        : encoded ? "encoded"
-                                  : "HWC"},
+  Json image{{"layout", encoded ? "encoded"
+                        : caffe ? "CHW"
+                                : "HWC"},
              {"dtype", "uint8"},
              {"channels", m.image.channels}};
   if (encoded) image["encoding"] = std::string(ImageEncodingName(m.image.encoding));
@@ -274,9 +274,6 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     auto encoding = ParseImageEncoding(name);
     if (!encoding.ok() || *encoding == ImageEncoding::kRaw) {
       return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\" or \"png\"");
-    }
-    if (m.lmdb_schema == LmdbSchema::kCaffe) {
-      return r.Error("image.encoding", "present, but the LMDB schema is \"caffe\"");
     }
     m.image.encoding = *encoding;
     layout = "encoded";

@@ -346,9 +346,6 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
   if (options.max_shard_bytes == 0) {
     return InvalidArgumentError("max_shard_bytes must be positive");
   }
-  if (im.encoding != ImageEncoding::kRaw && options.lmdb_schema == LmdbSchema::kCaffe) {
-    return InvalidArgumentError("encoded images are not written in the Caffe schema");
-  }
   if (!nlohmann::json::accept(options.options_json.empty() ? "{}" : options.options_json)) {
     return InvalidArgumentError("options_json is not valid JSON");
   }
@@ -437,7 +434,10 @@ Status ShardWriter::Add(const SampleInput& s) {
   if (impl_->IsCaffe()) {
     return impl_->AddCaffe(
         format::CaffeKey(impl_->samples(), s.filename),
-        format::EncodeCaffeDatum(s.pixels.data(), s.height, s.width, s.channels, s.label), s.label);
+        impl_->encoding() != ImageEncoding::kRaw
+            ? format::EncodeCaffeEncodedDatum(s.encoded, s.label)
+            : format::EncodeCaffeDatum(s.pixels.data(), s.height, s.width, s.channels, s.label),
+        s.label);
   }
   format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};

@@ -105,11 +105,9 @@ std::string Shape(int64_t h, int64_t w, int64_t c) {
   return std::to_string(h) + "x" + std::to_string(w) + "x" + std::to_string(c);
 }
 
-// A sample's label, class text (optional: FORMAT.md §2.4; shardpack's writer always
-// stores it), channels and shape against the manifest: Corruption naming the first
-// mismatch.
-Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t channels,
-                            int64_t height, int64_t width, const Manifest& m) {
+// A sample's label and class text (optional: FORMAT.md §2.4; shardpack's writer always
+// stores it) against the manifest: Corruption naming the first mismatch.
+Status CheckLabel(int64_t label, std::string_view class_text, const Manifest& m) {
   if (label < 0 || static_cast<uint64_t>(label) >= m.classes.size()) {
     return CorruptionError("label " + std::to_string(label) + " is outside the " +
                            std::to_string(m.classes.size()) + " classes of the manifest");
@@ -119,6 +117,13 @@ Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t 
     return CorruptionError("class text \"" + std::string(class_text) + "\" does not match label " +
                            std::to_string(label) + " (\"" + name + "\")");
   }
+  return Status::Ok();
+}
+
+// CheckLabel, then the sample's channels and shape against the manifest.
+Status CheckAgainstManifest(int64_t label, std::string_view class_text, int64_t channels,
+                            int64_t height, int64_t width, const Manifest& m) {
+  SHARDPACK_RETURN_IF_ERROR(CheckLabel(label, class_text, m));
   if (channels != m.image.channels) {
     return CorruptionError(std::to_string(channels) + " channels, the manifest says " +
                            std::to_string(m.image.channels));
@@ -171,13 +176,46 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
   return Status::Ok();
 }
 
-// Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest.
-Status CheckCaffeValue(std::string_view value, const Manifest& m) {
+// Checks one Caffe-schema LMDB value (docs/FORMAT.md §4.1) against the manifest. An
+// encoded Datum carries no shape (as convert_imageset --encoded writes it): its label is
+// checked, and with `decode` its file is decoded and the shape checked (a fixed size
+// bounds the decode; a variable one by the manifest's max side).
+Status CheckCaffeValue(std::string_view value, const Manifest& m, bool decode) {
   format::CaffeDatumView d;
   SHARDPACK_RETURN_IF_ERROR(
       format::ParseCaffeDatum(reinterpret_cast<const uint8_t*>(value.data()), value.size(), &d));
-  SHARDPACK_RETURN_IF_ERROR(format::CheckCaffeDatum(d));
-  return CheckAgainstManifest(d.label, {}, d.channels, d.height, d.width, m);
+  SHARDPACK_RETURN_IF_ERROR(format::CheckCaffeDatum(d, m.image.encoding));
+  if (m.image.encoding == ImageEncoding::kRaw) {
+    return CheckAgainstManifest(d.label, {}, d.channels, d.height, d.width, m);
+  }
+  int64_t height = m.image.height;
+  int64_t width = m.image.width;
+  if (decode) {
+    const auto* file = reinterpret_cast<const uint8_t*>(d.data.data());
+    Status s;
+    if (m.image.fixed()) {
+      std::vector<uint8_t> pixels(static_cast<size_t>(m.image.height) *
+                                  static_cast<size_t>(m.image.width) *
+                                  static_cast<size_t>(m.image.channels));
+      s = image::DecodeExact(file, d.data.size(), m.image.height, m.image.width, m.image.channels,
+                             pixels.data());
+    } else {
+      image::DecodeOptions o;
+      o.channels = m.image.channels;
+      o.apply_orientation = false;
+      if (m.image.max_side > 0) o.limits.max_dimension = m.image.max_side;
+      auto decoded = image::Decode(file, d.data.size(), o);
+      s = decoded.status();
+      if (s.ok()) {
+        height = decoded->height;
+        width = decoded->width;
+      }
+    }
+    if (!s.ok()) return CorruptionError("Datum.data: " + s.message());
+  }
+  // Without decoding, a variable-size dataset's sample has no shape to check.
+  if (!m.image.fixed() && !decode) return CheckLabel(d.label, {}, m);
+  return CheckAgainstManifest(d.label, {}, m.image.channels, height, width, m);
 }
 
 void CheckFileEntry(const FileEntry& e, uint64_t actual_bytes, const std::string& actual_hash,
@@ -334,7 +372,7 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
         fault = CorruptionError("key \"" + EscapeBytes(key.substr(0, 40)) + "\", expected \"" +
                                 prefix + "<path>\"");
       } else {
-        fault = CheckCaffeValue(value, m);
+        fault = CheckCaffeValue(value, m, decode);
       }
       if (!fault.ok()) add(static_cast<int64_t>(n), fault.message());
       ++n;

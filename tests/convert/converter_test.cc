@@ -8,6 +8,8 @@
 #include <filesystem>
 
 #include "convert/input_scan.h"
+#include "format/caffe_datum.h"
+#include "format/lmdb_shard.h"
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "shardpack/dataset.h"
@@ -414,7 +416,7 @@ TEST(ConvertTest, AConversionWithoutSamplesFailsNamingTheRejectsAndPublishesNoth
 TEST(ConvertTest, AnOutputDirectoryInsideTheSourceIsRefusedAlsoThroughALink) {
   Tree tree;
   const std::string src = tree.dir.path();
-  for (const std::string dst : {src + "/out", src + "/001.cat/../new/", src, src + "/"}) {
+  for (const std::string& dst : {src + "/out", src + "/001.cat/../new/", src, src + "/"}) {
     auto s = Convert(src, dst, Options16());
     ASSERT_FALSE(s.ok()) << dst;
     EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << dst;
@@ -609,11 +611,51 @@ TEST(ConvertEncodedTest, BadEncodingSettingsAreRefused) {
   o.jpeg_subsampling = 411;
   EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
             "JPEG chroma subsampling must be 444, 422 or 420, not 411");
-  o.jpeg_subsampling = 420;
+}
+
+// --lmdb-schema caffe --encoding jpeg: convert_imageset --encoded's Datums, each holding
+// the very file the Example schema stores as image/encoded.
+TEST(ConvertEncodedTest, CaffeSchemaDatumsHoldTheExampleSchemasFiles) {
+  Tree tree;
+  TempDir example_out, caffe_out;
+  ConvertOptions o = Options16();
   o.backend = Backend::kLmdb;
+  o.encoding = ImageEncoding::kJpeg;
+  ASSERT_OK(Convert(tree.dir.path(), example_out.path(), o).status());
   o.lmdb_schema = LmdbSchema::kCaffe;
-  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
-            "encoded images (--encoding jpeg) are not written in the Caffe schema");
+  auto caffe = Convert(tree.dir.path(), caffe_out.path(), o);
+  ASSERT_OK(caffe.status());
+  EXPECT_EQ(caffe->manifest.format_minor, 3);
+  EXPECT_EQ(caffe->manifest.lmdb_schema, LmdbSchema::kCaffe);
+  EXPECT_EQ(caffe->manifest.image.encoding, ImageEncoding::kJpeg);
+  auto example = Dataset::Open(example_out.path());
+  ASSERT_OK(example.status());
+  uint64_t i = 0;
+  for (const ShardEntry& e : caffe->manifest.shards) {
+    auto r = format::LmdbShardReader::Open(caffe_out.Join(e.data.file), false,
+                                           format::LmdbShardReader::Keys::kAny);
+    ASSERT_OK(r.status());
+    ASSERT_OK((*r)->ForEach([&](std::string_view, std::string_view value) {
+      format::CaffeDatumView d;
+      EXPECT_OK(format::ParseCaffeDatum(reinterpret_cast<const uint8_t*>(value.data()),
+                                        value.size(), &d));
+      SampleView v;
+      EXPECT_OK((*example)->Get(i, &v));
+      EXPECT_TRUE(d.encoded);
+      EXPECT_EQ(d.data,
+                std::string_view(reinterpret_cast<const char*>(v.encoded.data()), v.encoded.size()))
+          << "sample " << i;
+      EXPECT_EQ(d.label, v.label);
+      ++i;
+      return Status::Ok();
+    }));
+  }
+  EXPECT_EQ(i, static_cast<uint64_t>(tree.good));
+  VerifyOptions vo;
+  vo.decode_encoded = true;
+  auto v = VerifyDataset(caffe_out.path(), vo);
+  ASSERT_OK(v.status());
+  EXPECT_TRUE(v->ok()) << FormatFault(v->faults[0]);
 }
 
 }  // namespace

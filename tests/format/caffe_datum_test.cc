@@ -71,7 +71,7 @@ TEST(CaffeDatumTest, ParserReadsWhatLibprotobufWrites) {
   EXPECT_EQ(v.data, "ab");
   EXPECT_EQ(v.float_data, 2u);
   EXPECT_FALSE(v.encoded);
-  Status s = CheckCaffeDatum(v);
+  Status s = CheckCaffeDatum(v, ImageEncoding::kRaw);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("float_data holds 2 values"), std::string::npos) << s.message();
 }
@@ -95,21 +95,80 @@ TEST(CaffeDatumTest, CheckNamesADataSizeThatDoesNotMatchTheShape) {
   const std::string bytes = d.SerializeAsString();
   CaffeDatumView v;
   ASSERT_OK(ParseCaffeDatum(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &v));
-  Status s = CheckCaffeDatum(v);
+  Status s = CheckCaffeDatum(v, ImageEncoding::kRaw);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("Datum.data: 11 bytes, expected 12 (3x2x2, CHW)"), std::string::npos)
       << s.message();
 }
 
-TEST(CaffeDatumTest, CheckRefusesAnEncodedDatum) {
+CaffeDatumView MustParse(const std::string& bytes) {
+  CaffeDatumView v;
+  EXPECT_OK(ParseCaffeDatum(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &v));
+  return v;
+}
+
+TEST(CaffeDatumTest, CheckRefusesAnEncodedDatumInARawDataset) {
   caffe_test::Datum d;
   d.set_encoded(true);
   d.set_data("\xff\xd8\xff");
   d.set_label(0);
   const std::string bytes = d.SerializeAsString();
-  CaffeDatumView v;
-  ASSERT_OK(ParseCaffeDatum(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &v));
-  EXPECT_NE(CheckCaffeDatum(v).message().find("Datum.encoded is true"), std::string::npos);
+  EXPECT_NE(CheckCaffeDatum(MustParse(bytes), ImageEncoding::kRaw)
+                .message()
+                .find("Datum.encoded is true"),
+            std::string::npos);
+  EXPECT_OK(CheckCaffeDatum(MustParse(bytes), ImageEncoding::kJpeg));
+}
+
+// convert_imageset --encoded (caffe::ReadImageToDatum): the file as data, the label, and
+// encoded = true; no shape.
+TEST(CaffeDatumTest, EncodedImageDatumIsWhatConvertImagesetEncodedWrites) {
+  const std::string file = "\xff\xd8\xff\xe0 a JPEG's bytes";
+  const std::string value =
+      EncodeCaffeEncodedDatum({reinterpret_cast<const uint8_t*>(file.data()), file.size()}, 300);
+  caffe_test::Datum want;
+  want.set_data(file);
+  want.set_label(300);
+  want.set_encoded(true);
+  EXPECT_EQ(value, want.SerializeAsString());
+  EXPECT_EQ(value.substr(0, 2), std::string("\x22") + static_cast<char>(file.size()));
+  caffe_test::Datum d;
+  ASSERT_TRUE(d.ParseFromString(value));
+  EXPECT_FALSE(d.has_channels());
+  EXPECT_FALSE(d.has_height());
+  EXPECT_FALSE(d.has_width());
+  const CaffeDatumView v = MustParse(value);
+  EXPECT_TRUE(v.encoded);
+  EXPECT_EQ(v.data, file);
+  EXPECT_OK(CheckCaffeDatum(v, ImageEncoding::kJpeg));
+}
+
+TEST(CaffeDatumTest, CheckNamesAnEncodedDatumOfTheWrongKind) {
+  const std::string jpeg = "\xff\xd8\xff\xdb...";
+  const std::string png = "\x89PNG\r\n\x1a\n...";
+  auto datum = [](const std::string& file) {
+    return EncodeCaffeEncodedDatum({reinterpret_cast<const uint8_t*>(file.data()), file.size()}, 1);
+  };
+  EXPECT_OK(CheckCaffeDatum(MustParse(datum(png)), ImageEncoding::kPng));
+  Status s = CheckCaffeDatum(MustParse(datum(jpeg)), ImageEncoding::kPng);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("Datum.data: 7 bytes that do not start with the png signature"),
+            std::string::npos)
+      << s.message();
+  // A raw Datum in an encoded dataset.
+  s = CheckCaffeDatum(MustParse(EncodeCaffeDatum(Rgb2x3().data(), 2, 3, 3, 7)),
+                      ImageEncoding::kJpeg);
+  EXPECT_NE(s.message().find("Datum.encoded is false: the manifest says jpeg files"),
+            std::string::npos)
+      << s.message();
+  // No label.
+  caffe_test::Datum d;
+  d.set_encoded(true);
+  d.set_data(jpeg);
+  EXPECT_NE(CheckCaffeDatum(MustParse(d.SerializeAsString()), ImageEncoding::kJpeg)
+                .message()
+                .find("Datum.label: missing"),
+            std::string::npos);
 }
 
 TEST(CaffeDatumTest, KeyIsEightDigitsUnderscoreAndPathAsConvertImagesetWritesIt) {

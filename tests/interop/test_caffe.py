@@ -75,3 +75,51 @@ def test_damaged_caffe_value_is_named_by_verify(cli, image_tree, tmp_path):
     bad = cli("verify", dst, expect=1)
     assert "xxh3_128 checksum" in bad.stderr
     assert 'record 3: key "00000009_' in bad.stderr and 'expected "00000003_<path>"' in bad.stderr
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        out.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            return bytes(out)
+
+
+def test_encoded_caffe_datums_hold_the_example_schemas_files(cli, image_tree, tmp_path):
+    """--encoding jpeg --lmdb-schema caffe: each value is convert_imageset --encoded's
+    Datum (data, label, encoded = true, no shape), its data the very file the Example
+    schema stores as image/encoded for the same conversion; verify --decode checks them."""
+    args = ["--size", "16x12", "--format", "lmdb", "--encoding", "jpeg", "--quiet"]
+    cli("convert", image_tree.root, tmp_path / "example", *args)
+    cli("convert", image_tree.root, tmp_path / "caffe", *args, "--lmdb-schema", "caffe")
+    m = manifest(tmp_path / "caffe")
+    assert (m["format_version"], m["lmdb_schema"]) == ("1.3", "caffe")
+    assert (m["image"]["layout"], m["image"]["encoding"]) == ("encoded", "jpeg")
+
+    def values(dataset):
+        out = []
+        for shard in manifest(dataset)["shards"]:
+            env = lmdb.open(str(dataset / shard["file"]), subdir=False, readonly=True, lock=False)
+            try:
+                with env.begin() as txn:
+                    out.extend((bytes(k), bytes(v)) for k, v in txn.cursor())
+            finally:
+                env.close()
+        return out
+
+    examples = values(tmp_path / "example")
+    datums = values(tmp_path / "caffe")
+    assert len(datums) == len(examples) == m["num_samples"] > 0
+    for index, ((key, value), (_, example)) in enumerate(zip(datums, examples)):
+        assert key.decode().startswith("%08d_" % index)
+        d = wire.parse_datum(value)
+        e = wire.parse_example(example)
+        assert d["encoded"] == 1 and d["float_data"] == 0
+        assert "channels" not in d and "height" not in d and "width" not in d
+        assert d["data"] == e["image/encoded"][1][0] and d["data"][:3] == b"\xff\xd8\xff"
+        assert d["label"] == e["image/class/label"][1][0]
+        # The fields in field-number order, as libprotobuf writes them.
+        assert value == (b"\x22" + varint(len(d["data"])) + d["data"] + b"\x28" +
+                         varint(d["label"]) + b"\x38\x01")
+    assert "OK" in cli("verify", tmp_path / "caffe", "--decode").stdout

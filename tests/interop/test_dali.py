@@ -154,3 +154,33 @@ def test_dali_decodes_an_encoded_dataset_to_the_raw_datasets_pixels(cli, image_t
         np.testing.assert_array_equal(images, source, err_msg=name)
         seen.append(name)
     assert sorted(seen) == sorted(image_tree.images)
+
+
+def test_dali_caffe_reader_decodes_encoded_datums_to_the_raw_pixels(cli, image_tree, tmp_path):
+    """--encoding png --lmdb-schema caffe: DALI's Caffe reader returns each Datum's file and
+    fn.decoders.image decodes it to exactly the raw conversion's pixels (PNG is lossless)."""
+    dst = tmp_path / "caffe"
+    cli("convert", image_tree.root, dst, "--size", "8x6", "--format", "lmdb",
+        "--lmdb-schema", "caffe", "--encoding", "png", "--quiet")
+    reference = tmp_path / "reference"
+    cli("convert", image_tree.root, reference, "--size", "8x6", "--quiet")
+    m = manifest(dst)
+    assert len(m["shards"]) == 1
+    lmdb_dir = tmp_path / "caffe-lmdb"
+    lmdb_dir.mkdir()
+    shutil.copy(dst / m["shards"][0]["file"], lmdb_dir / "data.mdb")
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
+    def pipe():
+        files, labels = fn.readers.caffe(path=str(lmdb_dir), random_shuffle=False,
+                                         name="reader")
+        return fn.decoders.image(files, device="cpu", output_type=types.RGB), labels
+
+    p = pipe()
+    p.build()
+    expected = dali_records(reference, 0, 1)
+    assert p.reader_meta("reader")["epoch_size"] == len(expected)
+    for name, label, pixels in expected:
+        images, labels = p.run()
+        assert int(np.array(labels[0]).reshape(-1)[0]) == label, name
+        np.testing.assert_array_equal(np.array(images[0]), pixels, err_msg=name)
