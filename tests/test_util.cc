@@ -76,9 +76,11 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec) {
     int w = spec.variable_size ? spec.width + static_cast<int>(i % 2) : spec.width;
     std::vector<uint8_t> px = TestPixels(i, h, w, spec.channels);
     std::string filename = "img" + std::to_string(i) + ".jpg";
-    const std::string file = spec.encoding == ImageEncoding::kRaw
-                                 ? std::string()
-                                 : TestEncodedImage(spec.encoding, px, h, w, spec.channels);
+    // A mixed dataset: odd samples raw, even ones JPEG.
+    const bool raw = spec.encoding == ImageEncoding::kRaw ||
+                     (spec.encoding == ImageEncoding::kMixed && i % 2 == 1);
+    const std::string file =
+        raw ? std::string() : TestEncodedImage(spec.encoding, px, h, w, spec.channels);
     Status s =
         (*writer)->Add({.pixels = px,
                         .encoded = {reinterpret_cast<const uint8_t*>(file.data()), file.size()},

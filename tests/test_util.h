@@ -45,10 +45,12 @@ struct TestDatasetSpec {
   uint64_t max_shard_bytes = 64ull << 20;
   uint64_t lmdb_initial_map_bytes = 1ull << 20;
   // jpeg or png: each sample's TestPixels stored encoded (JPEG at quality 90, 4:2:0).
+  // mixed: even samples as JPEG, odd ones raw.
   ImageEncoding encoding = ImageEncoding::kRaw;
 };
 
-// TestPixels(i, ...) as the file a dataset of `encoding` stores for sample i.
+// TestPixels(i, ...) as the file a dataset of `encoding` stores for sample i (mixed: the
+// JPEG of an even sample).
 std::string TestEncodedImage(ImageEncoding encoding, const std::vector<uint8_t>& pixels, int height,
                              int width, int channels);
 

@@ -29,6 +29,7 @@ struct ConvertArgs {
        resume = false, overwrite = false, quiet = false, mpi = false;
   uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
   uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
+  double mixed_ratio = 0.5;
 };
 
 namespace {
@@ -126,14 +127,19 @@ std::function<int()> AddConvert(CLI::App& app) {
       ->check(CLI::IsMember({1, 3}))
       ->capture_default_str();
   cmd->add_option("--encoding", a->encoding,
-                  "How samples store the resized image: raw (pixels), jpeg or png "
-                  "(docs/FORMAT.md 2.5)")
+                  "How samples store the resized image: raw (pixels), jpeg, png, or mixed "
+                  "(JPEG, raw where the JPEG saves little: --mixed-ratio) (docs/FORMAT.md 2.5)")
       ->check(NameCheck(ParseImageEncoding))
       ->capture_default_str();
-  cmd->add_option("--quality", a->quality, "--encoding jpeg: quality, 1..100")
+  cmd->add_option("--mixed-ratio", a->mixed_ratio,
+                  "--encoding mixed: an image is stored as its JPEG when that is at most this "
+                  "fraction of its raw bytes, else raw")
+      ->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  cmd->add_option("--quality", a->quality, "--encoding jpeg|mixed: quality, 1..100")
       ->check(Integer<int>(1, 100))
       ->capture_default_str();
-  cmd->add_option("--subsampling", a->subsampling, "--encoding jpeg: chroma subsampling")
+  cmd->add_option("--subsampling", a->subsampling, "--encoding jpeg|mixed: chroma subsampling")
       ->check(CLI::IsMember({444, 422, 420}))
       ->capture_default_str();
   cmd->add_option("--shard-size", a->shard_size, "Shard size limit in bytes")
@@ -233,6 +239,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.encoding = *ParseImageEncoding(a->encoding);  // checked by NameCheck
     o.jpeg_quality = a->quality;
     o.jpeg_subsampling = a->subsampling;
+    o.mixed_max_ratio = a->mixed_ratio;
     o.max_shard_bytes = a->shard_size;
     o.max_shard_records = a->shard_records;
     o.shuffle = a->shuffle;

@@ -31,11 +31,16 @@ std::string ImageText(const ImageSpec& im, LmdbSchema schema) {
   std::string s = im.fixed()        ? std::to_string(im.height) + "x" + std::to_string(im.width)
                   : im.max_side > 0 ? "variable, max side " + std::to_string(im.max_side)
                                     : "variable";
+  const bool caffe = schema == LmdbSchema::kCaffe;
   const std::string stored =
-      schema == LmdbSchema::kCaffe          ? " (Caffe Datum: CHW uint8, BGR)"
-      : im.encoding == ImageEncoding::kJpeg ? " (JPEG files, decoded to HWC uint8)"
-      : im.encoding == ImageEncoding::kPng  ? " (PNG files, decoded to HWC uint8)"
-                                            : " (HWC uint8)";
+      im.encoding == ImageEncoding::kJpeg
+          ? (caffe ? " (Caffe Datum: JPEG files)" : " (JPEG files, decoded to HWC uint8)")
+      : im.encoding == ImageEncoding::kPng
+          ? (caffe ? " (Caffe Datum: PNG files)" : " (PNG files, decoded to HWC uint8)")
+      : im.encoding == ImageEncoding::kMixed
+          ? " (JPEG files, raw pixels where the JPEG saved little; HWC uint8)"
+      : caffe ? " (Caffe Datum: CHW uint8, BGR)"
+              : " (HWC uint8)";
   return s + ", " + std::to_string(im.channels) + " channel" + (im.channels == 1 ? "" : "s") +
          stored;
 }

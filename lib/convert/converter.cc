@@ -151,8 +151,18 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("JPEG chroma subsampling must be 444, 422 or 420, not " +
                                 std::to_string(o.jpeg_subsampling));
   }
+  if (o.encoding == ImageEncoding::kMixed &&
+      !(o.mixed_max_ratio > 0.0 && o.mixed_max_ratio <= 1.0)) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%g", o.mixed_max_ratio);
+    return InvalidArgumentError(std::string("the mixed encoding's ratio must be in (0, 1], not ") +
+                                ratio);
+  }
   if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
     return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
+  }
+  if (o.encoding == ImageEncoding::kMixed && o.lmdb_schema == LmdbSchema::kCaffe) {
+    return InvalidArgumentError("the mixed encoding is not written in the Caffe schema");
   }
   if (o.part_count < 1 || o.part_count > kMaxParts || o.part_index < 0 ||
       o.part_index >= o.part_count) {
@@ -214,10 +224,11 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tf
   // Only for encoded output: a raw dataset's options, and so its bytes, stay as they were.
   if (o.encoding != ImageEncoding::kRaw) {
     j["encoding"] = ImageEncodingName(o.encoding);
-    if (o.encoding == ImageEncoding::kJpeg) {
+    if (o.encoding == ImageEncoding::kJpeg || o.encoding == ImageEncoding::kMixed) {
       j["jpeg_quality"] = o.jpeg_quality;
       j["jpeg_subsampling"] = o.jpeg_subsampling;
     }
+    if (o.encoding == ImageEncoding::kMixed) j["mixed_max_ratio"] = o.mixed_max_ratio;
   }
   j["orientation"] = o.apply_orientation ? "applied" : "ignored";
   char bg[8];
@@ -800,17 +811,24 @@ Status DecodeStage::Resize(image::Image decoded, Item* item, image::ResizeScratc
   return Status::Ok();
 }
 
-// The resized image as the file the sample stores; its pixels are not kept.
+// The resized image as the file the sample stores; its pixels are not kept. Mixed: the
+// JPEG, unless it is more than mixed_max_ratio of the pixels' bytes; then the pixels stay
+// and there is no file.
 Status DecodeStage::Encode(Item* item) const {
   const image::Image& im = item->image;
   StatusOr<std::string> file =
-      o_.encoding == ImageEncoding::kJpeg
+      o_.encoding != ImageEncoding::kPng
           ? image::EncodeJpeg(im.pixels.data(), im.height, im.width, im.channels,
                               {.quality = o_.jpeg_quality,
                                .progressive = false,
                                .subsampling = o_.jpeg_subsampling})
           : image::EncodePng(im.pixels.data(), im.height, im.width, im.channels);
   if (!file.ok()) return file.status();
+  if (o_.encoding == ImageEncoding::kMixed &&
+      static_cast<double>(file->size()) >
+          o_.mixed_max_ratio * static_cast<double>(im.pixels.size())) {
+    return Status::Ok();
+  }
   item->encoded = std::move(file).value();
   item->image.pixels = {};
   item->image.pixels.shrink_to_fit();

@@ -515,11 +515,16 @@ Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
 
 Status CheckEncoding(const DecodedSample& d, ImageEncoding expected) {
   if (d.encoding == expected) return Status::Ok();
+  if (expected == ImageEncoding::kMixed &&
+      (d.encoding == ImageEncoding::kRaw || d.encoding == ImageEncoding::kJpeg)) {
+    return Status::Ok();
+  }
   return CorruptionError("the record holds " +
                          (d.encoding == ImageEncoding::kRaw
                               ? std::string("raw pixels")
                               : "a " + std::string(ImageEncodingName(d.encoding)) + " image") +
-                         ", the manifest says " + std::string(ImageEncodingName(expected)));
+                         ", the manifest says " + std::string(ImageEncodingName(expected)) +
+                         (expected == ImageEncoding::kMixed ? " (jpeg or raw)" : ""));
 }
 
 Status ParseSample(const uint8_t* payload, uint64_t size, DecodedSample* out) {

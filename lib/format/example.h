@@ -98,7 +98,8 @@ Status DecodeSample(const ExampleView& view, DecodedSample* out);
 Status DecodeStoredEncoded(const ExampleView& view, DecodedSample* out);
 
 // Corruption "the record holds <kind>, the manifest says <expected>" when a sample is not
-// of the kind its dataset stores (raw pixels, or a JPEG or PNG file).
+// of the kind its dataset stores (raw pixels, or a JPEG or PNG file; a mixed dataset's
+// records are JPEG files or raw pixels).
 Status CheckEncoding(const DecodedSample& d, ImageEncoding expected);
 
 // Parse + DecodeSample in one call: a raw sample (§2.1).

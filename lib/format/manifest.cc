@@ -27,15 +27,19 @@ std::string_view ImageEncodingName(ImageEncoding e) {
       return "jpeg";
     case ImageEncoding::kPng:
       return "png";
+    case ImageEncoding::kMixed:
+      return "mixed";
   }
   return "?";
 }
 
 StatusOr<ImageEncoding> ParseImageEncoding(std::string_view name) {
-  for (ImageEncoding e : {ImageEncoding::kRaw, ImageEncoding::kJpeg, ImageEncoding::kPng}) {
+  for (ImageEncoding e :
+       {ImageEncoding::kRaw, ImageEncoding::kJpeg, ImageEncoding::kPng, ImageEncoding::kMixed}) {
     if (name == ImageEncodingName(e)) return e;
   }
-  return InvalidArgumentError("encoding \"" + std::string(name) + "\": expected raw, jpeg or png");
+  return InvalidArgumentError("encoding \"" + std::string(name) +
+                              "\": expected raw, jpeg, png or mixed");
 }
 
 std::string_view LmdbSchemaName(LmdbSchema s) {
@@ -273,7 +277,10 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     SHARDPACK_RETURN_IF_ERROR(r.String(*image, "encoding", "image", &name));
     auto encoding = ParseImageEncoding(name);
     if (!encoding.ok() || *encoding == ImageEncoding::kRaw) {
-      return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\" or \"png\"");
+      return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\", \"png\" or \"mixed\"");
+    }
+    if (*encoding == ImageEncoding::kMixed && m.lmdb_schema == LmdbSchema::kCaffe) {
+      return r.Error("image.encoding", "\"mixed\", but the LMDB schema is \"caffe\"");
     }
     m.image.encoding = *encoding;
     layout = "encoded";

@@ -76,9 +76,11 @@ class ShardWriter::Impl {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
                                   " exceeds max side " + std::to_string(spec.max_side));
     }
-    if (spec.encoding != ImageEncoding::kRaw) {
+    // A mixed dataset's sample: its JPEG, or (no encoded bytes) its pixels.
+    if (spec.encoding != ImageEncoding::kRaw &&
+        (spec.encoding != ImageEncoding::kMixed || !s.encoded.empty())) {
       const image::Format want =
-          spec.encoding == ImageEncoding::kJpeg ? image::Format::kJpeg : image::Format::kPng;
+          spec.encoding == ImageEncoding::kPng ? image::Format::kPng : image::Format::kJpeg;
       if (image::Sniff(s.encoded.data(), s.encoded.size()) != want) {
         return InvalidArgumentError("sample " + std::to_string(samples_) + ": the dataset holds " +
                                     std::string(ImageEncodingName(spec.encoding)) +
@@ -170,8 +172,11 @@ class ShardWriter::Impl {
       return s;
     }
     Manifest m;
-    // 2: the manifest checksum, including 1.1's Caffe schema; 3: encoded images.
-    m.format_minor = options_.image.encoding != ImageEncoding::kRaw ? 3 : 2;
+    // 2: the manifest checksum, including 1.1's Caffe schema; 3: encoded images;
+    // 1.4: mixed records.
+    m.format_minor = options_.image.encoding == ImageEncoding::kMixed ? 4
+                     : options_.image.encoding != ImageEncoding::kRaw ? 3
+                                                                      : 2;
     m.tool_version = "shardpack " + std::string(Version());
     m.backend = options_.backend;
     m.num_samples = samples_;
@@ -343,6 +348,9 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
     return InvalidArgumentError("pixel_alignment " + std::to_string(options.pixel_alignment) +
                                 " is not a power of two in 1..4096");
   }
+  if (im.encoding == ImageEncoding::kMixed && options.lmdb_schema == LmdbSchema::kCaffe) {
+    return InvalidArgumentError("mixed encoding is not written in the Caffe schema");
+  }
   if (options.max_shard_bytes == 0) {
     return InvalidArgumentError("max_shard_bytes must be positive");
   }
@@ -441,10 +449,13 @@ Status ShardWriter::Add(const SampleInput& s) {
   }
   format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};
-  if (impl_->encoding() != ImageEncoding::kRaw) {
+  const ImageEncoding encoding = impl_->encoding();
+  if (encoding != ImageEncoding::kRaw &&
+      (encoding != ImageEncoding::kMixed || !s.encoded.empty())) {
     const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
-    return impl_->AddEncoded(format::EncodeEncodedFeatureEntries(meta, impl_->encoding(), crc),
-                             s.encoded, crc, s.label, format::kKeyEncoded);
+    const ImageEncoding file = encoding == ImageEncoding::kMixed ? ImageEncoding::kJpeg : encoding;
+    return impl_->AddEncoded(format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,
+                             s.label, format::kKeyEncoded);
   }
   uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
   return impl_->AddEncoded(format::EncodeFeatureEntries(meta, crc), s.pixels, crc, s.label);

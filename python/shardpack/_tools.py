@@ -224,6 +224,7 @@ def convert(
     encoding="raw",
     quality=90,
     subsampling=420,
+    mixed_ratio=0.5,
     shard_size=64 << 20,
     shard_records=0,
     shuffle=False,
@@ -251,9 +252,10 @@ def convert(
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
-    "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420) or "png": how samples
-    store the resized image (docs/FORMAT.md §2.5; :class:`Dataset` and :class:`Loader`
-    decode encoded images). ``part=(i, n)`` (or
+    "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png", or "mixed" (the
+    JPEG where it is at most ``mixed_ratio`` of the raw bytes, else the raw pixels): how
+    samples store the resized image (docs/FORMAT.md §2.5; :class:`Dataset` and
+    :class:`Loader` decode encoded images). ``part=(i, n)`` (or
     "i/n") converts part i of n into ``dst/parts/`` as ``--part`` does; :func:`merge`
     joins the parts (docs/SCALE.md). ``progress=True`` shows a progress bar on stderr
     (tqdm's when tqdm is installed, else a line redrawn in place); a callable is called
@@ -284,6 +286,10 @@ def convert(
     o.encoding = enum_member(_shardpack.ImageEncoding, encoding, "encoding")
     o.jpeg_quality = integer(quality, "quality", 1, 100)
     o.jpeg_subsampling = integer(subsampling, "subsampling", 420, 444)
+    if isinstance(mixed_ratio, bool) or not isinstance(mixed_ratio, numbers.Real) or not (
+            0.0 < float(mixed_ratio) <= 1.0):
+        raise InvalidArgumentError(f"mixed_ratio must be a number in (0, 1], not {mixed_ratio!r}")
+    o.mixed_max_ratio = float(mixed_ratio)
     o.max_shard_bytes = integer(shard_size, "shard_size", 1, UINT64_MAX)
     o.max_shard_records = integer(shard_records, "shard_records", 0, UINT64_MAX)
     o.shuffle = bool(shuffle)

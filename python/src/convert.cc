@@ -60,7 +60,8 @@ void BindConvert(nb::module_& m) {
   nb::enum_<ImageEncoding>(m, "ImageEncoding")
       .value("raw", ImageEncoding::kRaw)
       .value("jpeg", ImageEncoding::kJpeg)
-      .value("png", ImageEncoding::kPng);
+      .value("png", ImageEncoding::kPng)
+      .value("mixed", ImageEncoding::kMixed);
   nb::enum_<LmdbSchema>(m, "LmdbSchema")
       .value("example", LmdbSchema::kExample)
       .value("caffe", LmdbSchema::kCaffe);
@@ -82,6 +83,7 @@ void BindConvert(nb::module_& m) {
       .def_rw("encoding", &ConvertOptions::encoding)
       .def_rw("jpeg_quality", &ConvertOptions::jpeg_quality)
       .def_rw("jpeg_subsampling", &ConvertOptions::jpeg_subsampling)
+      .def_rw("mixed_max_ratio", &ConvertOptions::mixed_max_ratio)
       .def_rw("max_shard_bytes", &ConvertOptions::max_shard_bytes)
       .def_rw("max_shard_records", &ConvertOptions::max_shard_records)
       .def_rw("shuffle", &ConvertOptions::shuffle)

@@ -91,3 +91,36 @@ def test_decode_scaled_shrinks_only_where_the_crop_is_twice_the_output(image_fol
     full, scaled, ref = epoch(jpeg, False, 0), epoch(jpeg, True, 0), epoch(raw, True, 0)
     assert not np.array_equal(full, scaled), "decode_scaled changed nothing"
     assert psnr(scaled, ref) >= 30 and psnr(full, ref) >= 30, (psnr(scaled, ref), psnr(full, ref))
+
+
+def test_mixed_dataset_reads_raw_and_jpeg_records(tmp_path):
+    # A smooth image compresses to a small JPEG; noise does not and stays raw.
+    from PIL import Image
+
+    y, x = np.mgrid[0:64, 0:64]
+    smooth = np.stack([x * 4, y * 4, (x + y) * 2], axis=-1).astype(np.uint8)
+    noise = np.random.default_rng(3).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    src = tmp_path / "src" / "a"
+    src.mkdir(parents=True)
+    Image.fromarray(smooth).save(src / "smooth.png")
+    Image.fromarray(noise).save(src / "noise.png")
+    raw, mixed = str(tmp_path / "raw"), str(tmp_path / "mixed")
+    shardpack.convert(str(tmp_path / "src"), raw, size=48)
+    shardpack.convert(str(tmp_path / "src"), mixed, size=48, encoding="mixed", quality=95,
+                      subsampling=444, mixed_ratio=0.5)
+    with open(os.path.join(mixed, "manifest.json")) as f:
+        m = json.load(f)
+    assert (m["format_version"], m["image"]["encoding"]) == ("1.4", "mixed")
+    a, b = shardpack.Dataset(raw), shardpack.Dataset(mixed)
+    by_name = {a[i].filename: a[i].pixels for i in range(len(a))}
+    for i in range(len(b)):
+        s = b[i]
+        want = by_name[s.filename].astype(np.float64)
+        if s.filename.endswith("noise.png"):
+            np.testing.assert_array_equal(s.pixels, by_name[s.filename])
+        else:
+            mse = np.mean((s.pixels.astype(np.float64) - want) ** 2)
+            assert 10 * np.log10(255.0 ** 2 / max(mse, 1e-12)) >= 30
+    with pytest.raises(shardpack.InvalidArgumentError, match="mixed_ratio"):
+        shardpack.convert(str(tmp_path / "src"), str(tmp_path / "x"), size=48,
+                          encoding="mixed", mixed_ratio=0)

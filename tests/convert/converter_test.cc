@@ -10,6 +10,7 @@
 #include "convert/input_scan.h"
 #include "format/caffe_datum.h"
 #include "format/lmdb_shard.h"
+#include "image/encoder.h"
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "shardpack/dataset.h"
@@ -599,6 +600,83 @@ TEST(ConvertEncodedTest, PngHoldsTheRawPixelsAndJpegBytesDoNotDependOnThreads) {
   }
 }
 
+// --encoding mixed: each record is the JPEG where it is at most mixed_max_ratio of the
+// raw bytes, else the raw pixels, checked here by encoding the raw conversion's pixels
+// again. The smooth test photos compress; a noise image does not and stays raw. The
+// bytes do not depend on the thread count.
+TEST(ConvertEncodedTest, MixedKeepsRawWhereTheJpegSavesLittle) {
+  Tree tree;
+  std::vector<uint8_t> noise(48 * 48 * 3);
+  uint32_t x = 12345;
+  for (uint8_t& b : noise) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<uint8_t>(x >> 24);
+  }
+  Write(tree.dir.Join("002.dog/noise.png"), testing::EncodePng(noise, 48, 48, 3));
+  TempDir raw_out;
+  ConvertOptions o = Options16();
+  o.height = o.width = 48;
+  o.backend = Backend::kLmdb;
+  ASSERT_OK(Convert(tree.dir.path(), raw_out.path(), o).status());
+  o.encoding = ImageEncoding::kMixed;
+  o.jpeg_quality = 95;
+  o.jpeg_subsampling = 444;
+  std::vector<std::unique_ptr<TempDir>> outs;
+  for (int threads : {1, 2}) {
+    outs.push_back(std::make_unique<TempDir>());
+    o.num_threads = threads;
+    auto r = Convert(tree.dir.path(), outs.back()->path(), o);
+    ASSERT_OK(r.status());
+    EXPECT_EQ(r->manifest.format_minor, 4);
+    EXPECT_EQ(r->manifest.image.encoding, ImageEncoding::kMixed);
+    EXPECT_NE(r->manifest.options_json.find("\"mixed_max_ratio\":0.5"), std::string::npos)
+        << r->manifest.options_json;
+  }
+  for (const auto& entry : fs::directory_iterator(outs[0]->path())) {
+    const std::string name = entry.path().filename();
+    EXPECT_EQ(testing::ReadFileOrDie(entry.path()), testing::ReadFileOrDie(outs[1]->Join(name)))
+        << name;
+  }
+  auto raw = Dataset::Open(raw_out.path());
+  auto mixed = Dataset::Open(outs[0]->path());
+  ASSERT_OK(raw.status());
+  ASSERT_OK(mixed.status());
+  ASSERT_EQ((*mixed)->size(), static_cast<uint64_t>(tree.good + 1));
+  int kept_raw = 0;
+  std::vector<uint8_t> pixels(48 * 48 * 3);
+  for (uint64_t i = 0; i < (*mixed)->size(); ++i) {
+    SampleView r, m, p;
+    ASSERT_OK((*raw)->Get(i, &r));
+    ASSERT_OK((*mixed)->Get(i, &m));
+    auto jpeg = image::EncodeJpeg(r.pixels.data(), r.height, r.width, r.channels,
+                                  {.quality = 95, .subsampling = 444});
+    ASSERT_OK(jpeg.status());
+    const bool want_raw = static_cast<double>(jpeg->size()) > 0.5 * r.pixels.size();
+    EXPECT_EQ(m.encoding, want_raw ? ImageEncoding::kRaw : ImageEncoding::kJpeg)
+        << r.filename << ": JPEG of " << jpeg->size() << " bytes for " << r.pixels.size();
+    ASSERT_OK((*mixed)->GetPixels(i, std::span<uint8_t>(pixels.data(), r.pixels.size()), &p));
+    if (m.encoding == ImageEncoding::kRaw) {
+      ++kept_raw;
+      EXPECT_EQ(std::string(m.pixels.begin(), m.pixels.end()),
+                std::string(r.pixels.begin(), r.pixels.end()))
+          << r.filename;
+      EXPECT_EQ(std::string(p.pixels.begin(), p.pixels.end()),
+                std::string(r.pixels.begin(), r.pixels.end()))
+          << r.filename;
+    } else {
+      EXPECT_EQ(std::string(m.encoded.begin(), m.encoded.end()), *jpeg) << r.filename;
+    }
+    EXPECT_EQ(m.filename, r.filename);
+  }
+  EXPECT_GE(kept_raw, 1) << "the noise image";
+  EXPECT_LT(kept_raw, static_cast<int>((*mixed)->size())) << "the photos";
+  VerifyOptions vo;
+  vo.decode_encoded = true;
+  auto v = VerifyDataset(outs[0]->path(), vo);
+  ASSERT_OK(v.status());
+  EXPECT_TRUE(v->ok()) << FormatFault(v->faults[0]);
+}
+
 TEST(ConvertEncodedTest, BadEncodingSettingsAreRefused) {
   Tree tree;
   TempDir out;
@@ -611,6 +689,16 @@ TEST(ConvertEncodedTest, BadEncodingSettingsAreRefused) {
   o.jpeg_subsampling = 411;
   EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
             "JPEG chroma subsampling must be 444, 422 or 420, not 411");
+  o.jpeg_subsampling = 420;
+  o.encoding = ImageEncoding::kMixed;
+  o.mixed_max_ratio = 0;
+  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
+            "the mixed encoding's ratio must be in (0, 1], not 0");
+  o.mixed_max_ratio = 0.5;
+  o.backend = Backend::kLmdb;
+  o.lmdb_schema = LmdbSchema::kCaffe;
+  EXPECT_EQ(Convert(tree.dir.path(), out.path(), o).status().message(),
+            "the mixed encoding is not written in the Caffe schema");
 }
 
 // --lmdb-schema caffe --encoding jpeg: convert_imageset --encoded's Datums, each holding

@@ -137,7 +137,7 @@ TEST(ManifestTest, EncodedImagesRoundTripAndTheLayoutMustSayEncoded) {
             std::string::npos)
       << r.status().ToString();
   r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"gif\"");
-  EXPECT_NE(r.status().message().find("image.encoding: \"gif\", expected \"jpeg\" or \"png\""),
+  EXPECT_NE(r.status().message().find("image.encoding: \"gif\", expected \"jpeg\", \"png\" or \"mixed\""),
             std::string::npos)
       << r.status().ToString();
   r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"raw\"");

@@ -318,3 +318,49 @@ def test_tensorflow_decodes_every_encoded_record_to_the_raw_datasets_pixels(cli,
             mse = np.mean((pixels.astype(np.float64) - want.astype(np.float64)) ** 2)
             psnr = 10 * np.log10(255.0 ** 2 / max(mse, 1e-12))
             assert psnr >= 30, f"{name}: {psnr:.1f} dB"
+
+
+def test_tensorflow_reads_a_mixed_dataset_branching_on_the_feature(cli, tmp_path):
+    """convert --encoding mixed (format 1.4): smooth photos-like images become JPEG records,
+    a noise image (whose JPEG saves little) a raw one. TensorFlow parses both features with
+    an empty default and decodes image/encoded where present, image/raw otherwise: raw
+    records are exactly the raw conversion's pixels, JPEG ones at least 30 dB from them.
+    image/format says which ("raw" or "JPEG")."""
+    y, x = np.mgrid[0:64, 0:64]
+    smooth = np.stack([x * 4, y * 4, (x + y) * 2], axis=-1).astype(np.uint8)
+    noise = np.random.default_rng(7).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    for name, px in (("smooth", smooth), ("noise", noise), ("smooth2", smooth[::-1].copy())):
+        (tmp_path / "src" / "a").mkdir(parents=True, exist_ok=True)
+        wire.write_png(tmp_path / "src" / "a" / f"{name}.png", px)
+    geometry = ["--size", "48x48", "--quiet"]
+    cli("convert", tmp_path / "src", tmp_path / "raw", *geometry)
+    cli("convert", tmp_path / "src", tmp_path / "mixed", *geometry, "--encoding", "mixed",
+        "--quality", "95", "--subsampling", "444")
+    m = manifest(tmp_path / "mixed")
+    assert m["format_version"] == "1.4" and m["image"]["encoding"] == "mixed"
+    cli("verify", "--decode", tmp_path / "mixed")
+
+    spec = {k: tf.io.FixedLenFeature([], v.dtype, default_value="" if v.dtype == tf.string else 0)
+            for k, v in {**SPEC, **ENCODED_SPEC}.items() if k != "image/padding"}
+
+    def decode(t):
+        if t["image/format"].numpy() == b"JPEG":
+            assert len(t["image/raw"].numpy()) == 0
+            return "jpeg", tf.io.decode_jpeg(t["image/encoded"], channels=3).numpy()
+        assert t["image/format"].numpy() == b"raw" and len(t["image/encoded"].numpy()) == 0
+        return "raw", np.frombuffer(t["image/raw"].numpy(), np.uint8).reshape(48, 48, 3)
+
+    raw = _decoded_by_filename(
+        shard_files(tmp_path / "raw"), SPEC,
+        lambda t: np.frombuffer(t["image/raw"].numpy(), np.uint8).reshape(48, 48, 3))
+    mixed = _decoded_by_filename(shard_files(tmp_path / "mixed"), spec, decode)
+    assert sorted(mixed) == sorted(raw) == ["a/noise.png", "a/smooth.png", "a/smooth2.png"]
+    kinds = {name: kind for name, (_, (kind, _)) in mixed.items()}
+    assert kinds == {"a/noise.png": "raw", "a/smooth.png": "jpeg", "a/smooth2.png": "jpeg"}
+    for name, (t, (kind, pixels)) in mixed.items():
+        want = raw[name][1]
+        if kind == "raw":
+            np.testing.assert_array_equal(pixels, want, err_msg=name)
+        else:
+            mse = np.mean((pixels.astype(np.float64) - want.astype(np.float64)) ** 2)
+            assert 10 * np.log10(255.0 ** 2 / max(mse, 1e-12)) >= 30, name

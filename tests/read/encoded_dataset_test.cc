@@ -146,6 +146,81 @@ INSTANTIATE_TEST_SUITE_P(Backends, EncodedDatasetTest,
                                            EncodedParam{Backend::kLmdb, ImageEncoding::kJpeg},
                                            EncodedParam{Backend::kLmdb, ImageEncoding::kPng}));
 
+// A mixed dataset (format 1.4): even samples JPEG, odd ones raw. Dataset gives each as
+// stored; GetPixels and every Loader batch, on both I/O paths, with and without a
+// transform, give the JPEGs decoded and the raw pixels as they are.
+class MixedDatasetTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(MixedDatasetTest, RecordsAreReadEachAsItIsStored) {
+  TempDir dir;
+  TestDatasetSpec spec;
+  spec.backend = GetParam();
+  spec.encoding = ImageEncoding::kMixed;
+  spec.samples = 11;
+  spec.height = 16;
+  spec.width = 24;
+  const Manifest m = testing::WriteTestDataset(dir.path(), spec);
+  EXPECT_EQ(m.format_minor, 4);
+  auto ds = OpenOrDie(dir.path());
+  ASSERT_NE(ds, nullptr);
+  std::vector<std::vector<uint8_t>> want;
+  for (uint64_t i = 0; i < ds->size(); ++i) {
+    SampleView v;
+    ASSERT_OK(ds->Get(i, &v));
+    const std::vector<uint8_t> stored = testing::TestPixels(i, 16, 24, 3);
+    std::vector<uint8_t> pixels(stored.size());
+    SampleView d;
+    ASSERT_OK(ds->GetPixels(i, pixels, &d));
+    if (i % 2 == 1) {
+      EXPECT_EQ(v.encoding, ImageEncoding::kRaw);
+      EXPECT_EQ(std::vector<uint8_t>(v.pixels.begin(), v.pixels.end()), stored);
+      EXPECT_EQ(pixels, stored);
+    } else {
+      EXPECT_EQ(v.encoding, ImageEncoding::kJpeg);
+      const std::string file = testing::TestEncodedImage(ImageEncoding::kJpeg, stored, 16, 24, 3);
+      EXPECT_EQ(std::string(v.encoded.begin(), v.encoded.end()), file);
+      auto decoded = image::Decode(reinterpret_cast<const uint8_t*>(file.data()), file.size(), {});
+      ASSERT_OK(decoded.status());
+      EXPECT_EQ(pixels, decoded->pixels);
+    }
+    want.push_back(pixels);
+  }
+  for (const IoPath io : {IoPath::kMapped, IoPath::kReadAhead}) {
+    for (const Transform t : {Transform::kNone, Transform::kRandomResizedCrop}) {
+      SCOPED_TRACE(std::string(io == IoPath::kMapped ? "mapped" : "read-ahead") +
+                   (t == Transform::kNone ? ", no transform" : ", random-resized crop"));
+      LoaderOptions o;
+      o.batch_size = 4;
+      o.num_threads = 2;
+      o.seed = 9;
+      o.io = io;
+      o.io_reuse_page_cache = false;
+      o.transform = t;
+      if (t != Transform::kNone) o.output_height = o.output_width = 12;
+      auto tr = read::SampleTransformer::Create(o, ds->manifest().image);
+      ASSERT_OK(tr.status());
+      read::TransformScratch scratch;
+      const std::vector<Got> got = ReadEpoch(ds, o);
+      ASSERT_EQ(got.size(), 3u);
+      for (const Got& b : got) {
+        const size_t out = static_cast<size_t>(tr->out_height()) * tr->out_width() * 3;
+        for (int s = 0; s < b.valid; ++s) {
+          const uint64_t index = b.indices[static_cast<size_t>(s)];
+          std::vector<uint8_t> expect(out);
+          ASSERT_OK(tr->Apply(want[index].data(), 16, 24, 3, read::SampleKey(9, 0, index),
+                              expect.data(), &scratch));
+          EXPECT_EQ(b.bytes.substr(static_cast<size_t>(s) * out, out),
+                    std::string(expect.begin(), expect.end()))
+              << "sample " << index;
+        }
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MixedDatasetTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb));
+
 // A transform that shrinks a JPEG 4x (64x96 resized to 16x24 and centre-cropped to 12x12)
 // decodes it at 1/4 by DCT scaling and resamples the scaled crop; decode_scaled off
 // decodes it whole. Both are checked against decoding and transforming by hand.
@@ -307,6 +382,28 @@ TEST(EncodedManifestTest, ARecordOfAnotherKindIsCorruption) {
   Status s = ds->Get(0, &v);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("the record holds raw pixels, the manifest says jpeg"),
+            std::string::npos)
+      << s.ToString();
+}
+
+// A mixed dataset's records are JPEG files or raw pixels: a PNG dataset whose manifest
+// is edited to say mixed has records of a kind mixed never holds.
+TEST(EncodedManifestTest, APngRecordInAMixedDatasetIsCorruption) {
+  TempDir dir;
+  TestDatasetSpec spec;
+  spec.samples = 3;
+  spec.encoding = ImageEncoding::kPng;
+  testing::WriteTestDataset(dir.path(), spec);
+  const std::string path = dir.path() + "/manifest.json";
+  auto j = nlohmann::ordered_json::parse(testing::ReadFileOrDie(path));
+  j["image"]["encoding"] = "mixed";
+  testing::WriteFileOrDie(path, j.dump(2) + "\n");
+  auto ds = OpenOrDie(dir.path());
+  ASSERT_NE(ds, nullptr);
+  SampleView v;
+  Status s = ds->Get(0, &v);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("the record holds a png image, the manifest says mixed (jpeg or raw)"),
             std::string::npos)
       << s.ToString();
 }

@@ -74,10 +74,16 @@ struct ConvertOptions {
   // or each resized image encoded as a JPEG (at `jpeg_quality` 1..100 with
   // `jpeg_subsampling` 444, 422 or 420 chroma; baseline, no EXIF) or a PNG (lossless).
   // Encoding happens after the resize, in the parallel stage, with fixed settings, so the
-  // output bytes still depend on the inputs and options only. Not with the Caffe schema.
+  // output bytes still depend on the inputs and options only. With the Caffe schema: its
+  // encoded Datums (docs/FORMAT.md §4.1).
+  // kMixed (format 1.4, not with the Caffe schema): each image is encoded as the JPEG
+  // above and stored so when that JPEG is at most mixed_max_ratio of its raw pixel bytes;
+  // otherwise (encoding saves little: noise, tiny or flat-coded images) its raw pixels
+  // are stored. The rule reads the image alone, so output still depends on nothing else.
   ImageEncoding encoding = ImageEncoding::kRaw;
   int jpeg_quality = 90;
   int jpeg_subsampling = 420;
+  double mixed_max_ratio = 0.5;  // kMixed: in (0, 1]
 
   uint64_t max_shard_bytes = 64ull << 20;
   uint64_t max_shard_records = 0;  // 0: no limit

@@ -40,10 +40,12 @@ std::string_view LmdbSchemaName(LmdbSchema s);  // "example" / "caffe"
 
 // How a dataset's samples store their image (docs/FORMAT.md §2.5; format 1.3): the
 // pixels themselves (image/raw), or a JPEG or PNG file of exactly the declared size
-// (image/encoded), which readers decode to the same HWC uint8 pixels.
-enum class ImageEncoding { kRaw, kJpeg, kPng };
-std::string_view ImageEncodingName(ImageEncoding e);  // "raw" / "jpeg" / "png"
-// "raw", "jpeg" or "png"; InvalidArgument naming the choices otherwise.
+// (image/encoded), which readers decode to the same HWC uint8 pixels. kMixed (format
+// 1.4): each record holds a JPEG, or the raw pixels where the JPEG saved little (the
+// records say which: image/encoded or image/raw).
+enum class ImageEncoding { kRaw, kJpeg, kPng, kMixed };
+std::string_view ImageEncodingName(ImageEncoding e);  // "raw" / "jpeg" / "png" / "mixed"
+// "raw", "jpeg", "png" or "mixed"; InvalidArgument naming the choices otherwise.
 StatusOr<ImageEncoding> ParseImageEncoding(std::string_view name);
 
 // The shape contract of every sample. Pixels are HWC uint8, RGB (3 channels) or gray (1).
@@ -55,7 +57,7 @@ struct ImageSpec {
   // Variable-size datasets: no side exceeds max_side (0: no bound promised).
   int max_side = 0;
   // 1.3: the samples hold encoded images (the manifest's image.encoding, with
-  // image.layout "encoded"); kRaw for every older dataset.
+  // image.layout "encoded"); 1.4: kMixed; kRaw for every older dataset.
   ImageEncoding encoding = ImageEncoding::kRaw;
   bool fixed() const { return height > 0 && width > 0; }
 };

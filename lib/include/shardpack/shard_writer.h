@@ -81,7 +81,7 @@ struct SampleInput {
   // Datasets of encoded images (ShardWriterOptions::image.encoding jpeg or png): the
   // sample's JPEG or PNG file, of exactly height x width, decoding to `channels` channels
   // (`pixels` is not read). The writer checks its format by its first bytes; verify
-  // --decode decodes it.
+  // --decode decodes it. A mixed dataset's sample: its JPEG, or empty to store `pixels`.
   std::span<const uint8_t> encoded;
   int height = 0;
   int width = 0;
