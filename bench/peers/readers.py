@@ -7,6 +7,8 @@ and drops it. Methods, and the Python each runs under (run.sh picks it):
 
   shardpack-py  shardpack.Loader (the C++ loader through the Python binding, DLPack torch
                 tensors, no copy) on the TFRecord shards, global shuffle        pyenv python3
+                (on an encoded dataset of fixed size, jpeg_mode.sh's, its C++ worker threads
+                decode each JPEG straight into the batch)
   torch-jpeg    torchvision ImageFolder + DataLoader on the JPEG folder: PIL decode,
                 Resize(256) + CenterCrop(256) (bilinear: cheaper than the Lanczos the
                 pre-decoded data was made with), HWC uint8; shuffle=True         pyenv python3
@@ -22,6 +24,8 @@ and drops it. Methods, and the Python each runs under (run.sh picks it):
   ffcv          FFCV Loader on a .beton written from the same pre-decoded pixels
                 (RGBImageField, write_mode="raw"), OrderOption.RANDOM,
                 SimpleRGBImageDecoder                                          out/venv-peers-ffcv
+                (a write_mode="jpg" .beton, bench/peers/jpeg_mode.sh's, goes through the same
+                decoder, which then decodes each JPEG: libjpeg-turbo, TJFLAG_FASTDCT)
   mosaic        MosaicML Streaming StreamingDataset (local MDS shards written from the
                 same pre-decoded pixels, ndarray column) + torch DataLoader,
                 shuffle=True                                                  out/venv-peers-mosaic

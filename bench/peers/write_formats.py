@@ -5,6 +5,9 @@ Untimed: only the readers are compared on these.
   ffcv    one .beton file by FFCV's DatasetWriter: image as RGBImageField(write_mode="raw")
           (the H x W x 3 uint8 pixels as they are, no JPEG), label as IntField
           Python: out/venv-peers-ffcv
+  ffcv-jpg  the same, but FFCV's "JPEG mode" (for bench/peers/jpeg_mode.sh): image as
+          RGBImageField(write_mode="jpg", jpeg_quality=--jpeg-quality), which FFCV encodes
+          with OpenCV (cv2.imencode, 4:2:0), label as IntField    Python: out/venv-peers-ffcv
   mosaic  a directory of MDS shards by MosaicML Streaming's MDSWriter: image as an
           "ndarray:uint8:H,W,3" column, label as "int", no compression, 64 MiB shards
           Python: out/venv-peers-mosaic
@@ -12,7 +15,8 @@ Untimed: only the readers are compared on these.
 The samples come from the shards through bench/tfrecord_io.py (no TensorFlow needed), in
 the dataset's order.
 
-Usage: python write_formats.py {ffcv,mosaic} DATASET OUT [--threads 2]
+Usage: python write_formats.py {ffcv,ffcv-jpg,mosaic} DATASET OUT [--threads 2]
+  [--jpeg-quality 90]  (ffcv-jpg only)
 """
 
 import argparse
@@ -62,6 +66,16 @@ def write_ffcv(samples, out, threads):
     writer.from_indexed_dataset(Indexed(samples))
 
 
+def write_ffcv_jpg(samples, out, threads, quality):
+    from ffcv.fields import IntField, RGBImageField
+    from ffcv.writer import DatasetWriter
+
+    writer = DatasetWriter(out, {"image": RGBImageField(write_mode="jpg", jpeg_quality=quality),
+                                 "label": IntField()},
+                           num_workers=threads)
+    writer.from_indexed_dataset(Indexed(samples))
+
+
 def write_mosaic(samples, out):
     from streaming import MDSWriter
 
@@ -74,14 +88,18 @@ def write_mosaic(samples, out):
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("format", choices=["ffcv", "mosaic"])
+    p.add_argument("format", choices=["ffcv", "ffcv-jpg", "mosaic"])
     p.add_argument("dataset", help="a shardpack TFRecord dataset (manifest.json)")
     p.add_argument("out")
     p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--jpeg-quality", type=int, default=90,
+                   help="ffcv-jpg: the JPEG quality FFCV encodes with, 1..100")
     a = p.parse_args()
     samples = load_samples(a.dataset)
     if a.format == "ffcv":
         write_ffcv(samples, a.out, a.threads)
+    elif a.format == "ffcv-jpg":
+        write_ffcv_jpg(samples, a.out, a.threads, a.jpeg_quality)
     else:
         write_mosaic(samples, a.out)
     print(f"write_formats: {a.format}: {len(samples)} samples written to {a.out}", flush=True)
