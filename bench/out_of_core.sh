@@ -17,10 +17,17 @@
 # random reads at depth 32 before a global shuffle, sequential ones before a block one), how busy the disk was during the run and its average queue of reads
 # (/sys/class/block), CPU seconds per GB read, and peak RSS. Needs root (cgroups,
 # drop_caches); installs fio from Debian if absent.
+#   - with ENCODED=Q (a JPEG quality, e.g. 90): the same samples converted once (untimed,
+#     `convert --input tfrecord --keep --encoding jpeg --quality Q`, into DIR-jpegQ) and
+#     read by shardpack bench in the same cgroup, each shuffle x thread count, its first
+#     epoch (from the disk) and its later ones apart (a JPEG dataset a tenth the size may
+#     fit in what the cgroup may cache): encoded against raw samples/s where the disk is
+#     the limit (issue 16). DIR must hold real photos (synthetic noise does not compress):
+#     bench/peers/run.sh's out/bench/peers-data/30000/sp-tfrecord, say.
 # Usage: bash bench/out_of_core.sh [DIR] [SAMPLES] [LIMIT_BYTES]   (BACKEND=lmdb for LMDB)
 # Environment: THREADS (default "1 2"), SHUFFLES (default "global block"), IOS (default
 # "mapped readahead"), BENCH_FLAGS (more shardpack bench flags), SKIP_FIO=1 (depth 1 only),
-# FFCV=0.
+# FFCV=0, ENCODED=Q, DISK_BPS (bytes/s: emulate a slower disk, see below).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 dir=${1:-out/bench-ooc}
@@ -53,20 +60,34 @@ else  # v2
   mkdir -p "$cg"
   echo "$limit" > "$cg/memory.max"
 fi
-in_cgroup() { sh -c "echo \$\$ > $cg/cgroup.procs; exec \"\$@\"" sh "$@"; }
+# DISK_BPS: a slower disk, emulated by the block I/O controller's read limit (cgroup v1
+# blkio.throttle.read_bps_device) on the device under DIR, for fio and every reader alike.
+bcg=
+if [ -n "${DISK_BPS:-}" ]; then
+  [ -d /sys/fs/cgroup/blkio ] || { echo "DISK_BPS needs cgroup v1's blkio controller" >&2; exit 2; }
+  bcg=/sys/fs/cgroup/blkio/shardpack-ooc
+  mkdir -p "$bcg"
+  echo "$(cat "/sys/class/block/$(basename "$(df --output=source "$dir" | tail -1)")/dev") $DISK_BPS" \
+    > "$bcg/blkio.throttle.read_bps_device"
+fi
+in_cgroup() {
+  sh -c "echo \$\$ > $cg/cgroup.procs; [ -z \"$bcg\" ] || echo \$\$ > $bcg/cgroup.procs; exec \"\$@\"" sh "$@"
+}
 drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
 seconds() { python3 -c "import time; print(time.monotonic())"; }
 
 calc() { python3 -c "print($1)"; }
-printf 'out of core: %s, %d samples of %d bytes, %.2f GB; cgroup limit %.2f GB (%.0f%% of the data); threads %s\n\n' \
+printf 'out of core: %s, %d samples of %d bytes, %.2f GB; cgroup limit %.2f GB (%.0f%% of the data); threads %s%s\n\n' \
   "$dir" "$samples" "$record_bytes" "$(calc "$data_bytes / 1e9")" \
-  "$(calc "$limit / 1e9")" "$(calc "100 * $limit / $data_bytes")" "$threads_list"
+  "$(calc "$limit / 1e9")" "$(calc "100 * $limit / $data_bytes")" "$threads_list" \
+  "${DISK_BPS:+; disk reads limited to $(calc "${DISK_BPS:-0} / 1e6") MB/s (DISK_BPS)}"
 
 fio_rate() {  # RW BS DEPTH JOBS -> bytes/s
   local files
-  files=$(echo "$shards" | head -64 | tr '\n' ':' | sed 's/:$//')
+  # Names relative to --directory: fio takes at most 4,096 characters of --filename.
+  files=$(echo "$shards" | head -64 | xargs -n1 basename | tr '\n' ':' | sed 's/:$//')
   drop
-  fio --name=ooc --filename="$files" --rw="$1" --bs="$2" --iodepth="$3" --numjobs="$4" \
+  in_cgroup fio --name=ooc --directory="$dir" --filename="$files" --rw="$1" --bs="$2" --iodepth="$3" --numjobs="$4" \
     --ioengine=libaio --direct=1 --runtime="${FIO_SECONDS:-15}" --time_based --group_reporting \
     --output-format=json 2> /dev/null |
     python3 -c "import json,sys; j=json.load(sys.stdin); print(int(j['jobs'][0]['read']['bw_bytes']))"
@@ -143,6 +164,41 @@ for io in $ios; do
   done
 done
 
+# The same samples as JPEG files: the loader decodes them, reading a tenth of the bytes.
+if [ -n "${ENCODED:-}" ]; then
+  enc="${dir%/}-jpeg$ENCODED"
+  if [ ! -f "$enc/manifest.json" ]; then
+    rm -rf "$enc"
+    # The stored size again (a crop to it is the identity): a fixed-size dataset, as the
+    # raw one.
+    size=$(python3 -c "import json; i = json.load(open('$dir/manifest.json'))['image']; print(f\"{i['width']}x{i['height']}\")")
+    build/tools/shardpack convert "$dir" "$enc" --input tfrecord --size "$size" --fit crop \
+      --encoding jpeg --quality "$ENCODED" --quiet > /dev/null
+  fi
+  enc_bytes=$(cat "$enc"/shard-* | wc -c)
+  for shuffle in $shuffles; do
+    for threads in $threads_list; do
+      drop
+      line=$(in_cgroup /usr/bin/time -f '%U %S %M' -o "$timed" build/tools/shardpack bench "$enc" \
+        --threads "$threads" --shuffle "$shuffle" --epochs 3 --no-baseline ${BENCH_FLAGS:-} |
+        grep "^| $shuffle |") || true
+      what="shardpack, JPEG q$ENCODED ($(calc "'%.0f' % ($enc_bytes / $samples)") B/sample, auto), --shuffle $shuffle, $threads threads"
+      if [ -z "$line" ]; then
+        rows+=("$what|failed|-|-")
+        continue
+      fi
+      # Columns: loader samples/s (the epochs after the first), first epoch GB/s of pixels.
+      per_s=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $4); print $4}')
+      first_gbs=$(echo "$line" | awk -F'|' '{gsub(/ /, "", $8); print $8}')
+      read -r user sys rss_kb < "$timed"
+      add "$what, epoch 1 (from the disk)" "$(calc "int($first_gbs * 1e9 / (256 * 256 * 3) * $record_bytes)")" \
+        - "$rss_kb"
+      add "$what, epochs 2-3" "$(calc "int($per_s * $record_bytes)")" "$(calc "$user + $sys")" \
+        "$rss_kb"
+    done
+  done
+fi
+
 ffcv_py=out/venv-peers-ffcv/bin/python
 if [ "${FFCV:-1}" != 0 ] && [ -x "$ffcv_py" ]; then
   for page in 8388608 2097152; do
@@ -193,3 +249,4 @@ for r in "${rows[@]}"; do
     "$share_paired" "$busy" "$queue" "$cpu_gb" "$rss_mb"
 done
 rmdir "$cg" 2> /dev/null || true
+[ -z "$bcg" ] || rmdir "$bcg" 2> /dev/null || true

@@ -291,8 +291,8 @@ void SampleTransformer::Reserve(int max_height, int max_width, TransformScratch*
   scratch->resize_.Reserve(max_height, max_width, out_height_, out_width_, channels_, filter_);
 }
 
-Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, int channels,
-                                uint64_t key, uint8_t* out, TransformScratch* scratch) const {
+Status SampleTransformer::CheckInputs(const uint8_t* pixels, int height, int width, int channels,
+                                      const uint8_t* out, const TransformScratch* scratch) const {
   if (channels_ == 0) {
     return FailedPreconditionError("transform: empty SampleTransformer (not made by Create)");
   }
@@ -303,23 +303,26 @@ Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, in
     return InvalidArgumentError(SampleText(height, width, channels) + ": expected " +
                                 std::to_string(channels_) + " channels");
   }
+  return Status::Ok();
+}
+
+Status SampleTransformer::Apply(const uint8_t* pixels, int height, int width, int channels,
+                                uint64_t key, uint8_t* out, TransformScratch* scratch) const {
+  SHARDPACK_RETURN_IF_ERROR(CheckInputs(pixels, height, width, channels, out, scratch));
   SHARDPACK_ASSIGN_OR_RETURN(const SamplePlan plan, Plan(height, width, key));
-  return ApplyPlan(pixels, height, width, channels, plan, out, scratch);
+  return Resample(pixels, height, width, channels, plan, out, scratch);
 }
 
 Status SampleTransformer::ApplyPlan(const uint8_t* pixels, int height, int width, int channels,
                                     const SamplePlan& plan, uint8_t* out,
                                     TransformScratch* scratch) const {
-  if (channels_ == 0) {
-    return FailedPreconditionError("transform: empty SampleTransformer (not made by Create)");
-  }
-  if (pixels == nullptr || out == nullptr || scratch == nullptr) {
-    return InvalidArgumentError("transform: null pixels, output or scratch");
-  }
-  if (channels != channels_) {
-    return InvalidArgumentError(SampleText(height, width, channels) + ": expected " +
-                                std::to_string(channels_) + " channels");
-  }
+  SHARDPACK_RETURN_IF_ERROR(CheckInputs(pixels, height, width, channels, out, scratch));
+  return Resample(pixels, height, width, channels, plan, out, scratch);
+}
+
+Status SampleTransformer::Resample(const uint8_t* pixels, int height, int width, int channels,
+                                   const SamplePlan& plan, uint8_t* out,
+                                   TransformScratch* scratch) const {
   SHARDPACK_RETURN_IF_ERROR(image::ResizeRegionInto(
       pixels, height, width, channels, static_cast<size_t>(width) * channels, plan.x0, plan.y0,
       plan.x1, plan.y1, out_height_, out_width_, filter_, out,

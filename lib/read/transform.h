@@ -171,6 +171,12 @@ class SampleTransformer {
   int ShrinkDenominator(const SamplePlan& plan) const;
 
  private:
+  // Apply's and ApplyPlan's argument checks, and their common work.
+  Status CheckInputs(const uint8_t* pixels, int height, int width, int channels, const uint8_t* out,
+                     const TransformScratch* scratch) const;
+  Status Resample(const uint8_t* pixels, int height, int width, int channels,
+                  const SamplePlan& plan, uint8_t* out, TransformScratch* scratch) const;
+
   Transform transform_ = Transform::kNone;
   ResizeFilter filter_ = ResizeFilter::kBilinear;
   bool flip_ = false;

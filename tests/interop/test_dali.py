@@ -87,18 +87,25 @@ def test_dali_sharding_splits_the_records_disjointly(dataset, image_tree, num_sh
     assert parts == whole  # contiguous, disjoint, together everything, in file order
 
 
-def test_dali_caffe_reader_reads_a_caffe_schema_shard(cli, image_tree, tmp_path):
+def caffe_lmdb_dir(cli, image_tree, tmp_path, *flags):
+    """Converts the tree (8x6) in the Caffe schema with `flags`, and as Example records for
+    reference; returns (an LMDB directory holding the one shard as data.mdb, the reference).
+    Caffe (and DALI's Caffe reader) open an LMDB directory holding data.mdb."""
     dst = tmp_path / "caffe"
     cli("convert", image_tree.root, dst, "--size", "8x6", "--format", "lmdb",
-        "--lmdb-schema", "caffe", "--quiet")
+        "--lmdb-schema", "caffe", *flags, "--quiet")
     reference = tmp_path / "reference"
     cli("convert", image_tree.root, reference, "--size", "8x6", "--quiet")
     m = manifest(dst)
     assert len(m["shards"]) == 1
-    # Caffe (and DALI's Caffe reader) open an LMDB directory holding data.mdb.
     lmdb_dir = tmp_path / "caffe-lmdb"
     lmdb_dir.mkdir()
     shutil.copy(dst / m["shards"][0]["file"], lmdb_dir / "data.mdb")
+    return lmdb_dir, reference
+
+
+def test_dali_caffe_reader_reads_a_caffe_schema_shard(cli, image_tree, tmp_path):
+    lmdb_dir, reference = caffe_lmdb_dir(cli, image_tree, tmp_path)
 
     @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
     def pipe():
@@ -159,16 +166,7 @@ def test_dali_decodes_an_encoded_dataset_to_the_raw_datasets_pixels(cli, image_t
 def test_dali_caffe_reader_decodes_encoded_datums_to_the_raw_pixels(cli, image_tree, tmp_path):
     """--encoding png --lmdb-schema caffe: DALI's Caffe reader returns each Datum's file and
     fn.decoders.image decodes it to exactly the raw conversion's pixels (PNG is lossless)."""
-    dst = tmp_path / "caffe"
-    cli("convert", image_tree.root, dst, "--size", "8x6", "--format", "lmdb",
-        "--lmdb-schema", "caffe", "--encoding", "png", "--quiet")
-    reference = tmp_path / "reference"
-    cli("convert", image_tree.root, reference, "--size", "8x6", "--quiet")
-    m = manifest(dst)
-    assert len(m["shards"]) == 1
-    lmdb_dir = tmp_path / "caffe-lmdb"
-    lmdb_dir.mkdir()
-    shutil.copy(dst / m["shards"][0]["file"], lmdb_dir / "data.mdb")
+    lmdb_dir, reference = caffe_lmdb_dir(cli, image_tree, tmp_path, "--encoding", "png")
 
     @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1)
     def pipe():

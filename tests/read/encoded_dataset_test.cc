@@ -364,48 +364,39 @@ TEST_P(DamagedEncodedTest, AnImageThatDoesNotDecodeIsTheRecordsCorruption) {
 INSTANTIATE_TEST_SUITE_P(Backends, DamagedEncodedTest,
                          ::testing::Values(Backend::kTfrecord, Backend::kLmdb));
 
-// A raw dataset whose manifest is edited to claim JPEG images: every record is a fault,
-// named, never pixels read as a file or the other way round.
-TEST(EncodedManifestTest, ARecordOfAnotherKindIsCorruption) {
+// Writes a 3-sample dataset of `stored` images, sets the manifest's image.encoding (and
+// layout "encoded") to `claimed`, and gets sample 0: a record of a kind the manifest does
+// not allow must be the record's Corruption, never pixels read as a file or the reverse.
+Status GetWithEncodingClaimed(ImageEncoding stored, const std::string& claimed) {
   TempDir dir;
   TestDatasetSpec spec;
   spec.samples = 3;
+  spec.encoding = stored;
   testing::WriteTestDataset(dir.path(), spec);
   const std::string path = dir.path() + "/manifest.json";
   auto j = nlohmann::ordered_json::parse(testing::ReadFileOrDie(path));
   j["image"]["layout"] = "encoded";
-  j["image"]["encoding"] = "jpeg";
+  j["image"]["encoding"] = claimed;
   testing::WriteFileOrDie(path, j.dump(2) + "\n");
   auto ds = OpenOrDie(dir.path());
-  ASSERT_NE(ds, nullptr);
+  if (ds == nullptr) return InternalError("the edited dataset does not open");
   SampleView v;
-  Status s = ds->Get(0, &v);
+  return ds->Get(0, &v);
+}
+
+TEST(EncodedManifestTest, ARecordOfAnotherKindIsCorruption) {
+  Status s = GetWithEncodingClaimed(ImageEncoding::kRaw, "jpeg");
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("the record holds raw pixels, the manifest says jpeg"),
             std::string::npos)
       << s.ToString();
-}
-
-// A mixed dataset's records are JPEG files or raw pixels: a PNG dataset whose manifest
-// is edited to say mixed has records of a kind mixed never holds.
-TEST(EncodedManifestTest, APngRecordInAMixedDatasetIsCorruption) {
-  TempDir dir;
-  TestDatasetSpec spec;
-  spec.samples = 3;
-  spec.encoding = ImageEncoding::kPng;
-  testing::WriteTestDataset(dir.path(), spec);
-  const std::string path = dir.path() + "/manifest.json";
-  auto j = nlohmann::ordered_json::parse(testing::ReadFileOrDie(path));
-  j["image"]["encoding"] = "mixed";
-  testing::WriteFileOrDie(path, j.dump(2) + "\n");
-  auto ds = OpenOrDie(dir.path());
-  ASSERT_NE(ds, nullptr);
-  SampleView v;
-  Status s = ds->Get(0, &v);
+  // A mixed dataset's records are JPEG files or raw pixels, never PNG files.
+  s = GetWithEncodingClaimed(ImageEncoding::kPng, "mixed");
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("the record holds a png image, the manifest says mixed (jpeg or raw)"),
             std::string::npos)
       << s.ToString();
+  EXPECT_OK(GetWithEncodingClaimed(ImageEncoding::kRaw, "mixed"));
 }
 
 }  // namespace
