@@ -137,8 +137,9 @@ TEST(ManifestTest, EncodedImagesRoundTripAndTheLayoutMustSayEncoded) {
             std::string::npos)
       << r.status().ToString();
   r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"gif\"");
-  EXPECT_NE(r.status().message().find("image.encoding: \"gif\", expected \"jpeg\", \"png\" or \"mixed\""),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find("image.encoding: \"gif\", expected \"jpeg\", \"png\" or \"mixed\""),
+      std::string::npos)
       << r.status().ToString();
   r = edited("\"encoding\": \"jpeg\"", "\"encoding\": \"raw\"");
   EXPECT_EQ(r.status().code(), StatusCode::kCorruption);

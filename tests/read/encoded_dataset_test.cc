@@ -45,6 +45,26 @@ std::vector<Got> ReadEpoch(std::shared_ptr<const Dataset> ds, const LoaderOption
   return out;
 }
 
+// Batches of 4, 2 threads, a global shuffle with `seed`, on the I/O path `io` (every batch
+// read from storage on the read-ahead path), with `t` out to 12x12 unless kNone.
+LoaderOptions PathOptions(IoPath io, Transform t, uint64_t seed) {
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_threads = 2;
+  o.shuffle = ShuffleMode::kGlobal;
+  o.seed = seed;
+  o.io = io;
+  o.io_reuse_page_cache = false;
+  o.transform = t;
+  if (t != Transform::kNone) o.output_height = o.output_width = 12;
+  return o;
+}
+
+std::string PathName(IoPath io, Transform t) {
+  return std::string(io == IoPath::kMapped ? "mapped" : "read-ahead") +
+         (t == Transform::kNone ? ", no transform" : ", random-resized crop");
+}
+
 struct EncodedParam {
   Backend backend;
   ImageEncoding encoding;
@@ -110,17 +130,8 @@ TEST_P(EncodedDatasetTest, LoaderBatchesAreTheDecodedImagesOnEveryPath) {
   ASSERT_NE(enc, nullptr);
   for (const IoPath io : {IoPath::kMapped, IoPath::kReadAhead}) {
     for (const Transform t : {Transform::kNone, Transform::kRandomResizedCrop}) {
-      SCOPED_TRACE(std::string(io == IoPath::kMapped ? "mapped" : "read-ahead") +
-                   (t == Transform::kNone ? ", no transform" : ", random-resized crop"));
-      LoaderOptions o;
-      o.batch_size = 4;
-      o.num_threads = 2;
-      o.shuffle = ShuffleMode::kGlobal;
-      o.seed = 5;
-      o.io = io;
-      o.io_reuse_page_cache = false;
-      o.transform = t;
-      if (t != Transform::kNone) o.output_height = o.output_width = 12;
+      SCOPED_TRACE(PathName(io, t));
+      const LoaderOptions o = PathOptions(io, t, 5);
       const std::vector<Got> got = ReadEpoch(enc, o);
       ASSERT_EQ(got.size(), 3u);
       if (GetParam().encoding == ImageEncoding::kPng) {
@@ -187,16 +198,8 @@ TEST_P(MixedDatasetTest, RecordsAreReadEachAsItIsStored) {
   }
   for (const IoPath io : {IoPath::kMapped, IoPath::kReadAhead}) {
     for (const Transform t : {Transform::kNone, Transform::kRandomResizedCrop}) {
-      SCOPED_TRACE(std::string(io == IoPath::kMapped ? "mapped" : "read-ahead") +
-                   (t == Transform::kNone ? ", no transform" : ", random-resized crop"));
-      LoaderOptions o;
-      o.batch_size = 4;
-      o.num_threads = 2;
-      o.seed = 9;
-      o.io = io;
-      o.io_reuse_page_cache = false;
-      o.transform = t;
-      if (t != Transform::kNone) o.output_height = o.output_width = 12;
+      SCOPED_TRACE(PathName(io, t));
+      const LoaderOptions o = PathOptions(io, t, 9);
       auto tr = read::SampleTransformer::Create(o, ds->manifest().image);
       ASSERT_OK(tr.status());
       read::TransformScratch scratch;
