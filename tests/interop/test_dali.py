@@ -1,7 +1,8 @@
 """NVIDIA DALI (nvidia-dali-cuda130), CPU pipelines only: fn.readers.tfrecord with the .idx
 files shardpack writes reads its shards, whole and split by DALI's own sharding
-(shard_id, num_shards), with the same pixels and labels; fn.readers.caffe reads a
-Caffe-schema LMDB shard (convert --format lmdb --lmdb-schema caffe)."""
+(shard_id, num_shards), with the same pixels and labels; its image decoder decodes encoded
+and mixed datasets; fn.readers.caffe reads a Caffe-schema LMDB shard (convert --format lmdb
+--lmdb-schema caffe), raw or encoded."""
 
 import shutil
 
@@ -182,3 +183,59 @@ def test_dali_caffe_reader_decodes_encoded_datums_to_the_raw_pixels(cli, image_t
         images, labels = p.run()
         assert int(np.array(labels[0]).reshape(-1)[0]) == label, name
         np.testing.assert_array_equal(np.array(images[0]), pixels, err_msg=name)
+
+
+def test_dali_reads_a_mixed_dataset_with_a_conditional(cli, tmp_path):
+    """convert --encoding mixed: DALI's TFRecord reader takes both image features (empty
+    default) and, with conditional execution on image/format, decodes image/encoded in a
+    JPEG record and reshapes image/raw in a raw one. Raw records (the noise image) give exactly the raw
+    conversion's pixels, JPEG ones at least 30 dB from them."""
+    import wire
+
+    y, x = np.mgrid[0:64, 0:64]
+    smooth = np.stack([x * 4, y * 4, (x + y) * 2], axis=-1).astype(np.uint8)
+    noise = np.random.default_rng(7).integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    (tmp_path / "src" / "a").mkdir(parents=True)
+    for name, px in (("smooth", smooth), ("noise", noise)):
+        wire.write_png(tmp_path / "src" / "a" / f"{name}.png", px)
+    cli("convert", tmp_path / "src", tmp_path / "raw", "--size", "48x48", "--quiet")
+    cli("convert", tmp_path / "src", tmp_path / "mixed", "--size", "48x48", "--quiet",
+        "--encoding", "mixed", "--quality", "95", "--subsampling", "444")
+    m = manifest(tmp_path / "mixed")
+    assert m["image"]["encoding"] == "mixed"
+    reference = {name: pixels for name, _, pixels in dali_records(tmp_path / "raw", 0, 1)}
+
+    @pipeline_def(batch_size=1, num_threads=1, device_id=None, seed=1, enable_conditionals=True)
+    def pipe():
+        f = fn.readers.tfrecord(
+            path=[str(tmp_path / "mixed" / s["file"]) for s in m["shards"]],
+            index_path=[str(tmp_path / "mixed" / s["index"]["file"]) for s in m["shards"]],
+            random_shuffle=False, name="reader",
+            features={
+                "image/encoded": tfrec.FixedLenFeature((), tfrec.string, ""),
+                "image/raw": tfrec.FixedLenFeature((), tfrec.string, ""),
+                "image/format": tfrec.FixedLenFeature((), tfrec.string, ""),
+                "image/filename": tfrec.FixedLenFeature((), tfrec.string, ""),
+            })
+        # image/format is "JPEG" or "raw": its first byte tells them apart.
+        is_jpeg = f["image/format"][0] == ord("J")
+        if is_jpeg:
+            image = fn.decoders.image(f["image/encoded"], device="cpu", output_type=types.RGB)
+        else:
+            image = fn.reshape(f["image/raw"], shape=[48, 48, 3])
+        return image, is_jpeg, f["image/filename"]
+
+    p = pipe()
+    p.build()
+    kinds = {}
+    for _ in range(m["num_samples"]):
+        image, is_jpeg, name = (np.array(t[0]) for t in p.run())
+        name = name.tobytes().decode()
+        kinds[name] = "jpeg" if bool(is_jpeg) else "raw"
+        want = reference[name]
+        if kinds[name] == "raw":
+            np.testing.assert_array_equal(image, want, err_msg=name)
+        else:
+            mse = np.mean((image.astype(np.float64) - want.astype(np.float64)) ** 2)
+            assert 10 * np.log10(255.0 ** 2 / max(mse, 1e-12)) >= 30, name
+    assert kinds == {"a/noise.png": "raw", "a/smooth.png": "jpeg"}
