@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "format/format.h"
+#include "image/image.h"
 #include "util/coding.h"
 
 namespace shardpack::format {
@@ -154,10 +155,9 @@ Status CheckCaffeDatum(const CaffeDatumView& d, ImageEncoding encoding) {
   }
   if (!d.has_label) return CorruptionError("Datum.label: missing");
   if (!raw) {
-    const std::string_view signature = encoding == ImageEncoding::kJpeg
-                                           ? std::string_view("\xff\xd8\xff", 3)
-                                           : std::string_view("\x89PNG\r\n\x1a\n", 8);
-    if (d.data.substr(0, signature.size()) != signature) {
+    const image::Format want =
+        encoding == ImageEncoding::kPng ? image::Format::kPng : image::Format::kJpeg;
+    if (image::Sniff(reinterpret_cast<const uint8_t*>(d.data.data()), d.data.size()) != want) {
       return CorruptionError("Datum.data: " + std::to_string(d.data.size()) +
                              " bytes that do not start with the " +
                              std::string(ImageEncodingName(encoding)) + " signature");

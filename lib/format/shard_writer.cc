@@ -76,9 +76,7 @@ class ShardWriter::Impl {
       return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
                                   " exceeds max side " + std::to_string(spec.max_side));
     }
-    // A mixed dataset's sample: its JPEG, or (no encoded bytes) its pixels.
-    if (spec.encoding != ImageEncoding::kRaw &&
-        (spec.encoding != ImageEncoding::kMixed || !s.encoded.empty())) {
+    if (StoresFile(s)) {
       const image::Format want =
           spec.encoding == ImageEncoding::kPng ? image::Format::kPng : image::Format::kJpeg;
       if (image::Sniff(s.encoded.data(), s.encoded.size()) != want) {
@@ -96,6 +94,13 @@ class ShardWriter::Impl {
                                   shape() + " needs " + std::to_string(expected));
     }
     return CheckLabel(s.label);
+  }
+
+  // Whether `s` is stored as its file (image/encoded) rather than its pixels: every sample
+  // of a JPEG or PNG dataset; a mixed dataset's sample when it comes with its JPEG.
+  bool StoresFile(const SampleInput& s) const {
+    const ImageEncoding e = options_.image.encoding;
+    return e != ImageEncoding::kRaw && (e != ImageEncoding::kMixed || !s.encoded.empty());
   }
 
   Status CheckLabel(int64_t label) const {
@@ -449,9 +454,8 @@ Status ShardWriter::Add(const SampleInput& s) {
   }
   format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
                           s.filename};
-  const ImageEncoding encoding = impl_->encoding();
-  if (encoding != ImageEncoding::kRaw &&
-      (encoding != ImageEncoding::kMixed || !s.encoded.empty())) {
+  if (impl_->StoresFile(s)) {
+    const ImageEncoding encoding = impl_->encoding();
     const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
     const ImageEncoding file = encoding == ImageEncoding::kMixed ? ImageEncoding::kJpeg : encoding;
     return impl_->AddEncoded(format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,

@@ -188,33 +188,31 @@ Status CheckCaffeValue(std::string_view value, const Manifest& m, bool decode) {
   if (m.image.encoding == ImageEncoding::kRaw) {
     return CheckAgainstManifest(d.label, {}, d.channels, d.height, d.width, m);
   }
+  // The shape is the file's: without decoding only the label can be checked.
+  if (!decode) return CheckLabel(d.label, {}, m);
+  const auto* file = reinterpret_cast<const uint8_t*>(d.data.data());
   int64_t height = m.image.height;
   int64_t width = m.image.width;
-  if (decode) {
-    const auto* file = reinterpret_cast<const uint8_t*>(d.data.data());
-    Status s;
-    if (m.image.fixed()) {
-      std::vector<uint8_t> pixels(static_cast<size_t>(m.image.height) *
-                                  static_cast<size_t>(m.image.width) *
-                                  static_cast<size_t>(m.image.channels));
-      s = image::DecodeExact(file, d.data.size(), m.image.height, m.image.width, m.image.channels,
-                             pixels.data());
-    } else {
-      image::DecodeOptions o;
-      o.channels = m.image.channels;
-      o.apply_orientation = false;
-      if (m.image.max_side > 0) o.limits.max_dimension = m.image.max_side;
-      auto decoded = image::Decode(file, d.data.size(), o);
-      s = decoded.status();
-      if (s.ok()) {
-        height = decoded->height;
-        width = decoded->width;
-      }
+  Status s;
+  if (m.image.fixed()) {
+    std::vector<uint8_t> pixels(static_cast<size_t>(m.image.height) *
+                                static_cast<size_t>(m.image.width) *
+                                static_cast<size_t>(m.image.channels));
+    s = image::DecodeExact(file, d.data.size(), m.image.height, m.image.width, m.image.channels,
+                           pixels.data());
+  } else {
+    image::DecodeOptions o;
+    o.channels = m.image.channels;
+    o.apply_orientation = false;
+    if (m.image.max_side > 0) o.limits.max_dimension = m.image.max_side;
+    auto decoded = image::Decode(file, d.data.size(), o);
+    s = decoded.status();
+    if (s.ok()) {
+      height = decoded->height;
+      width = decoded->width;
     }
-    if (!s.ok()) return CorruptionError("Datum.data: " + s.message());
   }
-  // Without decoding, a variable-size dataset's sample has no shape to check.
-  if (!m.image.fixed() && !decode) return CheckLabel(d.label, {}, m);
+  if (!s.ok()) return CorruptionError("Datum.data: " + s.message());
   return CheckAgainstManifest(d.label, {}, m.image.channels, height, width, m);
 }
 
