@@ -4,8 +4,9 @@
 # 256x256x3 samples (30,000: 5.9 GB, Caltech-256-sized) unless DIR holds one, then, with
 # the page cache dropped before each run and every reader inside a memory cgroup (v1 or
 # v2) that caps what it may cache at LIMIT (default: a third of the dataset):
-#   - fio: random reads of one record's size at queue depth 1, 2, 8 and 32, and sequential
-#     1 MiB reads at depth 8 (O_DIRECT: the device, not the cache);
+#   - fio: random reads of one record's size at queue depth 1, 2, 8 and 32, sequential
+#     1 MiB reads at depth 8, and random 1 MiB reads at depth 32 (a block shuffle's
+#     pattern) (O_DIRECT: the device, not the cache);
 #   - cat of the shards (sequential, through the page cache);
 #   - shardpack bench, one epoch per I/O path x shuffle mode x thread count;
 #   - FFCV 1.0.2 with os_cache=False (its out-of-core mode) on the same pixels, where
@@ -117,6 +118,10 @@ done
 if [ "${SKIP_FIO:-0}" != 1 ]; then
   sequential=$(fio_rate read 1m 8 1)
   add "fio sequential 1 MiB reads, depth 8" "$sequential"
+  # What a block shuffle asks of the disk: reads of up to 1 MiB (pieces of its blocks) at
+  # random places, many in flight. Not a target; it says how much of the gap to the
+  # sequential rate is the disk's own.
+  add "fio random 1 MiB reads, depth 32" "$(fio_rate randread 1m 32 1)"
 fi
 
 drop
