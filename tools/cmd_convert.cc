@@ -26,7 +26,7 @@ struct ConvertArgs {
                         encoding = "raw";
   int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
-       resume = false, overwrite = false, quiet = false, mpi = false;
+       resume = false, overwrite = false, quiet = false, mpi = false, stats = false;
   uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
   uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
   double mixed_ratio = 0.5;
@@ -181,6 +181,8 @@ std::function<int()> AddConvert(CLI::App& app) {
                 "No progress and no per-reject lines (errors and the "
                 "summary still print)");
   cmd->add_flag("--json", a->json, "Print the summary as JSON on stdout");
+  cmd->add_flag("--stats", a->stats,
+                "Also print where the time went: each stage's seconds (in --json: \"stages\")");
   auto* part = cmd->add_option("--part", a->part,
                                "Convert part I of N (0-based, e.g. 3/16) into DST/parts/, as one "
                                "task of a job array; join the parts with shardpack merge DST");
@@ -278,6 +280,32 @@ std::function<int()> AddConvert(CLI::App& app) {
 
 namespace {
 
+// The stages' seconds (ConvertStageSeconds) as convert --stats prints them: the pipeline's
+// stages in thread-seconds, per image and as a share of the threads' time.
+void PrintStages(const ConvertStageSeconds& t, uint64_t images) {
+  const double capacity = t.threads * t.pipeline;
+  std::printf("  where the time went (%d threads; the pipeline %.2f s, %.2f thread-seconds):\n",
+              t.threads, t.pipeline, capacity);
+  std::printf("    %-8s %8.3f s\n", "scan", t.scan);
+  std::printf("    %-8s %8.3f s\n", "plan", t.plan);
+  const std::pair<const char*, double> stages[] = {{"read", t.read},     {"decode", t.decode},
+                                                   {"resize", t.resize}, {"encode", t.encode},
+                                                   {"write", t.write},   {"idle", t.idle()}};
+  for (const auto& [name, seconds] : stages) {
+    std::printf("    %-8s %8.3f thread-s %8.3f ms/image %5.1f%%\n", name, seconds,
+                images > 0 ? seconds * 1e3 / images : 0.0,
+                capacity > 0 ? 100 * seconds / capacity : 0.0);
+  }
+  std::printf("    %-8s %8.3f s\n", "publish", t.publish);
+}
+
+nlohmann::ordered_json StagesJson(const ConvertStageSeconds& t) {
+  return {{"threads", t.threads},   {"scan", t.scan},      {"plan", t.plan},
+          {"pipeline", t.pipeline}, {"read", t.read},      {"decode", t.decode},
+          {"resize", t.resize},     {"encode", t.encode},  {"write", t.write},
+          {"idle", t.idle()},       {"publish", t.publish}};
+}
+
 int ConvertExitCode(const Status& s) {
   return s.code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
 }
@@ -320,6 +348,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     j["shards"] = s.manifest.shards.size();
     j["bytes"] = bytes;
     j["seconds"] = s.seconds;
+    j["stages"] = StagesJson(s.stages);
     nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
     for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
     j["rejects"] = rejects;
@@ -337,6 +366,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
                 bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
                 s.resumed_from > 0 ? " (this run, after resuming)" : "");
+    if (a->stats) PrintStages(s.stages, done_now);
     if (!s.rejects.empty()) {
       std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", out.c_str());
       for (const auto& [reason, n] : RejectsByReason(s.rejects)) {

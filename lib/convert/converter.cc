@@ -36,6 +36,12 @@ namespace {
 // A seeded permutation that is the same on every platform and library version
 // (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64 seeded with
 // `seed` itself (read::Random; not a mixed key: the write order of existing datasets).
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
 void Shuffle(std::vector<size_t>* order, uint64_t seed) {
   read::Random random(seed);
   auto next = [&random] { return random.Next64(); };
@@ -750,7 +756,11 @@ void DecodeStage::Process(Item* item, image::ResizeScratch* scratch) const {
   try {
     item->status =
         item->input->record >= 0 ? DecodeRecord(item, scratch) : DecodeFile(item, scratch);
-    if (item->status.ok() && o_.encoding != ImageEncoding::kRaw) item->status = Encode(item);
+    if (item->status.ok() && o_.encoding != ImageEncoding::kRaw) {
+      const auto t0 = Clock::now();
+      item->status = Encode(item);
+      item->encode_seconds = SecondsSince(t0);
+    }
   } catch (const std::bad_alloc&) {
     item->status = ResourceExhaustedError("out of memory decoding the image");
   } catch (const std::exception& e) {
@@ -759,8 +769,10 @@ void DecodeStage::Process(Item* item, image::ResizeScratch* scratch) const {
 }
 
 Status DecodeStage::DecodeRecord(Item* item, image::ResizeScratch* scratch) const {
-  SHARDPACK_ASSIGN_OR_RETURN(auto record,
-                             DecodeRecordInput(*item->input, o_.max_file_bytes, decode_));
+  const auto t0 = Clock::now();
+  auto decoded = DecodeRecordInput(*item->input, o_.max_file_bytes, decode_);
+  item->decode_seconds = SecondsSince(t0);
+  SHARDPACK_ASSIGN_OR_RETURN(auto record, std::move(decoded));
   item->bytes_in = record.bytes_in;
   item->filename = std::move(record.filename);
   if (item->filename.size() > format::kMaxTextBytes) {
@@ -774,31 +786,45 @@ Status DecodeStage::DecodeRecord(Item* item, image::ResizeScratch* scratch) cons
 Status DecodeStage::DecodeFile(Item* item, image::ResizeScratch* scratch) const {
   item->filename = item->input->relative;
   std::vector<uint8_t> bytes;
+  auto t0 = Clock::now();
   const Status read = ReadWholeFile(item->input->path, o_.max_file_bytes, &bytes);
+  item->read_seconds = SecondsSince(t0);
   item->bytes_in = bytes.size();
   SHARDPACK_RETURN_IF_ERROR(read);
+  t0 = Clock::now();
   if (o_.height > 0 && o_.fit == FitMode::kCrop) {
     // A centre crop reads only part of the image: decode only that part (for a 4:3 JPEG
     // cropped square, a fifth of the columns is never decoded), then resize the window,
     // with the same bytes as decoding and resizing the whole image.
-    SHARDPACK_ASSIGN_OR_RETURN(
-        auto window,
+    auto window =
         image::DecodeWindow(bytes.data(), bytes.size(), decode_, [&](int height, int width) {
           return image::FitReadRegion(height, width, o_.height, o_.width, FitMode::kCrop,
                                       o_.filter);
-        }));
-    SHARDPACK_ASSIGN_OR_RETURN(
-        item->image, image::ResizeFitWindow(window, o_.height, o_.width, FitMode::kCrop, o_.filter,
-                                            o_.background, scratch));
+        });
+    item->decode_seconds = SecondsSince(t0);
+    if (!window.ok()) return window.status();
+    t0 = Clock::now();
+    auto resized = image::ResizeFitWindow(*window, o_.height, o_.width, FitMode::kCrop, o_.filter,
+                                          o_.background, scratch);
+    item->resize_seconds = SecondsSince(t0);
+    if (!resized.ok()) return resized.status();
+    item->image = std::move(resized).value();
     return Status::Ok();
   }
-  SHARDPACK_ASSIGN_OR_RETURN(image::Image decoded,
-                             image::Decode(bytes.data(), bytes.size(), decode_));
-  return Resize(std::move(decoded), item, scratch);
+  auto decoded = image::Decode(bytes.data(), bytes.size(), decode_);
+  item->decode_seconds = SecondsSince(t0);
+  if (!decoded.ok()) return decoded.status();
+  return Resize(std::move(decoded).value(), item, scratch);
 }
 
 // The output geometry, applied to a decoded image.
 Status DecodeStage::Resize(image::Image decoded, Item* item, image::ResizeScratch* scratch) const {
+  const auto t0 = Clock::now();
+  struct Timed {
+    Clock::time_point t0;
+    double* seconds;
+    ~Timed() { *seconds = SecondsSince(t0); }
+  } timed{t0, &item->resize_seconds};
   if (o_.height > 0) {
     SHARDPACK_ASSIGN_OR_RETURN(item->image, image::ResizeFit(decoded, o_.height, o_.width, o_.fit,
                                                              o_.filter, o_.background, scratch));
@@ -843,16 +869,23 @@ WriteStage::WriteStage(const ConvertOptions& o, ShardWriter* writer, RunState* s
 
 Status WriteStage::Consume(const Item& item) {
   state_->position = item.position;
+  stages_.read += item.read_seconds;
+  stages_.decode += item.decode_seconds;
+  stages_.resize += item.resize_seconds;
+  stages_.encode += item.encode_seconds;
   if (item.status.ok()) {
     const image::Image& im = item.image;
-    SHARDPACK_RETURN_IF_ERROR(writer_->Add(
+    const auto t0 = Clock::now();
+    Status added = writer_->Add(
         {.pixels = im.pixels,
          .encoded = {reinterpret_cast<const uint8_t*>(item.encoded.data()), item.encoded.size()},
          .height = im.height,
          .width = im.width,
          .channels = im.channels,
          .label = item.input->label,
-         .filename = item.filename}));
+         .filename = item.filename});
+    stages_.write += SecondsSince(t0);
+    SHARDPACK_RETURN_IF_ERROR(added);
   } else {
     state_->rejects.push_back({EscapeBytes(item.input->relative), item.status.ToString()});
     SHARDPACK_RETURN_IF_ERROR(CheckRejects(state_->rejects, o_));
@@ -865,6 +898,11 @@ Status WriteStage::Consume(const Item& item) {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()});
   }
   return Status::Ok();
+}
+
+int PipelineThreads(const ConvertOptions& o) {
+  const int pool = tbb::this_task_arena::max_concurrency();
+  return o.num_threads > 0 ? std::min(o.num_threads, pool) : pool;
 }
 
 Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uint64_t first,
@@ -956,12 +994,14 @@ StatusOr<Manifest> Publish(const std::string& src, const ScanResult& scan, const
 
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
                                  const ConvertOptions& o) {
-  const auto start = std::chrono::steady_clock::now();
+  const auto start = Clock::now();
   SHARDPACK_ASSIGN_OR_RETURN(convert::ScanResult scan, convert::Scan(src, target, o));
   ConvertSummary summary;
   summary.hidden_ignored = scan.inputs.hidden_ignored;
   summary.inputs = (scan.range.end - scan.range.begin) + scan.rejects.size();
+  summary.stages.scan = SecondsSince(start);
 
+  auto t0 = Clock::now();
   convert::RunState state{scan.range.begin, scan.rejects};
   SHARDPACK_ASSIGN_OR_RETURN(convert::Output output, convert::Output::Open(src, scan, o, &state));
   if (output.complete()) return *output.complete();
@@ -971,8 +1011,20 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   const convert::DecodeStage decode(o);
   convert::WriteStage write(o, output.writer(), &state, summary.resumed_from,
                             scan.range.end - scan.range.begin, start);
+  summary.stages.plan = SecondsSince(t0);
+  t0 = Clock::now();
   SHARDPACK_RETURN_IF_ERROR(
       convert::RunPipeline(scan.inputs, order, output.first(), scan.range.end, decode, &write, o));
+  const double pipeline = SecondsSince(t0);
+  summary.stages = {.scan = summary.stages.scan,
+                    .plan = summary.stages.plan,
+                    .pipeline = pipeline,
+                    .threads = convert::PipelineThreads(o),
+                    .read = write.stages().read,
+                    .decode = write.stages().decode,
+                    .resize = write.stages().resize,
+                    .encode = write.stages().encode,
+                    .write = write.stages().write};
   summary.bytes_in = write.bytes_in();
   summary.written = output.writer()->samples();
   summary.rejects = state.rejects;
@@ -984,10 +1036,12 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
     return NoSamplesError(src, summary.rejects);
   }
   summary.rejected = summary.rejects.size();
+  t0 = Clock::now();
   SHARDPACK_ASSIGN_OR_RETURN(summary.manifest,
                              convert::Publish(src, scan, o, summary, output.writer(), &state));
   output.Committed();
-  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  summary.stages.publish = SecondsSince(t0);
+  summary.seconds = SecondsSince(start);
   return summary;
 }
 

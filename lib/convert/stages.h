@@ -122,6 +122,9 @@ struct Item {
   image::Image image;
   std::string encoded;   // ConvertOptions::encoding jpeg or png: `image` encoded
   std::string filename;  // stored as image/filename: a TFRecord input's own, else the path
+  // Seconds this item spent in each stage (ConvertStageSeconds), on the thread that
+  // processed it.
+  double read_seconds = 0, decode_seconds = 0, resize_seconds = 0, encode_seconds = 0;
 };
 
 // Reads, decodes and resizes inputs as the options say. Thread-safe: any number of
@@ -158,6 +161,9 @@ class WriteStage {
   Status Consume(const Item& item);
 
   uint64_t bytes_in() const { return bytes_in_; }
+  // The items' stage seconds summed, and the write stage's own (ConvertStageSeconds: read
+  // to write).
+  const ConvertStageSeconds& stages() const { return stages_; }
 
  private:
   const ConvertOptions& o_;
@@ -168,11 +174,16 @@ class WriteStage {
   std::chrono::steady_clock::time_point start_;
   uint64_t bytes_in_ = 0;
   uint64_t bytes_out_ = 0;
+  ConvertStageSeconds stages_;
 };
 
-// Stages 3 and 4 over positions [first, end) of `order`: `o.num_threads` workers decode
-// (0: as many as the task arena has), one writes in order. The first error of the write
-// stage stops the pipeline and is returned.
+// The threads a pipeline of these options runs on: o.num_threads (0: as many as the task
+// arena has), at most as many as the process's TBB pool lends.
+int PipelineThreads(const ConvertOptions& o);
+
+// Stages 3 and 4 over positions [first, end) of `order`: PipelineThreads(o) workers
+// decode, one writes in order. The first error of the write stage stops the pipeline and is
+// returned.
 Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uint64_t first,
                    uint64_t end, const DecodeStage& decode, WriteStage* write,
                    const ConvertOptions& o);

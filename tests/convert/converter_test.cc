@@ -4,7 +4,9 @@
 #include <unistd.h>
 
 #include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "convert/input_scan.h"
@@ -113,6 +115,33 @@ TEST(ConvertTest, ClassFoldersConvertAndEveryInputIsAccountedFor) {
   ASSERT_OK((*ds)->Get(0, &sample));
   EXPECT_EQ(sample.height, 16);
   EXPECT_EQ(sample.filename, "001.cat/B.JPG");  // bytewise order: 'B' < 'a'
+}
+
+// The summary says where the time went: every stage that ran took time, the ones that did
+// not ran none, and the pipeline's stages fit in its threads' time.
+TEST(ConvertTest, TheSummaryAccountsForTheTimeOfEachStage) {
+  Tree tree;
+  for (const ImageEncoding encoding : {ImageEncoding::kRaw, ImageEncoding::kJpeg}) {
+    TempDir out;
+    ConvertOptions o = Options16(2);
+    o.encoding = encoding;
+    auto s = Convert(tree.dir.path(), out.path(), o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    const ConvertStageSeconds& t = s->stages;
+    EXPECT_EQ(t.threads, std::min(2, tbb::this_task_arena::max_concurrency()));
+    for (double stage :
+         {t.scan, t.plan, t.pipeline, t.publish, t.read, t.decode, t.resize, t.write}) {
+      EXPECT_GT(stage, 0.0);
+    }
+    if (encoding == ImageEncoding::kRaw) {
+      EXPECT_EQ(t.encode, 0.0);
+    } else {
+      EXPECT_GT(t.encode, 0.0);
+    }
+    EXPECT_LE(t.busy(), t.threads * t.pipeline);
+    EXPECT_DOUBLE_EQ(t.idle(), t.threads * t.pipeline - t.busy());
+    EXPECT_LE(t.scan + t.plan + t.pipeline + t.publish, s->seconds);
+  }
 }
 
 // The acceptance test of determinism: 1, 2 and 8 threads give byte-identical datasets.

@@ -162,6 +162,11 @@ TEST(ConvertStagesTest, DecodeStageGivesTheImageTheOptionsAskForOrTheReason) {
   EXPECT_EQ(item.image.width, 20);
   EXPECT_EQ(item.image.channels, 3);
   EXPECT_EQ(item.image.pixels, expected->pixels);
+  // Each stage it went through is timed; raw output is not encoded.
+  EXPECT_GT(item.read_seconds, 0.0);
+  EXPECT_GT(item.decode_seconds, 0.0);
+  EXPECT_GT(item.resize_seconds, 0.0);
+  EXPECT_EQ(item.encode_seconds, 0.0);
 
   InputFile bad{dir.Join("c/bad.png"), "c/bad.png", 0};
   Item broken;
@@ -202,8 +207,18 @@ TEST(ConvertStagesTest, WriteStageWritesInOrderAndCountsRejectsAgainstTheLimit) 
   good.image.height = good.image.width = 2;
   good.image.channels = 3;
   good.image.pixels.assign(12, 7);
+  good.read_seconds = 0.25;
+  good.decode_seconds = 1.5;
+  good.resize_seconds = 0.5;
+  good.encode_seconds = 0.125;
   ASSERT_OK(write.Consume(good));
   EXPECT_EQ((*writer)->samples(), 1u);
+  // The items' stage times add up, and the write is timed by the stage itself.
+  EXPECT_EQ(write.stages().read, 0.25);
+  EXPECT_EQ(write.stages().decode, 1.5);
+  EXPECT_EQ(write.stages().resize, 0.5);
+  EXPECT_EQ(write.stages().encode, 0.125);
+  EXPECT_GT(write.stages().write, 0.0);
 
   Item failed;
   failed.position = 1;

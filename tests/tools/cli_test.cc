@@ -1,6 +1,8 @@
 // The shardpack binary's exit codes and output, run as a user would run it.
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -77,6 +79,32 @@ TEST(CliTest, InfoDescribesTheDataset) {
   EXPECT_NE(j.out.find("\"num_samples\": 7"), std::string::npos) << j.out;
 }
 
+TEST(CliTest, ConvertStatsSaysWhereTheTimeWent) {
+  testing::TempDir src;
+  std::filesystem::create_directories(src.Join("c"));
+  testing::WriteFileOrDie(src.Join("c/a.png"),
+                          testing::EncodePng(testing::Pattern(20, 30, 3, 1), 20, 30, 3));
+  testing::TempDir out;
+  CliRun r = Shardpack("convert --quiet --stats --threads 1 --size 8x8 " + src.path() + " " +
+                       out.path() + " 2>/dev/null");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("where the time went (1 threads"), std::string::npos) << r.out;
+  for (const char* stage :
+       {"scan", "plan", "read", "decode", "resize", "encode", "write", "idle", "publish"}) {
+    EXPECT_NE(r.out.find(std::string("\n    ") + stage + " "), std::string::npos)
+        << stage << ": " << r.out;
+  }
+  testing::TempDir json_out;
+  CliRun j = Shardpack("convert --quiet --json --threads 1 --size 8x8 " + src.path() + " " +
+                       json_out.path() + " 2>/dev/null");
+  EXPECT_EQ(j.code, 0) << j.out;
+  auto parsed = nlohmann::json::parse(j.out);
+  ASSERT_TRUE(parsed.contains("stages")) << j.out;
+  EXPECT_EQ(parsed["stages"]["threads"], 1);
+  EXPECT_GT(parsed["stages"]["decode"].get<double>(), 0.0) << j.out;
+  EXPECT_GT(parsed["stages"]["write"].get<double>(), 0.0) << j.out;
+}
+
 TEST(CliTest, ConvertTakesTheFilterNamesOfTheManifestAndRefusesOthers) {
   testing::TempDir src;
   std::filesystem::create_directories(src.Join("c"));
@@ -138,7 +166,7 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
   CliRun verify = Shardpack("verify " + dir.path());
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find(why), std::string::npos) << verify.out;
-  for (const std::string command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
+  for (const std::string& command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
     CliRun r = Shardpack(command + " " + dir.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << command << ": " << r.out;
@@ -146,7 +174,7 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
 
   testing::TempDir fifo;
   ASSERT_EQ(::mkfifo(fifo.Join("manifest.json").c_str(), 0644), 0);
-  for (const std::string command : {std::string("verify"), std::string("info"),
+  for (const std::string& command : {std::string("verify"), std::string("info"),
                                     "preview -o " + dir.Join("p.png"), std::string("bench")}) {
     CliRun r = Shardpack(command + " " + fifo.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
@@ -168,7 +196,7 @@ TEST(CliTest, ATruncatedLmdbShardIsAFaultNamingItInVerifyPreviewAndBench) {
   CliRun verify = Shardpack("verify " + dir.path());
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find(m.shards[1].data.file), std::string::npos) << verify.out;
-  for (const std::string command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
+  for (const std::string& command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
     CliRun r = Shardpack(command + " " + dir.path());
     EXPECT_EQ(r.code, 1) << command << ": " << r.out;
     EXPECT_NE(r.out.find(m.shards[1].data.file + ": the file is " +

@@ -147,6 +147,23 @@ struct ConvertReject {
   std::string reason;
 };
 
+// Where a conversion's time went (`convert --stats`, `--json`). scan, plan, pipeline and
+// publish are wall-clock seconds, one after another (plan: the output made ready; publish:
+// rejects.tsv, the last shard's fsync and the manifest). read to write are seconds summed
+// over the threads that spent them, inside the pipeline: read the input files, decode
+// (orientation and colour conversion included; a TFRecord input's record read too),
+// resize, encode (`encoding` jpeg, png or mixed), write (the in-order stage: checksums,
+// framing, the shard files' writes and, when a shard fills, its fsync). A pipeline of
+// `threads` threads has threads x pipeline thread-seconds: what the stages did not use of
+// them is idle (waiting for the in-order write stage, or for work).
+struct ConvertStageSeconds {
+  double scan = 0, plan = 0, pipeline = 0, publish = 0;
+  int threads = 0;
+  double read = 0, decode = 0, resize = 0, encode = 0, write = 0;
+  double busy() const { return read + decode + resize + encode + write; }
+  double idle() const { return threads * pipeline - busy(); }
+};
+
 struct ConvertSummary {
   uint64_t inputs = 0;    // files considered (scan rejects included)
   uint64_t written = 0;   // samples in the dataset
@@ -154,6 +171,7 @@ struct ConvertSummary {
   uint64_t hidden_ignored = 0;
   uint64_t bytes_in = 0;  // bytes of input files read (this run)
   double seconds = 0;
+  ConvertStageSeconds stages;
   std::vector<ConvertReject> rejects;
   Manifest manifest;
   uint64_t resumed_from = 0;  // inputs already done by an interrupted run (resume)
