@@ -42,6 +42,10 @@ class ConvertSummary:
     manifest: dict
     # resume=True found the dataset complete, of the same inputs and options
     already_complete: bool = False
+    # Where the time went (``convert --stats``): "scan", "plan", "pipeline" and "publish"
+    # in wall-clock seconds; "read", "decode", "resize", "encode", "write" and "idle" in
+    # seconds summed over the pipeline's "threads" (docs/CLI.md).
+    stages: dict = dataclasses.field(default_factory=dict)
 
     def __str__(self):
         if self.already_complete:

@@ -38,6 +38,21 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   d["seconds"] = s.seconds;
   d["resumed_from"] = s.resumed_from;
   d["already_complete"] = s.already_complete;
+  // ConvertStageSeconds, as `convert --json` writes it.
+  const ConvertStageSeconds& t = s.stages;
+  nb::dict stages;
+  stages["threads"] = t.threads;
+  stages["scan"] = t.scan;
+  stages["plan"] = t.plan;
+  stages["pipeline"] = t.pipeline;
+  stages["read"] = t.read;
+  stages["decode"] = t.decode;
+  stages["resize"] = t.resize;
+  stages["encode"] = t.encode;
+  stages["write"] = t.write;
+  stages["idle"] = t.idle();
+  stages["publish"] = t.publish;
+  d["stages"] = stages;
   d["rejects"] = rejects;
   d["manifest_json"] = SerializeManifest(s.manifest);
   return d;

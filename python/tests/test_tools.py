@@ -30,6 +30,14 @@ def test_convert_accounts_for_every_input(image_folder, tmp_path):
     assert progress[-1]["done"] == progress[-1]["total"] == s.inputs
     assert os.path.exists(tmp_path / "ds" / "rejects.tsv")
     assert "60 written, 1 rejected" in str(s)
+    # Where the time went: the stages that ran took time, and fit in the threads' time.
+    t = s.stages
+    assert t["threads"] >= 1
+    assert all(t[k] > 0 for k in ("pipeline", "read", "decode", "resize", "write"))
+    assert t["encode"] == 0
+    busy = sum(t[k] for k in ("read", "decode", "resize", "encode", "write"))
+    assert busy <= t["threads"] * t["pipeline"]
+    assert abs(t["idle"] - (t["threads"] * t["pipeline"] - busy)) < 1e-9
 
 
 def test_convert_size_string_is_width_by_height(image_folder, tmp_path):
