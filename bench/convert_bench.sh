@@ -5,7 +5,13 @@
 # file), side by side in one run, at 1 and 2 threads/processes, medians of REPS runs
 # interleaved round by round; then the resize quality against Pillow on real photos
 # (bench/resize_quality.py). Prints a markdown table and writes it to out/bench/convert.md
-# (raw timings: out/bench/convert-times.tsv; quality: out/bench/convert-quality.json).
+# (raw timings: out/bench/convert-times.tsv, stage times: convert-stages.tsv; quality:
+# out/bench/convert-quality.json).
+#
+# On set A it also times FFCV 1.0.2's DatasetWriter (bench/ffcv_convert.py: raw pixels,
+# and its JPEG mode against `shardpack convert --encoding jpeg --quality 90`) where
+# out/venv-peers-ffcv exists (bench/peers/run.sh installs it; FFCV=0 leaves it out), and
+# records shardpack's own stage times (`convert --json`'s "stages") for the report.
 #
 # Inputs (from the corpus of ../shared/tools/make-bench-images.sh, built on first use):
 #   A  scale/: 3,000 Caltech-sized real-photo JPEGs (median about 332x280)
@@ -155,6 +161,23 @@ warm() {  # set
 times=$out/convert-times.tsv
 printf 'set\tconverter\tthreads\trep\tseconds\tinputs\tconverted\tmegapixels\n' > "$times"
 record() { printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >> "$times"; }
+# shardpack's stage seconds (convert --json "stages"), one line per run.
+stages=$out/convert-stages.tsv
+printf 'set\tconverter\tthreads\trep\tinputs\tpipeline\tread\tdecode\tresize\tencode\twrite\tidle\n' > "$stages"
+record_stages() {  # set converter threads rep inputs json
+  python3 -c "
+import json, sys
+t = json.load(open(sys.argv[1]))['stages']
+print('\t'.join(sys.argv[2:] + ['%.4f' % t[k] for k in
+      ('pipeline', 'read', 'decode', 'resize', 'encode', 'write', 'idle')]))" "$6" "$1" "$2" "$3" "$4" "$5" \
+    >> "$stages"
+}
+ffcv_py=out/venv-peers-ffcv/bin/python
+ffcv=${FFCV:-1}
+if [ "$ffcv" = 1 ] && [ ! -x "$ffcv_py" ]; then
+  say "no $ffcv_py (bench/peers/run.sh installs it): the FFCV writer rows are left out"
+  ffcv=0
+fi
 elapsed() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; }
 cores=$(nproc)
 threads_list="1 2"
@@ -199,8 +222,32 @@ for rep in $(seq 1 "$reps"); do
       t1=$EPOCHREALTIME
       written=$(sed -n 's/.*"written": *\([0-9]*\).*/\1/p' "$work/sp.json")
       record "$s" shardpack "$t" "$rep" "$(elapsed "$t0" "$t1")" "$n" "$written" ""
+      record_stages "$s" shardpack "$t" "$rep" "$n" "$work/sp.json"
       rm -rf "$work/sp"
       [[ $s != B-* ]] || continue  # the subsets: floor and shardpack only
+      if [ "$s" = A ] && [ "$ffcv" = 1 ]; then
+        # The JPEG mode of each: shardpack's encoded shards, FFCV's jpg field.
+        warm "$s"
+        t0=$EPOCHREALTIME
+        "$shardpack" convert "${root[$s]}" "$work/sp" --list "$work/list-$s" --size ${size}x${size} \
+          --fit crop --threads "$t" --encoding jpeg --quality 90 --json > "$work/sp.json" \
+          2> "$work/sp.err" || { cat "$work/sp.err"; die "shardpack convert --encoding jpeg failed"; }
+        t1=$EPOCHREALTIME
+        written=$(sed -n 's/.*"written": *\([0-9]*\).*/\1/p' "$work/sp.json")
+        record "$s" shardpack-jpeg "$t" "$rep" "$(elapsed "$t0" "$t1")" "$n" "$written" ""
+        record_stages "$s" shardpack-jpeg "$t" "$rep" "$n" "$work/sp.json"
+        rm -rf "$work/sp"
+        for mode in raw jpg; do
+          rm -f "$work/ffcv.beton"
+          warm "$s"
+          line=$("$ffcv_py" bench/ffcv_convert.py "${root[$s]}" "$work/list-$s" "$work/ffcv.beton" \
+                   "$t" "$mode" --quality 90 2> "$work/ffcv.err" | tail -1) ||
+            { cat "$work/ffcv.err"; die "bench/ffcv_convert.py $mode failed"; }
+          record "$s" "ffcv-$mode" "$t" "$rep" "$(sed -n 's/.* seconds=\([0-9.]*\).*/\1/p' <<< "$line")" \
+            "$n" "$(sed -n 's/.* converted=\([0-9]*\).*/\1/p' <<< "$line")" ""
+          rm -f "$work/ffcv.beton"
+        done
+      fi
       pillow_run "$s" "$rep" pillow-tfrecord "$py" tfrecord "$t"
       pillow_run "$s" "$rep" pillow-resize "$py" resize "$t"
       pillow_run "$s" "$rep" pillow-draft "$py" draft "$t"
@@ -239,6 +286,7 @@ cat > "$work/meta.json" <<EOF
  "libjpeg": "$(dpkg-query -W -f='${Version}' libjpeg62-turbo 2>/dev/null || echo unknown)",
  "python": "$("$py" -c 'import sys; print(sys.executable, sys.version.split()[0])')",
  "pillow": "$pil_version", "debian_pillow": "$deb_pil_version",
+ "ffcv": "$([ "$ffcv" = 1 ] && "$ffcv_py" -c 'import importlib.metadata as m; print(m.version("ffcv"))' 2>/dev/null || echo none)",
  "writer": "$(cat "$work/writer" 2>/dev/null || echo unknown)", "pypi_note": "$pypi_note",
  "reps": $reps, "busy_before": $busy_before, "busy_after": $busy_after,
  "images": "$images", "size": $size,
@@ -247,6 +295,11 @@ cat > "$work/meta.json" <<EOF
           "B-baseline": {"name": "the baseline JPEGs of B", "n": $(wc -l < "$work/list-B-baseline"), "mp": ${mp[B-baseline]:-0}, "subset": true},
           "B-progressive": {"name": "the progressive JPEGs of B", "n": $(wc -l < "$work/list-B-progressive"), "mp": ${mp[B-progressive]:-0}, "subset": true}}}
 EOF
-"$py" bench/convert_report.py "$times" "$work/meta.json" "$work/quality.md" > "$out/convert.md"
+# Kept beside the timings, so that the report can be made again from them:
+#   python3 bench/convert_report.py out/bench/convert-{times.tsv,meta.json,quality.md,stages.tsv}
+cp "$work/meta.json" "$out/convert-meta.json"
+cp "$work/quality.md" "$out/convert-quality.md"
+"$py" bench/convert_report.py "$times" "$out/convert-meta.json" "$out/convert-quality.md" "$stages" \
+  > "$out/convert.md"
 cat "$out/convert.md"
 say "written to $out/convert.md"
