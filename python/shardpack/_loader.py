@@ -187,13 +187,24 @@ class Batch:
         )
 
 
+def _torch_importable():
+    """Whether ``import torch`` works here (what framework="auto" picks by)."""
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 class Loader:
     """Streams a dataset in batches, shuffled, prefetched by C++ worker threads into a
     ring of ``prefetch + 2`` slots, and hands each batch over without a copy.
 
-    Iterating yields ``(images, labels)``: torch tensors (``framework="torch"``, the
-    default; on ``device="cuda:N"`` already on the device, PyTorch's current stream made
-    to wait for the copy) or NumPy arrays (``framework="numpy"``, host only). Images
+    Iterating yields ``(images, labels)``: torch tensors (``framework="torch"``; on
+    ``device="cuda:N"`` already on the device, PyTorch's current stream made to wait for
+    the copy) or NumPy arrays (``framework="numpy"``, host only). The default,
+    ``framework="auto"``, takes torch where PyTorch can be imported and NumPy otherwise;
+    ``repr(loader)`` and ``loader.framework`` say which. Images
     are N x C x H x W (``layout="NCHW"``, the default, for every dtype) or N x H x W x C
     (``layout="NHWC"``): uint8, or float32/float16 when ``normalize`` or a float
     ``dtype`` is given; views of the ring slot whose strides follow its memory (uint8
@@ -263,7 +274,8 @@ class Loader:
         verify_crc: check every record's checksums while copying (default True).
         on_corrupt: "fail" (default: the batch raises CorruptionError) or "skip"
             (the sample is left out and counted in ``stats().skipped_corrupt``).
-        framework: "torch" (default) or "numpy".
+        framework: "auto" (default: "torch" where PyTorch imports, else "numpy"),
+            "torch" or "numpy".
         layout: "NCHW" (default) or "NHWC", for every dtype; never a copy.
         state: a ``state_dict()`` to start from.
 
@@ -307,7 +319,7 @@ class Loader:
         dtype=None,
         verify_crc=True,
         on_corrupt="fail",
-        framework="torch",
+        framework="auto",
         layout="NCHW",
         state=None,
     ):
@@ -389,8 +401,17 @@ class Loader:
         if layout not in ("NCHW", "NHWC"):
             raise InvalidArgumentError(f'layout must be "NCHW" or "NHWC", not {layout!r}')
         self._nchw = layout == "NCHW"
-        if framework not in ("torch", "numpy"):
-            raise InvalidArgumentError(f'framework must be "torch" or "numpy", not {framework!r}')
+        if framework not in ("auto", "torch", "numpy"):
+            raise InvalidArgumentError(
+                f'framework must be "auto", "torch" or "numpy", not {framework!r}'
+            )
+        if framework == "auto":
+            framework = "torch" if _torch_importable() else "numpy"
+            if framework == "numpy" and o.device >= 0:
+                raise ImportError(
+                    f"shardpack.Loader(device={device!r}) delivers torch tensors on the GPU "
+                    "and PyTorch is not installed: install torch (pip install torch)"
+                )
         if framework == "numpy" and o.device >= 0:
             raise InvalidArgumentError('framework="numpy" delivers host arrays: use device="cpu"')
         self._torch = None
@@ -581,10 +602,16 @@ class Loader:
         d = self._options.device
         return "cpu" if d < 0 else f"cuda:{d}"
 
+    @property
+    def framework(self):
+        """What the batches are: "torch" or "numpy" (``framework="auto"`` resolved)."""
+        return self._framework
+
     def __repr__(self):
         return (
             f"shardpack.Loader({self._dataset.path!r}, batch_size={self.batch_size}, "
-            f"device={self.device!r}, {len(self)} batches per epoch)"
+            f"device={self.device!r}, framework={self._framework!r}, "
+            f"{len(self)} batches per epoch)"
         )
 
 
