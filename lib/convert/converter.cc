@@ -33,15 +33,15 @@
 namespace shardpack {
 namespace {
 
-// A seeded permutation that is the same on every platform and library version
-// (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64 seeded with
-// `seed` itself (read::Random; not a mixed key: the write order of existing datasets).
 using Clock = std::chrono::steady_clock;
 
 double SecondsSince(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// A seeded permutation that is the same on every platform and library version
+// (std::shuffle's algorithm is unspecified): Fisher-Yates driven by splitmix64 seeded with
+// `seed` itself (read::Random; not a mixed key: the write order of existing datasets).
 void Shuffle(std::vector<size_t>* order, uint64_t seed) {
   read::Random random(seed);
   auto next = [&random] { return random.Next64(); };

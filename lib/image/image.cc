@@ -55,23 +55,13 @@ Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int 
   if (Sniff(data, size) == Format::kJpeg) {
     return DecodeJpegExact(data, size, height, width, channels, 1, dst);
   }
+  if (Sniff(data, size) != Format::kPng) return Decode(data, size, DecodeOptions{}).status();
   DecodeOptions o;
   o.channels = channels;
   o.apply_orientation = false;
   o.limits.max_dimension = std::max(height, width);
   o.limits.max_pixels = static_cast<uint64_t>(height) * static_cast<uint64_t>(width);
-  auto image = Decode(data, size, o);
-  const std::string declared = std::to_string(height) + "x" + std::to_string(width);
-  if (!image.ok()) {
-    if (image.status().code() != StatusCode::kResourceExhausted) return image.status();
-    return CorruptionError(image.status().message() + "; the record says " + declared);
-  }
-  if (image->height != height || image->width != width) {
-    return CorruptionError("decodes to " + std::to_string(image->height) + "x" +
-                           std::to_string(image->width) + ", the record says " + declared);
-  }
-  std::memcpy(dst, image->pixels.data(), image->pixels.size());
-  return Status::Ok();
+  return DecodePngExact(data, size, o, height, width, dst);
 }
 
 StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& options) {

@@ -101,9 +101,9 @@ StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& op
 
 // Decodes a JPEG or PNG that must be exactly height x width as stored (no orientation,
 // no scaling) into `dst`, height * width * channels bytes of HWC pixels. The declared size
-// bounds the work: a larger image fails right after its header, before any pixel memory
-// exists, and a smaller one after decoding; both Corruption ("... decodes to AxB, the
-// record says HxW"). Other errors as Decode.
+// bounds the work: an image of another size fails right after its header, before any pixel
+// is decoded (Corruption "JPEG: AxB in its header, the record says HxW", or "PNG: ...").
+// Other errors as Decode.
 Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
                    uint8_t* dst);
 

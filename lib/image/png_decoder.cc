@@ -304,8 +304,20 @@ void ConvertInPlace(uint8_t* p, size_t count, int in_channels, int out_channels,
 
 }  // namespace
 
-StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
-                             int* exif_orientation) {
+namespace {
+
+// Where DecodeInto puts the pixels: exactly height x width x options.channels at `dst`
+// (DecodePngExact), or, with dst null, an Image of whatever size the file has.
+struct Destination {
+  int height = 0;
+  int width = 0;
+  uint8_t* dst = nullptr;
+};
+
+// The decode behind DecodePngRaw and DecodePngExact. With `to.dst` set, the pixels go
+// there and the returned Image is empty.
+StatusOr<Image> DecodeInto(const uint8_t* data, size_t size, const DecodeOptions& options,
+                           int* exif_orientation, const Destination& to) {
   if (exif_orientation != nullptr) *exif_orientation = 1;
   const DecodeLimits& limits = options.limits;
   if (options.channels != 1 && options.channels != 3) {
@@ -329,6 +341,12 @@ StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptio
 
   // Header phase: IHDR and the chunks before the image data; no pixel memory yet.
   if (!RunGuarded(s, ReadInfoStep)) return LibpngError(*s, limits);
+  if (to.dst != nullptr && (s->height != static_cast<png_uint_32>(to.height) ||
+                            s->width != static_cast<png_uint_32>(to.width))) {
+    return CorruptionError("PNG: " + std::to_string(s->height) + "x" + std::to_string(s->width) +
+                           " in its header, the record says " + std::to_string(to.height) + "x" +
+                           std::to_string(to.width));
+  }
   SHARDPACK_RETURN_IF_ERROR(CheckDimensions(*s, limits));
   s->gray_to_rgb = options.channels == 3 && (s->color_type & PNG_COLOR_MASK_COLOR) == 0;
   if (!RunGuarded(s, SetUpTransformsStep)) return LibpngError(*s, limits);
@@ -344,7 +362,9 @@ StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptio
                          std::to_string(s->width) + " pixels");
   }
   const uint64_t buffer_bytes = uint64_t{s->rowbytes} * s->height;
-  if (buffer_bytes > limits.max_memory_bytes) {
+  // Rows that need no conversion go straight to the destination.
+  const bool direct = to.dst != nullptr && s->channels == options.channels;
+  if (!direct && buffer_bytes > limits.max_memory_bytes) {
     return ResourceExhaustedError("PNG " + std::to_string(s->width) + "x" +
                                   std::to_string(s->height) + ": the decode buffer of " +
                                   std::to_string(buffer_bytes) + " bytes exceeds " +
@@ -355,13 +375,14 @@ StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptio
   Image image;
   std::vector<png_bytep> rows;
   try {
-    image.pixels.resize(buffer_bytes);
+    if (!direct) image.pixels.resize(buffer_bytes);
     rows.resize(s->height);
   } catch (const std::bad_alloc&) {
     return ResourceExhaustedError("PNG: cannot allocate " + std::to_string(buffer_bytes) +
                                   " bytes for the decode buffer");
   }
-  for (png_uint_32 y = 0; y < s->height; ++y) rows[y] = image.pixels.data() + y * s->rowbytes;
+  uint8_t* buffer = direct ? to.dst : image.pixels.data();
+  for (png_uint_32 y = 0; y < s->height; ++y) rows[y] = buffer + y * s->rowbytes;
   s->rows = rows.data();
 
   // Decode phase: the image data, then the chunks up to IEND.
@@ -374,15 +395,36 @@ StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptio
       *exif_orientation = TiffOrientation(exif, exif_size);
     }
   }
+  if (direct) return Image{};
 
   const size_t pixel_count = size_t{s->width} * s->height;
   ConvertInPlace(image.pixels.data(), pixel_count, s->channels, options.channels,
                  options.background);
   image.pixels.resize(pixel_count * options.channels);
+  if (to.dst != nullptr) {
+    std::memcpy(to.dst, image.pixels.data(), image.pixels.size());
+    return Image{};
+  }
   image.width = static_cast<int>(s->width);
   image.height = static_cast<int>(s->height);
   image.channels = options.channels;
   return image;
+}
+
+}  // namespace
+
+StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
+                             int* exif_orientation) {
+  return DecodeInto(data, size, options, exif_orientation, {});
+}
+
+Status DecodePngExact(const uint8_t* data, size_t size, const DecodeOptions& options, int height,
+                      int width, uint8_t* dst) {
+  if (dst == nullptr || height <= 0 || width <= 0) {
+    return InvalidArgumentError("PNG exact decode: no destination, or a size " +
+                                std::to_string(height) + "x" + std::to_string(width));
+  }
+  return DecodeInto(data, size, options, nullptr, {height, width, dst}).status();
 }
 
 StatusOr<Image> DecodePng(const uint8_t* data, size_t size, const DecodeOptions& options) {

@@ -65,6 +65,15 @@ namespace shardpack::image {
 StatusOr<Image> DecodePngRaw(const uint8_t* data, size_t size, const DecodeOptions& options,
                              int* exif_orientation);
 
+// image::DecodeExact (image.h) for a PNG: pixels as stored (no orientation), into `dst`,
+// height * width * options.channels bytes. The header's size is checked against height x
+// width before any pixel memory exists (Corruption "PNG: AxB in its header, the record
+// says HxW"). Where libpng's rows already have the output's layout (8 bits, options.channels
+// samples, no alpha) they are decoded straight into `dst`; otherwise through a buffer of
+// their own, converted, then copied. On error `dst` may hold part of the image.
+Status DecodePngExact(const uint8_t* data, size_t size, const DecodeOptions& options, int height,
+                      int width, uint8_t* dst);
+
 // DecodePngRaw, then, when options.apply_orientation is set, ApplyOrientation
 // (image/orientation.h) with the eXIf orientation, so that the image is upright.
 StatusOr<Image> DecodePng(const uint8_t* data, size_t size, const DecodeOptions& options);

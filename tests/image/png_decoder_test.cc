@@ -465,8 +465,34 @@ TEST_P(PngFormatTest, DecodesToExpectedPixels) {
       EXPECT_EQ(image->height, f.height);
       EXPECT_EQ(image->channels, channels);
       EXPECT_EQ(FirstMismatch(*image, ExpectedPixels(f, channels, background)), "");
+      // The exact decode into a caller's buffer gives the same bytes, whether the rows go
+      // straight there (8-bit, no alpha, as many samples as asked) or through a buffer.
+      Bytes exact(image->pixels.size(), 0xAB);
+      const Status exact_status = DecodePngExact(
+          png.data(), png.size(), Options(channels, background), f.height, f.width, exact.data());
+      ASSERT_TRUE(exact_status.ok()) << exact_status.ToString();
+      EXPECT_EQ(exact, image->pixels);
     }
   }
+}
+
+TEST(PngDecoderTest, AnExactDecodeOfAnotherSizeFailsBeforeDecodingAPixel) {
+  const Fixture f = PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false);
+  const Bytes png = WritePng(f);
+  Bytes out(static_cast<size_t>(f.height) * f.width * 3, 0xAB);
+  for (const auto& [height, width] :
+       {std::pair{f.height, f.width - 1}, {f.height + 1, f.width}, {1, 1}}) {
+    const Status s = DecodePngExact(png.data(), png.size(), Options(3), height, width, out.data());
+    EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
+    EXPECT_NE(s.message().find("PNG: " + std::to_string(f.height) + "x" + std::to_string(f.width) +
+                               " in its header, the record says " + std::to_string(height) + "x" +
+                               std::to_string(width)),
+              std::string::npos)
+        << s.message();
+    EXPECT_EQ(out, Bytes(out.size(), 0xAB));  // untouched
+  }
+  EXPECT_EQ(DecodePngExact(png.data(), png.size(), Options(3), f.height, f.width, nullptr).code(),
+            StatusCode::kInvalidArgument);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllColorTypesAndDepths, PngFormatTest, testing::ValuesIn(AllFormats()),
