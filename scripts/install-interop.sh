@@ -4,8 +4,9 @@
 # environment of their own, out/venv-interop (INTEROP_VENV to move it), made from pyenv's
 # python3 (PYTHON to use another). A virtual environment keeps TensorFlow's pins (numpy,
 # protobuf) away from the interpreter that scripts/install-python.sh fills for the Python
-# binding, and `rm -rf out/venv-interop` undoes it all. The tests need neither the binding
-# nor anything else from python/.
+# binding, and `rm -rf out/venv-interop` undoes it all. The tests use the CLI and the C++
+# samples, except test_keras.py (shardpack.tf), which uses the binding: the wheel that
+# scripts/install-python.sh leaves in out/python-wheel is installed here when it exists.
 # Idempotent: an environment that already satisfies the requirements is left as it is.
 # Usage: bash scripts/install-interop.sh      (about 35 s and 2.2 GB the first time)
 set -euo pipefail
@@ -44,3 +45,14 @@ except Exception as e:  # the DALI tests skip and say why
 PY
 ) || { echo "$versions" >&2; echo "install-interop: an import failed" >&2; exit 1; }
 grep '^install-interop: ' <<< "$versions"
+
+# The Python binding, for test_keras.py: the wheel of this checkout that
+# scripts/install-python.sh built. Without it those tests skip, saying so.
+wheel=$(ls out/python-wheel/shardpack-*.whl 2> /dev/null | head -1 || true)
+if [ -n "$wheel" ]; then
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check \
+    --root-user-action=ignore --force-reinstall --no-deps "$wheel"
+  echo "install-interop: $(basename "$wheel") (the binding, for test_keras.py)"
+else
+  echo "install-interop: no out/python-wheel (bash scripts/install-python.sh builds it): test_keras.py will skip"
+fi

@@ -41,6 +41,11 @@ fi
 
 # The package itself: scikit-build-core runs python/CMakeLists.txt, which builds the C++
 # library from this checkout and links it statically into the extension.
+# Built as a wheel kept in out/python-wheel, which scripts/install-interop.sh installs
+# into the interop tests' environment too (tests/interop/test_keras.py).
 echo "install-python: building and installing python/ (shardpack)"
-"${pip[@]}" --no-build-isolation ./python
+rm -rf out/python-wheel
+"$py" -m pip wheel --quiet --disable-pip-version-check --no-build-isolation --no-deps \
+  -w out/python-wheel ./python
+"${pip[@]}" --force-reinstall --no-deps out/python-wheel/shardpack-*.whl
 "$py" -c "import shardpack; print('install-python: shardpack', shardpack.__version__)"

@@ -11,13 +11,17 @@ import pytest
 import shardpack
 
 
-def run_without_torch(code):
-    """Runs `code` in a fresh interpreter where `import torch` fails, as where PyTorch is
-    not installed; returns its stdout."""
-    script = "import sys\nsys.modules['torch'] = None\n" + textwrap.dedent(code)
+def run_without_module(module, code):
+    """Runs `code` in a fresh interpreter where `import <module>` fails, as where that
+    package is not installed; returns its stdout."""
+    script = f"import sys\nsys.modules[{module!r}] = None\n" + textwrap.dedent(code)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout
+
+
+def run_without_torch(code):
+    return run_without_module("torch", code)
 
 
 def test_without_torch_auto_delivers_numpy_and_says_so(dataset_path):
@@ -65,3 +69,16 @@ def test_with_torch_auto_delivers_torch_tensors(dataset_path):
 def test_an_unknown_framework_is_refused_naming_the_choices(dataset_path):
     with pytest.raises(shardpack.InvalidArgumentError, match='"auto", "torch" or "numpy"'):
         shardpack.Loader(dataset_path, framework="tensorflow")
+
+
+def test_shardpack_tf_without_tensorflow_says_what_to_install(dataset_path):
+    # shardpack.tf imports without TensorFlow; making a dataset names the package.
+    out = run_without_module("tensorflow", f"""
+        import shardpack.tf
+        try:
+            shardpack.tf.dataset({dataset_path!r})
+        except ImportError as e:
+            assert "pip install tensorflow-cpu" in str(e), str(e)
+            print("ImportError")
+    """)
+    assert out.strip() == "ImportError"

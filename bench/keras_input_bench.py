@@ -1,0 +1,78 @@
+"""The input pipeline Keras gets: shardpack.tf.dataset against tf.data's own TFRecord reader
+(TFRecordDataset + parse_single_example + decode_raw, parallel and prefetched, as
+TensorFlow's guide writes it) on the same shards, in one run, alternating epochs. No model:
+each batch is only pulled through the tf.data iterator, as model.fit pulls it.
+
+Run with the interop environment, which has TensorFlow and the binding:
+  bash scripts/install-python.sh && bash scripts/install-interop.sh
+  out/venv-interop/bin/python bench/keras_input_bench.py DATASET [--batch 256] [--epochs 3]
+Prints samples/s of each reader's epochs after its first, and the ratio (medians).
+"""
+
+import argparse
+import glob
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+import tensorflow as tf  # noqa: E402
+
+import shardpack.tf  # noqa: E402
+
+
+def tfdata(path, batch):
+    m = json.load(open(os.path.join(path, "manifest.json")))
+    h, w, c = m["image"]["height"], m["image"]["width"], m["image"]["channels"]
+    spec = {"image/raw": tf.io.FixedLenFeature([], tf.string),
+            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+
+    def parse(record):
+        t = tf.io.parse_single_example(record, spec)
+        image = tf.reshape(tf.io.decode_raw(t["image/raw"], tf.uint8), (h, w, c))
+        return image, t["image/class/label"]
+
+    files = sorted(glob.glob(os.path.join(path, "*.tfrecord")))
+    return (tf.data.Dataset.from_tensor_slices(files)
+            .shuffle(len(files), seed=0)
+            .interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE)
+            .shuffle(1024, seed=0)
+            .map(parse, num_parallel_calls=tf.data.AUTOTUNE)
+            .batch(batch)
+            .prefetch(tf.data.AUTOTUNE))
+
+
+def epoch(ds):
+    n = 0
+    t0 = time.perf_counter()
+    for images, _ in ds:
+        n += int(images.shape[0])
+    return n / (time.perf_counter() - t0)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("dataset")
+    p.add_argument("--batch", type=int, default=256)
+    p.add_argument("--epochs", type=int, default=3)
+    a = p.parse_args()
+    readers = {
+        "shardpack.tf.dataset (global shuffle)": shardpack.tf.dataset(a.dataset, a.batch),
+        "tf.data TFRecordDataset + parse_single_example + decode_raw": tfdata(a.dataset, a.batch),
+    }
+    rates = {name: [] for name in readers}
+    for e in range(a.epochs):
+        for name, ds in readers.items():
+            r = epoch(ds)
+            if e > 0:  # the first epoch of each warms caches and threads
+                rates[name].append(r)
+    med = {name: statistics.median(r) for name, r in rates.items()}
+    for name, r in rates.items():
+        print(f"{name}: {med[name]:,.0f} samples/s (epochs: {', '.join(f'{x:,.0f}' for x in r)})")
+    sp, td = med.values()
+    print(f"ratio: {sp / td:.2f}x")
+
+
+if __name__ == "__main__":
+    main()
