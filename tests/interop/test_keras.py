@@ -3,6 +3,11 @@ tf.data.Dataset, the same samples and order as the loader gives PyTorch code, an
 model that learns from them. Uses the Python binding (the wheel scripts/install-python.sh
 builds, which scripts/install-interop.sh installs here)."""
 
+import re
+import subprocess
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -69,3 +74,15 @@ def test_keras_fit_learns_from_the_dataset(colours):
 def test_a_framework_other_than_numpy_is_refused(colours):
     with pytest.raises(shardpack.InvalidArgumentError, match="leave framework out"):
         shardpack.tf.dataset(colours, framework="torch")
+
+
+def test_the_keras_sample_trains(colours):
+    sample = Path(__file__).resolve().parents[2] / "samples" / "train_keras.py"
+    r = subprocess.run([sys.executable, str(sample), str(colours), "--epochs", "4",
+                        "--batch-size", "12", "--size", "16", "--lr", "0.03"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"loss: ([0-9.]+) -> ([0-9.]+)", r.stdout)
+    assert m, r.stdout
+    first, last = map(float, m.groups())
+    assert last < first, r.stdout
