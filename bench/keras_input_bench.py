@@ -25,18 +25,23 @@ import tensorflow as tf  # noqa: E402
 import shardpack.tf  # noqa: E402
 
 
-def tfdata(path, batch):
+def shards(path):
+    """(the image's (h, w, c), the parse spec of pixels and label, the shard files)."""
     m = json.load(open(os.path.join(path, "manifest.json")))
-    h, w, c = m["image"]["height"], m["image"]["width"], m["image"]["channels"]
+    shape = (m["image"]["height"], m["image"]["width"], m["image"]["channels"])
     spec = {"image/raw": tf.io.FixedLenFeature([], tf.string),
             "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    return shape, spec, sorted(glob.glob(os.path.join(path, "*.tfrecord")))
+
+
+def tfdata(path, batch):
+    (h, w, c), spec, files = shards(path)
 
     def parse(record):
         t = tf.io.parse_single_example(record, spec)
         image = tf.reshape(tf.io.decode_raw(t["image/raw"], tf.uint8), (h, w, c))
         return image, t["image/class/label"]
 
-    files = sorted(glob.glob(os.path.join(path, "*.tfrecord")))
     return (tf.data.Dataset.from_tensor_slices(files)
             .shuffle(len(files), seed=0)
             .interleave(tf.data.TFRecordDataset, num_parallel_calls=tf.data.AUTOTUNE)
@@ -49,17 +54,13 @@ def tfdata(path, batch):
 def tfdata_batched(path, batch):
     """The fastest tf.data pipeline we know for these shards (bench/peers/readers.py's):
     shuffle the serialized records, batch, then parse the whole batch at once."""
-    m = json.load(open(os.path.join(path, "manifest.json")))
-    h, w, c = m["image"]["height"], m["image"]["width"], m["image"]["channels"]
-    spec = {"image/raw": tf.io.FixedLenFeature([], tf.string),
-            "image/class/label": tf.io.FixedLenFeature([], tf.int64)}
+    (h, w, c), spec, files = shards(path)
 
     def parse(serialized):
         t = tf.io.parse_example(serialized, spec)
         images = tf.reshape(tf.io.decode_raw(t["image/raw"], tf.uint8), (-1, h, w, c))
         return images, t["image/class/label"]
 
-    files = sorted(glob.glob(os.path.join(path, "*.tfrecord")))
     return (tf.data.TFRecordDataset(files, num_parallel_reads=2)
             .shuffle(1024, seed=0)
             .batch(batch)
