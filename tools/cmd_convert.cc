@@ -286,24 +286,21 @@ void PrintStages(const ConvertStageSeconds& t, uint64_t images) {
   const double capacity = t.threads * t.pipeline;
   std::printf("  where the time went (%d threads; the pipeline %.2f s, %.2f thread-seconds):\n",
               t.threads, t.pipeline, capacity);
-  std::printf("    %-8s %8.3f s\n", "scan", t.scan);
-  std::printf("    %-8s %8.3f s\n", "plan", t.plan);
-  const std::pair<const char*, double> stages[] = {{"read", t.read},     {"decode", t.decode},
-                                                   {"resize", t.resize}, {"encode", t.encode},
-                                                   {"write", t.write},   {"idle", t.idle()}};
-  for (const auto& [name, seconds] : stages) {
+  for (const auto& [name, seconds, summed] : t.Listed()) {
+    if (!summed) {
+      std::printf("    %-8s %8.3f s\n", name, seconds);
+      continue;
+    }
     std::printf("    %-8s %8.3f thread-s %8.3f ms/image %5.1f%%\n", name, seconds,
                 images > 0 ? seconds * 1e3 / images : 0.0,
                 capacity > 0 ? 100 * seconds / capacity : 0.0);
   }
-  std::printf("    %-8s %8.3f s\n", "publish", t.publish);
 }
 
 nlohmann::ordered_json StagesJson(const ConvertStageSeconds& t) {
-  return {{"threads", t.threads},   {"scan", t.scan},      {"plan", t.plan},
-          {"pipeline", t.pipeline}, {"read", t.read},      {"decode", t.decode},
-          {"resize", t.resize},     {"encode", t.encode},  {"write", t.write},
-          {"idle", t.idle()},       {"publish", t.publish}};
+  nlohmann::ordered_json j = {{"threads", t.threads}, {"pipeline", t.pipeline}};
+  for (const auto& stage : t.Listed()) j[stage.name] = stage.seconds;
+  return j;
 }
 
 int ConvertExitCode(const Status& s) {

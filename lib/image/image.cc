@@ -52,10 +52,10 @@ Status DecodeExactScaled(const uint8_t* data, size_t size, int height, int width
 
 Status DecodeExact(const uint8_t* data, size_t size, int height, int width, int channels,
                    uint8_t* dst) {
-  if (Sniff(data, size) == Format::kJpeg) {
-    return DecodeJpegExact(data, size, height, width, channels, 1, dst);
-  }
-  if (Sniff(data, size) != Format::kPng) return Decode(data, size, DecodeOptions{}).status();
+  const Format format = Sniff(data, size);
+  if (format == Format::kJpeg) return DecodeJpegExact(data, size, height, width, channels, 1, dst);
+  // Decode names what anything else is.
+  if (format != Format::kPng) return Decode(data, size, DecodeOptions{}).status();
   DecodeOptions o;
   o.channels = channels;
   o.apply_orientation = false;

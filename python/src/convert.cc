@@ -42,16 +42,8 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   const ConvertStageSeconds& t = s.stages;
   nb::dict stages;
   stages["threads"] = t.threads;
-  stages["scan"] = t.scan;
-  stages["plan"] = t.plan;
   stages["pipeline"] = t.pipeline;
-  stages["read"] = t.read;
-  stages["decode"] = t.decode;
-  stages["resize"] = t.resize;
-  stages["encode"] = t.encode;
-  stages["write"] = t.write;
-  stages["idle"] = t.idle();
-  stages["publish"] = t.publish;
+  for (const auto& stage : t.Listed()) stages[stage.name] = stage.seconds;
   d["stages"] = stages;
   d["rejects"] = rejects;
   d["manifest_json"] = SerializeManifest(s.manifest);

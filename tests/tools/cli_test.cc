@@ -175,7 +175,7 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
   testing::TempDir fifo;
   ASSERT_EQ(::mkfifo(fifo.Join("manifest.json").c_str(), 0644), 0);
   for (const std::string& command : {std::string("verify"), std::string("info"),
-                                    "preview -o " + dir.Join("p.png"), std::string("bench")}) {
+                                     "preview -o " + dir.Join("p.png"), std::string("bench")}) {
     CliRun r = Shardpack(command + " " + fifo.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find("manifest.json: not a regular file but a FIFO"), std::string::npos)

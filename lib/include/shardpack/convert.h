@@ -18,6 +18,7 @@
 #ifndef SHARDPACK_CONVERT_H_
 #define SHARDPACK_CONVERT_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -162,6 +163,25 @@ struct ConvertStageSeconds {
   double read = 0, decode = 0, resize = 0, encode = 0, write = 0;
   double busy() const { return read + decode + resize + encode + write; }
   double idle() const { return threads * pipeline - busy(); }
+
+  // Each stage by name, in the order `convert --stats` prints them (idle derived);
+  // `summed` marks the pipeline's thread-seconds against wall-clock seconds.
+  struct Named {
+    const char* name;
+    double seconds;
+    bool summed;
+  };
+  std::array<Named, 9> Listed() const {
+    return {{{"scan", scan, false},
+             {"plan", plan, false},
+             {"read", read, true},
+             {"decode", decode, true},
+             {"resize", resize, true},
+             {"encode", encode, true},
+             {"write", write, true},
+             {"idle", idle(), true},
+             {"publish", publish, false}}};
+  }
 };
 
 struct ConvertSummary {
