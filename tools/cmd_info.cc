@@ -63,7 +63,7 @@ std::function<int()> AddInfo(CLI::App& app) {
   cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
       ->check(Integer<int>(0));
   return [args] {
-    auto manifest = IsRemotePath(args->dir) ? FetchManifest(args->dir) : ReadManifest(args->dir);
+    auto manifest = LoadManifest(args->dir);
     if (!manifest.ok()) {
       std::fprintf(stderr, "shardpack info: %s\n", manifest.status().message().c_str());
       return kExitUsage;

@@ -580,6 +580,8 @@ Status CheckRejects(const std::vector<ConvertReject>& rejects, const ConvertOpti
 
 StatusOr<ScanResult> Scan(const std::string& src, const std::string& target,
                           const ConvertOptions& o) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(src, io::PathKind::kLocal));
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(target, io::PathKind::kLocal));
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));
   ScanResult scan;
   scan.partitioned = o.part_count > 1;

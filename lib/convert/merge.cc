@@ -366,6 +366,7 @@ InputRange PartitionInputs(uint64_t inputs, int index, int count, uint64_t shard
 StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   io::Env* env = io::Env::Posix();
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dst, io::PathKind::kLocal));
   MergeSummary summary;
   const std::string plan_path = io::JoinPath(dst, kPlanName);
   if (!env->FileExists(dst)) {

@@ -403,6 +403,7 @@ Status format::NoManifestError(const std::string& dir) {
 }
 
 StatusOr<Manifest> ReadManifest(const std::string& dir) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocal));
   const std::string path = io::JoinPath(dir, format::kManifestName);
   auto text = io::Env::Posix()->ReadFile(path, format::kMaxManifestBytes);
   if (!text.ok()) {

@@ -323,6 +323,7 @@ class ShardWriter::Impl {
 
 StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& dir,
                                                            ShardWriterOptions options) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocal));
   io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
   if (options.backend == Backend::kLmdb) env = io::Env::Posix();
   if (options.class_names.empty()) {
@@ -397,6 +398,7 @@ Status CheckStagedFile(io::Env* env, const std::string& dir, const FileEntry& e)
 StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Resume(const std::string& dir,
                                                            ShardWriterOptions options,
                                                            const ShardWriterState& state) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocal));
   io::Env* env = options.env != nullptr ? options.env : io::Env::Posix();
   if (options.backend == Backend::kLmdb) env = io::Env::Posix();
   if (state.class_counts.size() != options.class_names.size()) {

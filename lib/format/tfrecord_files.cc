@@ -89,6 +89,7 @@ StatusOr<TfrecordFileSet> FromPattern(const std::string& pattern) {
 }  // namespace
 
 StatusOr<TfrecordFileSet> FindTfrecordFiles(const std::string& src) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(src, io::PathKind::kLocal));
   struct stat st {};
   if (::stat(src.c_str(), &st) == 0) {
     if (S_ISREG(st.st_mode)) {

@@ -2,6 +2,48 @@
 
 namespace shardpack::io {
 
+namespace {
+
+// The length of the scheme when `path` begins with "SCHEME://" (RFC 3986: a letter, then
+// letters, digits, '+', '-' or '.'); 0 otherwise.
+size_t SchemeLength(std::string_view path) {
+  auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); };
+  if (path.empty() || !alpha(path[0])) return 0;
+  size_t i = 1;
+  while (i < path.size() && (alpha(path[i]) || (path[i] >= '0' && path[i] <= '9') ||
+                             path[i] == '+' || path[i] == '-' || path[i] == '.')) {
+    ++i;
+  }
+  return path.substr(i).rfind("://", 0) == 0 ? i : 0;
+}
+
+}  // namespace
+
+Status CheckPathScheme(std::string_view path, PathKind kind) {
+  const size_t n = SchemeLength(path);
+  if (n == 0) return Status::Ok();
+  std::string scheme(path.substr(0, n));
+  for (char& c : scheme) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  const bool http = scheme == "http" || scheme == "https";
+  if (http && kind == PathKind::kLocalOrHttp) return Status::Ok();
+  const std::string p(path);
+  if (http) {
+    return InvalidArgumentError(p + ": a URL cannot be written or scanned here: give a local " +
+                                "directory (shardpack reads datasets from http:// and " +
+                                "https:// URLs, and writes only local directories)");
+  }
+  if (kind == PathKind::kLocalOrHttp) {
+    return InvalidArgumentError(p + ": shardpack does not support the " + scheme +
+                                ":// scheme: a dataset is a local directory or an http:// or "
+                                "https:// URL (a local directory of this name: ./" +
+                                p + ")");
+  }
+  return InvalidArgumentError(p + ": shardpack does not support the " + scheme +
+                              ":// scheme here: this path must be a local file or directory "
+                              "(a local directory of this name: ./" +
+                              p + ")");
+}
+
 std::string JoinPath(std::string_view dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   std::string out(dir);

@@ -4,6 +4,7 @@
 #include <strings.h>
 
 #include "format/format.h"
+#include "io/env.h"
 #include "remote/http.h"
 #include "remote/shard_cache.h"
 
@@ -24,6 +25,11 @@ StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& op
   SHARDPACK_ASSIGN_OR_RETURN(std::string text,
                              client->Get(manifest_url, format::kMaxManifestBytes));
   return ParseManifest(text, manifest_url);
+}
+
+StatusOr<Manifest> LoadManifest(const std::string& path, const RemoteOptions& options) {
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(path, io::PathKind::kLocalOrHttp));
+  return IsRemotePath(path) ? FetchManifest(path, options) : ReadManifest(path);
 }
 
 }  // namespace shardpack

@@ -115,7 +115,7 @@ void BindDataset(nb::module_& m) {
       [](const std::string& dir) {
         StatusOr<Manifest> manifest = [&] {
           nb::gil_scoped_release release;
-          return IsRemotePath(dir) ? FetchManifest(dir) : ReadManifest(dir);
+          return LoadManifest(dir);
         }();
         return SerializeManifest(ValueOrRaise(std::move(manifest)));
       },

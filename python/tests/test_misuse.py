@@ -74,3 +74,24 @@ def test_resume_says_already_complete_only_for_the_same_inputs_and_options(tmp_p
     assert again.already_complete and "already complete" in str(again)
     with pytest.raises(shardpack.InvalidArgumentError, match="other options"):
         shardpack.convert(tmp_path / "src", tmp_path / "ds", size=9, resume=True)
+
+
+def test_an_unserved_url_scheme_is_refused_everywhere_and_nothing_is_written(
+    image_folder, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    local_only = "this path must be a local file or directory"
+    dataset = "a dataset is a local directory or an http:// or https:// URL"
+    for call, message in [
+        (lambda: shardpack.convert(image_folder, "s3://bucket/ds", size=16), local_only),
+        (lambda: shardpack.convert(image_folder, "https://host/ds", size=16), "a URL cannot be"),
+        (lambda: shardpack.Dataset("gs://bucket/ds"), dataset),
+        (lambda: shardpack.Loader("s3://bucket/ds", framework="numpy"), dataset),
+        (lambda: shardpack.verify("s3://bucket/ds"), dataset),
+        (lambda: shardpack.info("gs://bucket/ds"), dataset),
+        (lambda: shardpack.merge("s3://bucket/ds"), local_only),
+    ]:
+        with pytest.raises(shardpack.InvalidArgumentError, match=message) as e:
+            call()
+        assert "shardpack does not support the" in str(e.value) or "a URL cannot" in str(e.value)
+    assert list(tmp_path.iterdir()) == []

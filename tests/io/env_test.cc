@@ -152,5 +152,39 @@ TEST(DirLockTest, OneHolderAtATimeAndAStaleFileIsTakenOver) {
             "third (pid " + std::to_string(::getpid()) + ")\n");
 }
 
+TEST(CheckPathSchemeTest, TakesLocalPathsAndHttpWhereAllowedAndNamesEveryOtherScheme) {
+  for (const char* local : {"data/ds", "/abs/ds", "./s3://bucket/ds", "s3:/one-slash",
+                            "ds:", "1s3://digit-first", "", "a b://space-in-scheme"}) {
+    EXPECT_TRUE(CheckPathScheme(local, PathKind::kLocal).ok()) << local;
+    EXPECT_TRUE(CheckPathScheme(local, PathKind::kLocalOrHttp).ok()) << local;
+  }
+  EXPECT_TRUE(CheckPathScheme("http://host/ds", PathKind::kLocalOrHttp).ok());
+  EXPECT_TRUE(CheckPathScheme("HTTPS://host/ds", PathKind::kLocalOrHttp).ok());
+
+  Status http = CheckPathScheme("https://host/ds", PathKind::kLocal);
+  EXPECT_EQ(http.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(http.message().find("https://host/ds: a URL cannot be written or scanned here"),
+            std::string::npos)
+      << http.message();
+  for (const char* url : {"s3://bucket/ds", "GS://bucket/ds", "hdfs://nn/ds", "file:///tmp/ds",
+                          "az+blob.x-1://c/ds"}) {
+    for (PathKind kind : {PathKind::kLocal, PathKind::kLocalOrHttp}) {
+      Status s = CheckPathScheme(url, kind);
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << url;
+      EXPECT_EQ(s.message().rfind(std::string(url) + ": shardpack does not support the ", 0), 0u)
+          << s.message();
+      EXPECT_NE(s.message().find("(a local directory of this name: ./" + std::string(url) + ")"),
+                std::string::npos)
+          << s.message();
+    }
+  }
+  EXPECT_NE(CheckPathScheme("GS://b/x", PathKind::kLocal).message().find("the gs:// scheme here"),
+            std::string::npos);
+  EXPECT_NE(CheckPathScheme("s3://b/x", PathKind::kLocalOrHttp)
+                .message()
+                .find("a dataset is a local directory or an http:// or https:// URL"),
+            std::string::npos);
+}
+
 }  // namespace
 }  // namespace shardpack::io

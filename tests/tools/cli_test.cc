@@ -25,9 +25,11 @@ struct CliRun {
   std::string out;
 };
 
-// Runs the CLI with `args`; a run still going after 60 s is killed and exits 124.
-CliRun Shardpack(const std::string& args) {
-  std::string cmd = "timeout 60 " + std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
+// Runs the CLI with `args` (in directory `cwd` when given); a run still going after 60 s
+// is killed and exits 124.
+CliRun Shardpack(const std::string& args, const std::string& cwd = "") {
+  std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
+                    std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   CliRun r{-1, ""};
   if (p == nullptr) return r;
@@ -271,6 +273,40 @@ TEST(CliTest, BenchAndPreviewRefuseWhatCannotWorkInsteadOfTryingIt) {
   EXPECT_NE(over.out.find("this is the dataset's own file manifest.json"), std::string::npos)
       << over.out;
   EXPECT_EQ(testing::ReadFileOrDie(dir.Join("manifest.json")), manifest);
+}
+
+TEST(CliTest, AUrlSchemeThatIsNotServedIsRefusedByEveryCommandAndNothingIsWritten) {
+  testing::TempDir src;
+  std::filesystem::create_directories(src.Join("c"));
+  testing::WriteFileOrDie(src.Join("c/a.png"),
+                          testing::EncodePng(testing::Pattern(20, 30, 3, 1), 20, 30, 3));
+  testing::TempDir cwd;
+  const std::string size = " --size 8x8 --quiet ";
+  const std::vector<std::pair<std::string, std::string>> runs = {
+      {"convert" + size + src.path() + " s3://bucket/ds", "the s3:// scheme here"},
+      {"convert" + size + src.path() + " GS://bucket/ds", "the gs:// scheme here"},
+      {"convert" + size + src.path() + " https://host/ds", "a URL cannot be written"},
+      {"convert" + size + "s3://bucket/images out", "the s3:// scheme here"},
+      {"verify s3://bucket/ds", "the s3:// scheme: a dataset is a local directory or an http"},
+      {"verify --tfrecord gs://bucket/files", "the gs:// scheme here"},
+      {"info hdfs://nn/ds", "the hdfs:// scheme"},
+      {"bench s3://bucket/ds", "the s3:// scheme"},
+      {"preview s3://bucket/ds -o sheet.png", "the s3:// scheme"},
+      {"adopt file:///data/tfrecords", "the file:// scheme here"},
+      {"merge s3://bucket/ds", "the s3:// scheme here"},
+  };
+  for (const auto& [args, expected] : runs) {
+    CliRun r = Shardpack(args, cwd.path());
+    EXPECT_EQ(r.code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find(expected), std::string::npos) << args << ": " << r.out;
+  }
+  // Nothing was written: no directory named "s3:" (or any other) in the working directory.
+  EXPECT_TRUE(std::filesystem::is_empty(cwd.path()));
+
+  // The same name as a local path is taken as one.
+  CliRun local = Shardpack("convert" + size + src.path() + " ./s3://bucket/ds", cwd.path());
+  EXPECT_EQ(local.code, 0) << local.out;
+  EXPECT_TRUE(std::filesystem::exists(cwd.Join("s3:/bucket/ds/manifest.json")));
 }
 
 TEST(CliTest, ASecondConvertIntoALockedDirectoryFailsAtOnceNamingTheHolder) {

@@ -55,6 +55,11 @@ bool IsRemotePath(std::string_view path);
 // IOError for a network failure after the retries, Corruption for a bad manifest.
 StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& options = {});
 
+// The manifest of the dataset at `path`: FetchManifest for an http(s) URL, ReadManifest
+// for a local directory; a path with any other URL scheme (s3://, gs://, ...) is an
+// InvalidArgument error naming it.
+StatusOr<Manifest> LoadManifest(const std::string& path, const RemoteOptions& options = {});
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_REMOTE_H_
