@@ -4,6 +4,8 @@ See docs/PYTHON.md for the lifetime rules and docs/LOADER.md for the order promi
 """
 
 import dataclasses
+import importlib
+import importlib.util
 import numbers
 import os
 import time
@@ -187,13 +189,40 @@ class Batch:
         )
 
 
-def _torch_importable():
-    """Whether ``import torch`` works here (what framework="auto" picks by)."""
+# The frameworks a Loader delivers to, in the order framework="auto" tries them, with the
+# module each imports and what to install for it.
+_FRAMEWORKS = {
+    "torch": ("torch", "torch"),
+    "tensorflow": ("tensorflow", "tensorflow-cpu (or tensorflow)"),
+    "jax": ("jax.numpy", "jax"),
+}
+
+
+def _import_framework(name):
+    """The module batches are made with for framework ``name``, or ImportError naming
+    the package to install."""
+    module, package = _FRAMEWORKS[name]
     try:
-        import torch  # noqa: F401
-    except ImportError:
-        return False
-    return True
+        return importlib.import_module(module)
+    except ImportError as e:
+        raise ImportError(
+            f'shardpack.Loader(framework="{name}") needs {name}: pip install {package}, '
+            'or pass framework="numpy"'
+        ) from e
+
+
+def _first_framework():
+    """(name, module) of the first of torch, TensorFlow and JAX that imports here, else
+    ("numpy", None): what framework="auto" picks. A framework that is not installed is
+    not imported (find_spec), so the check costs only the chosen import."""
+    for name, (module, _) in _FRAMEWORKS.items():
+        if importlib.util.find_spec(module.split(".")[0]) is None:
+            continue
+        try:
+            return name, _import_framework(name)
+        except ImportError:
+            continue
+    return "numpy", None
 
 
 class Loader:
@@ -274,9 +303,13 @@ class Loader:
         verify_crc: check every record's checksums while copying (default True).
         on_corrupt: "fail" (default: the batch raises CorruptionError) or "skip"
             (the sample is left out and counted in ``stats().skipped_corrupt``).
-        framework: "auto" (default: "torch" where PyTorch imports, else "numpy"),
-            "torch" or "numpy".
-        layout: "NCHW" (default) or "NHWC", for every dtype; never a copy.
+        framework: "auto" (default: the first of torch, TensorFlow and JAX that
+            imports, else "numpy"; "torch" for a GPU ``device``), "torch",
+            "tensorflow", "jax" or "numpy".
+        layout: "NCHW" or "NHWC", for every dtype (default: "NHWC" for TensorFlow and
+            JAX, "NCHW" otherwise); never a copy, except for TensorFlow, which adopts
+            only row-major memory (uint8 NHWC and float NCHW are; the other two are
+            copied once).
         state: a ``state_dict()`` to start from.
 
     Errors raise the shardpack exception of the C++ status (``CorruptionError`` naming
@@ -320,7 +353,7 @@ class Loader:
         verify_crc=True,
         on_corrupt="fail",
         framework="auto",
-        layout="NCHW",
+        layout=None,
         state=None,
     ):
         if isinstance(path, Dataset):
@@ -398,33 +431,36 @@ class Loader:
         o.verify_crc = bool(verify_crc)
         o.on_corrupt = enum_member(_shardpack.OnCorrupt, on_corrupt, "on_corrupt")
 
-        if layout not in ("NCHW", "NHWC"):
-            raise InvalidArgumentError(f'layout must be "NCHW" or "NHWC", not {layout!r}')
-        self._nchw = layout == "NCHW"
-        if framework not in ("auto", "torch", "numpy"):
+        if framework not in ("auto", "numpy", *_FRAMEWORKS):
             raise InvalidArgumentError(
-                f'framework must be "auto", "torch" or "numpy", not {framework!r}'
+                'framework must be "auto", "torch", "tensorflow", "jax" or "numpy", '
+                f"not {framework!r}"
             )
-        if framework == "auto":
-            framework = "torch" if _torch_importable() else "numpy"
-            if framework == "numpy" and o.device >= 0:
+        if framework == "auto" and o.device >= 0:
+            framework = "torch"
+            if importlib.util.find_spec("torch") is None:
                 raise ImportError(
                     f"shardpack.Loader(device={device!r}) delivers torch tensors on the GPU "
                     "and PyTorch is not installed: install torch (pip install torch)"
                 )
-        if framework == "numpy" and o.device >= 0:
-            raise InvalidArgumentError('framework="numpy" delivers host arrays: use device="cpu"')
-        self._torch = None
-        if framework == "torch":
-            try:
-                import torch
-            except ImportError as e:
-                raise ImportError(
-                    'shardpack.Loader(framework="torch") needs PyTorch; install it or '
-                    'pass framework="numpy"'
-                ) from e
-            self._torch = torch
+        if framework == "auto":
+            framework, self._module = _first_framework()
+        elif framework == "numpy":
+            self._module = None
+        else:
+            self._module = _import_framework(framework)
+        if framework != "torch" and o.device >= 0:
+            raise InvalidArgumentError(
+                f'framework="{framework}" takes host batches: use device="cpu" (only '
+                "torch batches are delivered on the GPU; shardpack.jax places JAX batches "
+                "on a device)"
+            )
         self._framework = framework
+        if layout is None:
+            layout = "NHWC" if framework in ("tensorflow", "jax") else "NCHW"
+        if layout not in ("NCHW", "NHWC"):
+            raise InvalidArgumentError(f'layout must be "NCHW" or "NHWC", not {layout!r}')
+        self._nchw = layout == "NCHW"
         self._options = o
         self._core = None
         self._retired = []  # stats of the C++ loaders this one replaced
@@ -513,9 +549,22 @@ class Loader:
                 return
 
     def _convert(self, batch):
-        if self._torch is None:
+        if self._framework == "numpy":
             return batch.numpy(), batch.labels
-        torch = self._torch
+        if self._framework == "jax":
+            jnp = self._module
+            return jnp.from_dlpack(batch), jnp.asarray(batch.labels)
+        if self._framework == "tensorflow":
+            tf = self._module
+            images = batch.numpy()
+            # TensorFlow adopts only row-major memory: uint8 NHWC and float NCHW are
+            # (the slot's own order); the other two layouts are copied.
+            if images.flags.c_contiguous:
+                images = tf.experimental.dlpack.from_dlpack(batch.__dlpack__())
+            else:
+                images = tf.convert_to_tensor(np.ascontiguousarray(images))
+            return images, tf.convert_to_tensor(batch.labels)
+        torch = self._module
         images = torch.from_dlpack(batch)
         labels = torch.from_numpy(batch.labels)
         if batch._b.device >= 0:
@@ -604,7 +653,8 @@ class Loader:
 
     @property
     def framework(self):
-        """What the batches are: "torch" or "numpy" (``framework="auto"`` resolved)."""
+        """What the batches are: "torch", "tensorflow", "jax" or "numpy"
+        (``framework="auto"`` resolved)."""
         return self._framework
 
     def __repr__(self):

@@ -99,3 +99,9 @@ def collect(loader, limit=None):
     if not indices:
         return np.zeros(0, np.uint64), np.zeros(0, np.int64), []
     return np.concatenate(indices), np.concatenate(labels), images
+
+
+def pytest_collection_modifyitems(items):
+    """Runs test_jax.py last: JAX's threads make a later fork (test_torch.py's DataLoader
+    workers) unsafe."""
+    items.sort(key=lambda item: item.path.name == "test_jax.py")

@@ -1,5 +1,7 @@
-"""framework="auto": the loader delivers torch tensors where PyTorch imports and NumPy
-arrays where it does not, and `import shardpack` needs no framework at all."""
+"""framework="auto": the loader delivers torch tensors where PyTorch imports, and NumPy
+arrays where none of torch, TensorFlow and JAX does (tests/test_jax.py and
+tests/interop/test_tf_loader.py check the two between); `import shardpack` needs no
+framework at all."""
 
 import subprocess
 import sys
@@ -11,10 +13,13 @@ import pytest
 import shardpack
 
 
-def run_without_module(module, code):
-    """Runs `code` in a fresh interpreter where `import <module>` fails, as where that
-    package is not installed; returns its stdout."""
-    script = f"import sys\nsys.modules[{module!r}] = None\n" + textwrap.dedent(code)
+def run_without_module(modules, code):
+    """Runs `code` in a fresh interpreter where `import <module>` fails for each of
+    `modules` (a name or a tuple), as where those packages are not installed; returns its
+    stdout."""
+    modules = (modules,) if isinstance(modules, str) else modules
+    script = "import sys\n" + "".join(f"sys.modules[{m!r}] = None\n" for m in modules)
+    script += textwrap.dedent(code)
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     return r.stdout
@@ -24,8 +29,8 @@ def run_without_torch(code):
     return run_without_module("torch", code)
 
 
-def test_without_torch_auto_delivers_numpy_and_says_so(dataset_path):
-    out = run_without_torch(f"""
+def test_without_any_framework_auto_delivers_numpy_and_says_so(dataset_path):
+    out = run_without_module(("torch", "tensorflow", "jax"), f"""
         import numpy as np
         import shardpack
         ld = shardpack.Loader({dataset_path!r}, batch_size=8, shuffle="none")
@@ -67,8 +72,10 @@ def test_with_torch_auto_delivers_torch_tensors(dataset_path):
 
 
 def test_an_unknown_framework_is_refused_naming_the_choices(dataset_path):
-    with pytest.raises(shardpack.InvalidArgumentError, match='"auto", "torch" or "numpy"'):
-        shardpack.Loader(dataset_path, framework="tensorflow")
+    with pytest.raises(
+        shardpack.InvalidArgumentError, match='"auto", "torch", "tensorflow", "jax" or "numpy"'
+    ):
+        shardpack.Loader(dataset_path, framework="mxnet")
 
 
 def test_shardpack_tf_without_tensorflow_says_what_to_install(dataset_path):
