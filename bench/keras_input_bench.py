@@ -10,6 +10,14 @@ Run with the interop environment, which has TensorFlow and the binding:
 Prints samples/s of each reader's epochs after its first, and shardpack's ratio to each
 (medians). A third reader is tf.data at its fastest (records shuffled serialized, parsed a
 batch at a time), as bench/peers/readers.py reads them.
+
+With --jpegs FOLDER (the class folders of JPEGs the dataset was converted from, e.g.
+out/bench/images-30000/scale for bench/peers' 30,000-sample dataset), Keras's own way in,
+keras.utils.image_dataset_from_directory (decode and resize to the dataset's size, cropped
+to its aspect ratio as `convert --fit crop`, shuffled), is timed too: --jpeg-epochs whole
+epochs (default 1, its files read into the page cache first) in the same run; it is slow,
+so its epochs are fewer. Its batches are float32 (what the utility delivers), shardpack's
+uint8.
 """
 
 import argparse
@@ -68,6 +76,16 @@ def tfdata_batched(path, batch):
             .prefetch(tf.data.AUTOTUNE))
 
 
+def keras_from_jpegs(folder, batch, shape):
+    """keras.utils.image_dataset_from_directory on the source JPEGs, as Keras's guides
+    use it (prefetched)."""
+    h, w, _ = shape
+    ds = tf.keras.utils.image_dataset_from_directory(
+        folder, batch_size=batch, image_size=(h, w), crop_to_aspect_ratio=True, shuffle=True,
+        seed=0, label_mode="int", verbose=False)
+    return ds.prefetch(tf.data.AUTOTUNE)
+
+
 def epoch(ds):
     n = 0
     t0 = time.perf_counter()
@@ -81,6 +99,9 @@ def main():
     p.add_argument("dataset")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--jpegs", help="the source JPEG class folders: also time "
+                   "keras.utils.image_dataset_from_directory on them")
+    p.add_argument("--jpeg-epochs", type=int, default=1)
     a = p.parse_args()
     readers = {
         "shardpack.tf.dataset (global shuffle)": shardpack.tf.dataset(a.dataset, a.batch),
@@ -88,9 +109,18 @@ def main():
         "tf.data TFRecordDataset, batched parse_example + decode_raw": tfdata_batched(a.dataset,
                                                                                     a.batch),
     }
+    jpeg_name = "keras.utils.image_dataset_from_directory (source JPEGs)"
+    if a.jpegs:
+        for root, _, files in os.walk(a.jpegs):  # into the page cache
+            for f in files:
+                with open(os.path.join(root, f), "rb") as fh:
+                    fh.read()
+        readers[jpeg_name] = keras_from_jpegs(a.jpegs, a.batch, shards(a.dataset)[0])
     rates = {name: [] for name in readers}
     for e in range(a.epochs):
         for name, ds in readers.items():
+            if name == jpeg_name and not 1 <= e <= a.jpeg_epochs:
+                continue
             r = epoch(ds)
             if e > 0:  # the first epoch of each warms caches and threads
                 rates[name].append(r)
