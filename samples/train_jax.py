@@ -7,7 +7,7 @@ batches handed to JAX through DLPack without a copy).
 
 Needs JAX (pip install jax) and the shardpack package. Prints the loss every --log steps,
 then "loss: FIRST -> LAST" (means over the first and the last --log steps). The batches
-are split over the local devices (one on a CPU-only machine) with a NamedSharding; the
+are split over the devices (one on a CPU-only machine) with a NamedSharding; the
 loader's state is saved with --save and taken back with --resume, as a checkpoint would.
 """
 
@@ -74,7 +74,7 @@ def main():
 
     with open(os.path.join(a.data, "manifest.json"), encoding="utf-8") as f:
         classes = len(json.load(f)["classes"])
-    mesh = Mesh(jax.local_devices(), ("data",))
+    mesh = Mesh(jax.devices(), ("data",))  # every process's devices (after jax.distributed)
     state = None
     if a.resume:
         with open(a.resume, encoding="utf-8") as f:

@@ -231,11 +231,12 @@ class Loader:
 
     Iterating yields ``(images, labels)``: torch tensors (``framework="torch"``; on
     ``device="cuda:N"`` already on the device, PyTorch's current stream made to wait for
-    the copy) or NumPy arrays (``framework="numpy"``, host only). The default,
-    ``framework="auto"``, takes torch where PyTorch can be imported and NumPy otherwise;
-    ``repr(loader)`` and ``loader.framework`` say which. Images
-    are N x C x H x W (``layout="NCHW"``, the default, for every dtype) or N x H x W x C
-    (``layout="NHWC"``): uint8, or float32/float16 when ``normalize`` or a float
+    the copy), TensorFlow tensors (``"tensorflow"``), ``jax.Array`` (``"jax"``; see
+    ``shardpack.jax.Loader`` for placement) or NumPy arrays (``"numpy"``); all but torch
+    host only. The default, ``framework="auto"``, takes the first of torch, TensorFlow and
+    JAX that imports, else NumPy; ``repr(loader)`` and ``loader.framework`` say which.
+    Images are N x C x H x W (``layout="NCHW"``, the default for torch and NumPy, for every
+    dtype) or N x H x W x C (``layout="NHWC"``, the default for TensorFlow and JAX): uint8, or float32/float16 when ``normalize`` or a float
     ``dtype`` is given; views of the ring slot whose strides follow its memory (uint8
     samples are stored HWC: uint8 NCHW is PyTorch's channels_last, which convolutions
     take as it is; ``.contiguous()`` makes a packed copy). Labels are int64 (copies). ``batches()`` yields the
@@ -297,7 +298,7 @@ class Loader:
             or less at 1/2, 1/4 or 1/8 size (DCT scaling) before resampling (default
             True; False decodes every sample at full size).
         normalize: (mean, std) per channel in 0..1 units, or "imagenet"; output is
-            NCHW float (``dtype`` float32 unless float16 is asked for).
+            float (``dtype`` float32 unless float16 is asked for), stored CHW.
         dtype: "uint8" (default without normalize), "float32" or "float16"; a float
             dtype without ``normalize`` scales to 0..1.
         verify_crc: check every record's checksums while copying (default True).

@@ -2,7 +2,7 @@
 
     import jax, shardpack.jax
     from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-    mesh = Mesh(jax.local_devices(), ("data",))
+    mesh = Mesh(jax.devices(), ("data",))      # every process's devices
     loader = shardpack.jax.Loader("data/", batch_size=128, output_size=224, flip=True,
                                   sharding=NamedSharding(mesh, P("data")))
     for epoch in range(start, 90):
@@ -43,11 +43,12 @@ class DistributedInfo(NamedTuple):
 
 def distributed_info():
     """This process's (rank, world_size): ``jax.process_index()`` and
-    ``jax.process_count()`` when ``jax.distributed`` runs more than one process, else the
-    launcher's environment variables (torchrun's RANK and WORLD_SIZE, Open MPI's, PMI's,
-    Slurm's: docs/SCALE.md), else (0, 1)."""
+    ``jax.process_count()`` once ``jax.distributed.initialize()`` has run (call it before
+    making a Loader), else the launcher's environment variables (torchrun's RANK and
+    WORLD_SIZE, Open MPI's, PMI's, Slurm's: docs/SCALE.md), else (0, 1). Asking does not
+    start JAX's backend."""
     jax = _jax()
-    if jax.process_count() > 1:
+    if jax.distributed.is_initialized():
         return DistributedInfo(jax.process_index(), jax.process_count())
     rank, world_size, _ = _shardpack.rank_from_environment()
     return DistributedInfo(rank, world_size)
@@ -63,7 +64,12 @@ def _label_sharding(jax, sharding):
             f"splits the batch, not {type(sharding).__name__}"
         )
     spec = tuple(sharding.spec)
-    return named(sharding.mesh, jax.sharding.PartitionSpec(spec[0] if spec else None))
+    if not spec or spec[0] is None:
+        raise InvalidArgumentError(
+            f"sharding {sharding.spec} does not split the batch: its PartitionSpec's first "
+            'entry names the mesh axes of the batch dimension, e.g. PartitionSpec("data")'
+        )
+    return named(sharding.mesh, jax.sharding.PartitionSpec(spec[0]))
 
 
 class Loader(_loader.Loader):

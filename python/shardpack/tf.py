@@ -205,9 +205,11 @@ def dataset(path, batch_size=256, *, copy=True, **loader_kwargs):
     ``normalize`` or a float ``dtype``), labels int64.
 
     Each iteration over the dataset (each Keras epoch) is the loader's next epoch, in the
-    order the same loader delivers to PyTorch code for the same seed. The loader is
-    ``dataset.shardpack_loader``: its ``state_dict()`` and ``load_state_dict()`` resume
-    mid-epoch as in PyTorch (:class:`LoaderCheckpoint` saves it with Keras checkpoints).
+    order the same loader delivers to PyTorch code for the same seed. The loader
+    (``framework="tensorflow"``) is ``dataset.shardpack_loader``; resume at an epoch's
+    start with :class:`LoaderCheckpoint`, which saves its state with Keras checkpoints
+    (tf.data reads ahead of its consumer, so a ``state_dict()`` taken within a pass is not
+    the consumer's position, and a pass must have the epoch's cardinality).
 
     Ranks: ``rank`` and ``world_size`` together, or neither, and then
     :func:`distributed_info`'s (TF_CONFIG's, else a launcher's, else 0 of 1). With a world
@@ -223,9 +225,10 @@ def dataset(path, batch_size=256, *, copy=True, **loader_kwargs):
     ``copy=False``: the tensors adopt the ring slots through DLPack, no copy (about twice
     the batches per second, docs/PYTHON.md); then at most ``prefetch`` batches may be held
     besides the one in use (``model.fit`` on the dataset as it is does that), and a
-    pipeline that holds more (a ``shuffle`` or ``prefetch`` after it) fails with
-    FailedPreconditionError "needs the ring slot still held" rather than reading
-    overwritten memory. Float NHWC batches, not row-major in the slot, are copied either
+    pipeline that holds more (a ``shuffle`` or ``prefetch`` after it) fails, rather than
+    reading overwritten memory, with ``tf.errors.UnknownError`` carrying the loader's
+    FailedPreconditionError "... needs the ring slot still held ..." (TensorFlow wraps
+    every error raised in a generator so). Float NHWC batches, not row-major in the slot, are copied either
     way (TensorFlow adopts only row-major memory).
     """
     kwargs = _loader_arguments("shardpack.tf.dataset", loader_kwargs)
@@ -237,26 +240,43 @@ def dataset(path, batch_size=256, *, copy=True, **loader_kwargs):
     if not given:
         kwargs["rank"], kwargs["world_size"], _ = distributed_info()
     tf = _tensorflow()
+    kwargs["framework"] = "tensorflow"
     loader = Loader(path, batch_size, **kwargs)
     # The element shapes and dtype from the first batch; the loader is then put back where
     # it was, so that the first pass starts with that same batch.
     start = loader.state_dict()
-    first = loader.next_batch()
+    try:
+        first = loader.next_batch()
+    except StopIteration:
+        raise InvalidArgumentError(
+            f"shardpack.tf.dataset: {path}: an epoch has no batches for this rank "
+            f"({len(loader)} batches per epoch; batch_size {batch_size} with drop_last and "
+            "fewer samples than a batch?)"
+        ) from None
     images = first.numpy()
     image_spec = tf.TensorSpec((None,) + images.shape[1:], tf.as_dtype(images.dtype))
+    # The loader adopts row-major slots (uint8 NHWC, float NCHW) and copies the others.
+    deep_copy = copy and images.flags.c_contiguous
     del first, images
     loader.load_state_dict(start)
 
+    # tf.data runs each pass's generator on its own threads and reads ahead, so an
+    # abandoned pass may still be pulling while a newer one starts: one loader call at a
+    # time, and a batch leaves the lock copied (its slot's view dropped) or adopted.
+    lock = threading.Lock()
+
     def batches():
-        for batch in loader.batches():
-            images = batch.numpy()
-            if not images.flags.c_contiguous:
-                images = tf.convert_to_tensor(np.ascontiguousarray(images))
-            else:
-                images = tf.experimental.dlpack.from_dlpack(batch.__dlpack__())
-                if copy:
+        with lock:
+            epoch = iter(loader)  # a new pass; the older one stops at its next batch
+        while True:
+            with lock:
+                try:
+                    images, labels = next(epoch)
+                except StopIteration:
+                    return
+                if deep_copy:
                     images = tf.raw_ops.DeepCopy(x=images)
-            yield images, batch.labels
+            yield images, labels
 
     ds = tf.data.Dataset.from_generator(
         batches, output_signature=(image_spec, tf.TensorSpec((None,), tf.int64))

@@ -134,6 +134,14 @@ def test_a_sharding_splits_each_batch_over_the_devices():
             assert np.array_equal(np.asarray(images), ri) and np.array_equal(labels, rl)
             n += 1
         assert n == len(ld) > 1
+        # A device other than the one the batch is adopted on: the batch moves there.
+        other = jax.devices()[1]
+        images, labels = next(iter(shardpack.jax.Loader(os.path.join(d, "ds"), batch_size=4,
+                                                        shuffle="none", device=other)))
+        assert images.devices() == {other} and labels.devices() == {other}
+        assert np.array_equal(np.asarray(images), next(iter(shardpack.Loader(
+            os.path.join(d, "ds"), batch_size=4, shuffle="none", framework="numpy",
+            layout="NHWC")))[0])
         print("ok", n)
         """,
         env={
@@ -152,6 +160,9 @@ def test_device_placement_and_bad_placements(jax, dataset_path):
     sharding = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec("data"))
     with pytest.raises(shardpack.InvalidArgumentError, match="device or sharding, not both"):
         shardpack.jax.Loader(dataset_path, device=cpu, sharding=sharding)
+    unsplit = jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec(None, "data"))
+    with pytest.raises(shardpack.InvalidArgumentError, match="does not split the batch"):
+        shardpack.jax.Loader(dataset_path, sharding=unsplit)
     single = jax.sharding.SingleDeviceSharding(cpu)
     with pytest.raises(shardpack.InvalidArgumentError, match="must be a jax.sharding.NamedSharding"):
         shardpack.jax.Loader(dataset_path, sharding=single)
@@ -244,5 +255,9 @@ def test_the_jax_sample_trains_and_its_loss_falls(dataset_path, tmp_path):
     line = [x for x in r.stdout.splitlines() if x.startswith("loss: ")][-1]
     first, last = (float(v) for v in line[len("loss: "):].split(" -> "))
     assert last < first, r.stdout
+    # The saved state is where the 30 steps left the loader: resuming from it reads on.
     saved = json.loads(state.read_text())
-    assert saved["next_batch"] >= 0 and "loader_state" in saved
+    batches = len(shardpack.Loader(dataset_path, 16, drop_last=True, framework="numpy"))
+    # (step 30 was batch (30 - 1) % batches of epoch (30 - 1) // batches)
+    assert (saved["epoch"], saved["next_batch"]) == ((30 - 1) // batches,
+                                                     (30 - 1) % batches + 1), saved

@@ -62,11 +62,38 @@ def test_without_a_copy_the_tensors_adopt_the_ring_and_holding_too_many_is_refus
     held = shardpack.tf.dataset(colours, batch_size=10, prefetch=1, copy=False)
     it = iter(held)
     kept = [next(it) for _ in range(3)]
-    with pytest.raises(tf.errors.OpError, match="still held"):
+    # TensorFlow wraps an error raised in a generator as UnknownError.
+    with pytest.raises(tf.errors.UnknownError, match="FailedPreconditionError: .*still held"):
         next(it)
     # The default copies into TensorFlow's memory: holding a whole epoch is fine.
     kept = list(shardpack.tf.dataset(colours, batch_size=10, prefetch=1))
     assert len(kept) == 8
+
+
+def test_a_pass_stops_when_a_newer_one_starts_and_holds_no_slot_while_paused(colours):
+    # With copy=True the generator keeps no view of a slot between batches: two passes
+    # interleaved never run out of the ring (prefetch=1: 3 slots), and the older pass
+    # stops where the newer one started, never reading into its epoch (the newer pass
+    # reads all of the next epoch).
+    ds = shardpack.tf.dataset(colours, batch_size=10, seed=3, prefetch=1)
+    first = iter(ds)
+    next(first)
+    second = iter(ds)
+    got = [x.numpy() for x, _ in [next(second)]]
+    # The older pass ends short, which the cardinality check reports.
+    with pytest.raises(tf.errors.FailedPreconditionError, match="expected to contain 8"):
+        list(first)
+    got += [x.numpy() for x, _ in second]
+    loader = shardpack.Loader(colours, 10, seed=3, framework="numpy", layout="NHWC")
+    loader.set_epoch(1)
+    want = [np.array(x) for x, _ in loader]  # epoch 1: the second pass's
+    assert len(got) == len(want) == 8
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+def test_an_epoch_without_batches_is_refused_saying_why(colours):
+    with pytest.raises(shardpack.InvalidArgumentError, match="an epoch has no batches"):
+        shardpack.tf.dataset(colours, batch_size=100, drop_last=True)
 
 
 def test_keras_fit_learns_from_the_dataset(colours):

@@ -91,6 +91,18 @@ def test_auto_picks_tensorflow_where_torch_is_missing(dataset):
     assert r.stdout.split()[-1] == "tensorflow"
 
 
+def test_auto_picks_tensorflow_before_jax(dataset):
+    pytest.importorskip("jax")
+    script = "import sys\nsys.modules['torch'] = None\n" + textwrap.dedent(f"""
+        import shardpack
+        print(shardpack.Loader({dataset!r}, 8).framework)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split()[-1] == "tensorflow"
+
+
 def test_a_gpu_device_is_refused_for_tensorflow_batches(dataset):
     with pytest.raises(shardpack.InvalidArgumentError, match='takes host batches: use device="cpu"'):
         shardpack.Loader(dataset, 8, framework="tensorflow", device="cuda:0")
