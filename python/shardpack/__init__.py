@@ -14,6 +14,7 @@ docs/PYTHON.md documents the API and the lifetime of the batches.
 
 from shardpack import _shardpack
 from shardpack._dataset import Dataset, Sample
+from shardpack._distributed import DistributedInfo
 from shardpack._errors import *  # noqa: F401,F403
 from shardpack._errors import __all__ as _errors_all
 from shardpack._loader import Batch, Loader, LoaderStats
@@ -35,6 +36,7 @@ __all__ = [
     "Batch",
     "ConvertSummary",
     "Dataset",
+    "DistributedInfo",
     "Loader",
     "LoaderStats",
     "MergeSummary",

@@ -19,10 +19,8 @@ sharding is JAX's own host-to-device transfer. JAX needs to be installed (``pip 
 jax``); ``import shardpack`` alone does not import it.
 """
 
-from typing import NamedTuple
-
-from shardpack import _shardpack
 from shardpack import _loader
+from shardpack._distributed import DistributedInfo, from_launcher
 from shardpack._errors import InvalidArgumentError
 
 __all__ = ["Loader", "DistributedInfo", "distributed_info"]
@@ -36,22 +34,17 @@ def _jax():
     return jax
 
 
-class DistributedInfo(NamedTuple):
-    rank: int
-    world_size: int
-
-
 def distributed_info():
-    """This process's (rank, world_size): ``jax.process_index()`` and
+    """This process's (rank, world_size, local_rank): ``jax.process_index()`` and
     ``jax.process_count()`` once ``jax.distributed.initialize()`` has run (call it before
     making a Loader), else the launcher's environment variables (torchrun's RANK and
-    WORLD_SIZE, Open MPI's, PMI's, Slurm's: docs/SCALE.md), else (0, 1). Asking does not
-    start JAX's backend."""
+    WORLD_SIZE, Open MPI's, PMI's, Slurm's: docs/SCALE.md), else (0, 1, 0); the local rank
+    is the launcher's. Asking does not start JAX's backend."""
     jax = _jax()
+    launcher = from_launcher()
     if jax.distributed.is_initialized():
-        return DistributedInfo(jax.process_index(), jax.process_count())
-    rank, world_size, _ = _shardpack.rank_from_environment()
-    return DistributedInfo(rank, world_size)
+        return DistributedInfo(jax.process_index(), jax.process_count(), launcher.local_rank)
+    return launcher
 
 
 def _label_sharding(jax, sharding):
@@ -107,7 +100,7 @@ class Loader(_loader.Loader):
             raise InvalidArgumentError("give device or sharding, not both")
         self._label_sharding = None if sharding is None else _label_sharding(jax, sharding)
         if rank is None and world_size is None:
-            rank, world_size = distributed_info()
+            rank, world_size, _ = distributed_info()
         elif rank is None or world_size is None:
             raise InvalidArgumentError("give rank and world_size together, or neither")
         self._jax = jax

@@ -27,11 +27,10 @@ import os
 import re
 import threading
 import warnings
-from typing import NamedTuple
-
 import numpy as np
 
 from shardpack import _shardpack
+from shardpack._distributed import DistributedInfo, from_launcher
 from shardpack._errors import InvalidArgumentError
 from shardpack._loader import Loader
 from shardpack._util import UINT64_MAX, integer
@@ -74,36 +73,29 @@ def _keras():
 # Ranks.
 
 
-class DistributedInfo(NamedTuple):
-    rank: int
-    world_size: int
-    # Where they come from: "tf_config", a launcher's variables ("torchrun", "openmpi",
-    # "pmi", "slurm"), or "none" (0 of 1).
-    source: str
-
-
 # The task types TensorFlow's ClusterSpec validation allows.
 _TF_CONFIG_JOBS = ("chief", "worker", "evaluator", "ps")
 
 
 def distributed_info():
-    """This worker's ``(rank, world_size, source)``: from the ``TF_CONFIG`` environment
-    variable when it names a cluster (source "tf_config"), else from a launcher's variables
+    """This worker's ``(rank, world_size, local_rank)``: from the ``TF_CONFIG`` environment
+    variable when it names a cluster, else from a launcher's variables
     (torchrun's RANK and WORLD_SIZE, Open MPI's, PMI's, Slurm's: the C++ library's
     RankFromEnvironment, docs/SCALE.md; mpirun, as Horovod starts workers), else
-    ``(0, 1, "none")``. :func:`dataset` takes rank and world size from here when neither
-    is given.
+    ``(0, 1, 0)``: ``DistributedInfo(rank, world_size, local_rank)``, the shape every
+    framework's ``distributed_info()`` has (local rank 0 under TF_CONFIG).
+    :func:`dataset` takes rank and world size from here when neither is given.
 
     InvalidArgumentError names TF_CONFIG and its fault (see ``_tf_config_rank``), or the
     launcher's variables, when they are malformed."""
     info = _tf_config_rank()
     if info is not None:
         return info
-    return DistributedInfo(*_shardpack.rank_from_environment())
+    return from_launcher()
 
 
 def _tf_config_rank():
-    """This worker's ``DistributedInfo(rank, world_size, "tf_config")`` from the
+    """This worker's ``DistributedInfo(rank, world_size, 0)`` from the
     ``TF_CONFIG`` environment variable, numbered as ``MultiWorkerMirroredStrategy``
     numbers its workers (tensorflow/python/distribute/multi_worker_util.py): the chief,
     if there is one, is worker 0, then the "worker" tasks by index; the world size counts
@@ -152,7 +144,7 @@ def _tf_config_rank():
     if job == "ps":
         raise fault('a "ps" task (a parameter server) reads no training data')
     if job == "evaluator":
-        return DistributedInfo(0, 1, "tf_config")
+        return DistributedInfo(0, 1, 0)
     index = task.get("index")
     if isinstance(index, str) and index.isdigit():
         index = int(index)  # TensorFlow's resolver takes int(index)
@@ -163,7 +155,7 @@ def _tf_config_rank():
         raise fault(f'"task"."index" is {index}, and "cluster"."{job}" has {count} tasks')
     chiefs = sizes.get("chief", 0)
     rank = 0 if job == "chief" else chiefs + index
-    return DistributedInfo(rank, chiefs + sizes.get("worker", 0), "tf_config")
+    return DistributedInfo(rank, chiefs + sizes.get("worker", 0), 0)
 
 
 def _loader_arguments(who, loader_kwargs):

@@ -16,32 +16,14 @@ process would hold a second copy of the ring. Do not set ``pin_memory=True``: on
 GPU path the batches are already on the device, on the host path it would copy.
 """
 
-import os
-from typing import NamedTuple
-
 import torch
 import torch.utils.data
 
-from shardpack import _shardpack
+from shardpack._distributed import DistributedInfo, from_launcher
 from shardpack._errors import InvalidArgumentError
 from shardpack._loader import Loader
 
 __all__ = ["IterableDataset", "DistributedInfo", "distributed_info"]
-
-
-class DistributedInfo(NamedTuple):
-    rank: int
-    world_size: int
-    local_rank: int
-
-
-# The node-local rank each launcher sets, by the source rank_from_environment names.
-_LOCAL_RANK_VARIABLES = {
-    "torchrun": "LOCAL_RANK",
-    "openmpi": "OMPI_COMM_WORLD_LOCAL_RANK",
-    "pmi": "MPI_LOCALRANKID",
-    "slurm": "SLURM_LOCALID",
-}
 
 
 def distributed_info():
@@ -52,13 +34,12 @@ def distributed_info():
     ``world_size`` to :class:`shardpack.Loader` and ``device=f"cuda:{local_rank}"`` on
     GPUs. Raises ValueError for half a pair of variables or values out of range."""
     # InvalidArgumentError, a ValueError, names the variables when they are wrong.
-    rank, world_size, source = _shardpack.rank_from_environment()
-    local = int(os.environ.get(_LOCAL_RANK_VARIABLES.get(source, "LOCAL_RANK"), "0"))
+    launcher = from_launcher()
     if torch.distributed.is_available() and torch.distributed.is_initialized():
         return DistributedInfo(
-            torch.distributed.get_rank(), torch.distributed.get_world_size(), local
+            torch.distributed.get_rank(), torch.distributed.get_world_size(), launcher.local_rank
         )
-    return DistributedInfo(rank, world_size, local)
+    return launcher
 
 
 def _collated_by_dataloader():

@@ -194,7 +194,8 @@ def test_ranks_come_from_the_launchers_environment(dataset_path):
     out = run_python(
         f"""
         import numpy as np, shardpack, shardpack.jax
-        assert tuple(shardpack.jax.distributed_info()) == (1, 2)
+        assert shardpack.jax.distributed_info() == (1, 2, 0)
+        assert type(shardpack.jax.distributed_info()) is shardpack.DistributedInfo
         ld = shardpack.jax.Loader({dataset_path!r}, batch_size=4, seed=2)
         ref = shardpack.Loader({dataset_path!r}, batch_size=4, seed=2, rank=1, world_size=2,
                                framework="numpy", layout="NHWC")

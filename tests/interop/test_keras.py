@@ -264,7 +264,8 @@ def test_the_py_dataset_refuses_keras_workers_and_processes(colours, keras_argum
 
 LAUNCHER_VARIABLES = (
     "RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK",
-    "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+    "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID", "SLURM_LOCALID",
 )
 
 
@@ -291,7 +292,7 @@ def test_tf_config_workers_read_disjoint_halves_as_loader_ranks_do(colours, envi
     orders = []
     for rank in range(2):
         environment(TF_CONFIG=two_workers(rank))
-        assert shardpack.tf.distributed_info() == (rank, 2, "tf_config")
+        assert shardpack.tf.distributed_info() == (rank, 2, 0)
         ds = shardpack.tf.dataset(colours, batch_size=8, seed=2)
         policy = ds.options().experimental_distribute.auto_shard_policy
         assert policy == tf.data.experimental.AutoShardPolicy.OFF
@@ -306,19 +307,21 @@ def test_tf_config_numbers_the_chief_first_as_multi_worker_mirrored_strategy_doe
     cluster = {"chief": ["c:1"], "worker": ["w0:1", "w1:1"], "evaluator": ["e:1"]}
     for task, rank in ((("chief", 0), 0), (("worker", 0), 1), (("worker", 1), 2)):
         environment(TF_CONFIG={"cluster": cluster, "task": dict(zip(("type", "index"), task))})
-        assert shardpack.tf.distributed_info() == (rank, 3, "tf_config"), task
+        assert shardpack.tf.distributed_info() == (rank, 3, 0), task
     environment(TF_CONFIG={"cluster": cluster, "task": {"type": "evaluator", "index": 0}})
-    assert shardpack.tf.distributed_info() == (0, 1, "tf_config")
+    assert shardpack.tf.distributed_info() == (0, 1, 0)
 
 
 def test_without_tf_config_the_launchers_variables_give_the_ranks(environment):
-    assert shardpack.tf.distributed_info() == (0, 1, "none")
+    assert shardpack.tf.distributed_info() == (0, 1, 0)
     environment(TF_CONFIG={})
-    assert shardpack.tf.distributed_info() == (0, 1, "none")
-    environment(RANK="1", WORLD_SIZE="2")
-    assert shardpack.tf.distributed_info() == (1, 2, "torchrun")
+    assert shardpack.tf.distributed_info() == (0, 1, 0)
+    environment(RANK="1", WORLD_SIZE="2", LOCAL_RANK="1")
+    assert shardpack.tf.distributed_info() == (1, 2, 1)
+    # The same shape as the other frameworks' (one type).
+    assert type(shardpack.tf.distributed_info()) is shardpack.DistributedInfo
     environment(TF_CONFIG=two_workers(0))  # TF_CONFIG first
-    assert shardpack.tf.distributed_info() == (0, 2, "tf_config")
+    assert shardpack.tf.distributed_info() == (0, 2, 0)
 
 
 def test_explicit_ranks_win_over_tf_config(colours, environment):
