@@ -24,7 +24,6 @@ or ``tensorflow``); ``PyDataset`` and ``LoaderCheckpoint`` need Keras 3 (any bac
 import json
 import numbers
 import os
-import re
 import threading
 import warnings
 import numpy as np
@@ -172,12 +171,9 @@ def _loader_arguments(who, loader_kwargs):
 
 
 def _state_at(loader, epoch, batch):
-    """``loader.state_dict()`` moved to batch ``batch`` of ``epoch``: the text's ``epoch``
-    and ``next_batch`` items replaced (docs/LOADER.md, "Resumption"), the rest, what the
-    order depends on, kept."""
-    text = loader.state_dict()["loader_state"]
-    text = re.sub(r"(?<= )epoch=\d+", f"epoch={epoch}", text)
-    text = re.sub(r"(?<= )next_batch=\d+", f"next_batch={batch}", text)
+    """``loader.state_dict()`` moved to batch ``batch`` of ``epoch`` (what the order
+    depends on kept)."""
+    text = _shardpack.loader_state_at(loader.state_dict()["loader_state"], epoch, batch)
     return {"loader_state": text, "epoch": epoch, "next_batch": batch}
 
 

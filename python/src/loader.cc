@@ -383,6 +383,18 @@ void BindLoader(nb::module_& m) {
       nb::arg("text"), "LoaderState::Parse, as a dict.");
 
   m.def(
+      "loader_state_at",
+      [](const std::string& text, uint64_t epoch, uint64_t next_batch) {
+        LoaderState s = ValueOrRaise(LoaderState::Parse(text));
+        s.epoch = epoch;
+        s.next_batch = next_batch;
+        return s.ToString();
+      },
+      nb::arg("text"), nb::arg("epoch"), nb::arg("next_batch"),
+      "The state `text` moved to batch `next_batch` of `epoch` (what the order depends on "
+      "kept).");
+
+  m.def(
       "rank_from_environment",
       [] {
         DistributedRank r = ValueOrRaise(RankFromEnvironment());
