@@ -17,6 +17,15 @@ size_t SchemeLength(std::string_view path) {
   return path.substr(i).rfind("://", 0) == 0 ? i : 0;
 }
 
+// How to name a local path instead: the file:// URL's own path, or ./URL for a directory
+// whose name looks like one.
+std::string LocalHint(const std::string& path, const std::string& scheme) {
+  if (scheme == "file") {
+    return "(a local path is written without file://: " + path.substr(7) + ")";
+  }
+  return "(a local directory of this name: ./" + path + ")";
+}
+
 }  // namespace
 
 Status CheckPathScheme(std::string_view path, PathKind kind) {
@@ -25,23 +34,31 @@ Status CheckPathScheme(std::string_view path, PathKind kind) {
   std::string scheme(path.substr(0, n));
   for (char& c : scheme) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
   const bool http = scheme == "http" || scheme == "https";
-  if (http && kind == PathKind::kLocalOrHttp) return Status::Ok();
+  const bool s3 = scheme == "s3";
+  if ((http || s3) && kind == PathKind::kDataset) return Status::Ok();
   const std::string p(path);
+  if (s3) {
+    return InvalidArgumentError(p +
+                                ": shardpack does not support the s3:// scheme here: this path "
+                                "must be a local file or directory; writing to S3 is not "
+                                "supported yet: convert into a local directory, then upload "
+                                "it (e.g. aws s3 sync DIR " +
+                                p + "); datasets are read from s3:// URLs " + LocalHint(p, scheme));
+  }
   if (http) {
     return InvalidArgumentError(p + ": a URL cannot be written or scanned here: give a local " +
-                                "directory (shardpack reads datasets from http:// and " +
-                                "https:// URLs, and writes only local directories)");
+                                "directory (shardpack reads datasets from http://, https:// " +
+                                "and s3:// URLs, and writes only local directories)");
   }
-  if (kind == PathKind::kLocalOrHttp) {
+  if (kind == PathKind::kDataset) {
     return InvalidArgumentError(p + ": shardpack does not support the " + scheme +
                                 ":// scheme: a dataset is a local directory or an http:// or "
-                                "https:// URL (a local directory of this name: ./" +
-                                p + ")");
+                                "https:// URL, or s3://bucket/prefix " +
+                                LocalHint(p, scheme));
   }
   return InvalidArgumentError(p + ": shardpack does not support the " + scheme +
-                              ":// scheme here: this path must be a local file or directory "
-                              "(a local directory of this name: ./" +
-                              p + ")");
+                              ":// scheme here: this path must be a local file or directory " +
+                              LocalHint(p, scheme));
 }
 
 std::string JoinPath(std::string_view dir, std::string_view name) {

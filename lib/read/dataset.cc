@@ -48,7 +48,7 @@ struct FileResolver {
 
 StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
                                                  const DatasetOptions& options) {
-  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocalOrHttp));
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kDataset));
   auto impl = std::make_unique<Impl>();
   impl->dir = dir;
   impl->options = options;

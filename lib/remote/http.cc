@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <initializer_list>
 #include <mutex>
 #include <thread>
 
@@ -55,6 +56,13 @@ bool Transient(CURLcode rc) {
 
 bool TransientHttp(long status) { return status == 408 || status == 429 || status >= 500; }
 
+// The most bytes of an S3 error body kept to read its <Code>.
+constexpr size_t kMaxErrorBodyBytes = 64 << 10;
+
+bool IsAnyOf(std::string_view code, std::initializer_list<std::string_view> codes) {
+  return std::find(codes.begin(), codes.end(), code) != codes.end();
+}
+
 std::string RangeText(uint64_t begin, uint64_t end) {
   return "bytes " + std::to_string(begin) + "-" + std::to_string(end - 1);
 }
@@ -98,6 +106,19 @@ struct HttpClient::Transfer {
   uint64_t received = 0;      // body bytes handed on by this request
   Status error;               // why a callback aborted the transfer
   bool sink_failed = false;   // `error` is the sink's own
+  // S3 requests: an answer >= 300 is not failed by libcurl (CURLOPT_FAILONERROR would
+  // drop its body); its status is kept here and its body, which names the error, below.
+  bool s3 = false;
+  long error_status = 0;
+  std::string error_body;
+
+  // For S3: notes an error status before any body byte is taken as data.
+  void NoteErrorStatus() {
+    if (!s3) return;
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    if (status >= 300) error_status = status;
+  }
 
   static size_t OnHeader(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
@@ -124,8 +145,13 @@ struct HttpClient::Transfer {
     auto* t = static_cast<Transfer*>(self);
     const size_t bytes = size * n;
     if (!t->checked) {
-      t->error = t->CheckHeaders();
+      t->NoteErrorStatus();
+      if (t->error_status == 0) t->error = t->CheckHeaders();
       t->checked = true;
+    }
+    if (t->error_status != 0) {
+      t->error_body.append(data, std::min(bytes, kMaxErrorBodyBytes - t->error_body.size()));
+      return bytes;
     }
     if (!t->error.ok()) return 0;
     const uint64_t limit = t->ranged ? t->end - t->begin : t->max_bytes;
@@ -201,6 +227,67 @@ struct HttpClient::Outcome {
   bool transient = false;
 };
 
+struct HttpClient::Target {
+  std::string url;               // http(s)
+  const S3Config* s3 = nullptr;  // for an s3:// URL
+};
+
+namespace {
+
+struct ErrorOutcome {
+  Status status;
+  bool transient;
+};
+
+// The error for an HTTP error status, with S3's error `code` when the body had one.
+ErrorOutcome HttpError(long status, const std::string& code, bool ranged, uint64_t file_size,
+                       bool anonymous) {
+  std::string what = "HTTP " + std::to_string(status);
+  if (!code.empty()) {
+    what += " " + code;
+    std::string hint(S3ErrorHint(code));
+    if (anonymous && IsAnyOf(code, {"AccessDenied", "AllAccessDisabled"})) {
+      hint =
+          "no credentials were found, so the request was anonymous: set AWS_ACCESS_KEY_ID "
+          "and AWS_SECRET_ACCESS_KEY, or AWS_PROFILE";
+    }
+    if (!hint.empty()) what += " (" + hint + ")";
+    if (IsAnyOf(code, {"NoSuchKey", "NoSuchBucket"})) return {NotFoundError(what), false};
+    if (IsAnyOf(code,
+                {"AccessDenied", "AllAccessDisabled", "SignatureDoesNotMatch", "InvalidAccessKeyId",
+                 "ExpiredToken", "InvalidToken", "AuthorizationHeaderMalformed",
+                 "PermanentRedirect", "RequestTimeTooSkewed", "InvalidBucketName"})) {
+      return {InvalidArgumentError(what), false};
+    }
+    if (IsAnyOf(code, {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable"})) {
+      return {IOError(what), true};
+    }
+  } else if (status == 404 || status == 410) {
+    return {NotFoundError(what + " (not found)"), false};
+  }
+  if (status == 416 && ranged) {
+    return {CorruptionError(what +
+                            " (range not satisfiable): the server's file is shorter "
+                            "than the manifest's " +
+                            std::to_string(file_size) + " bytes"),
+            false};
+  }
+  if (status == 404 || status == 410) return {NotFoundError(what), false};
+  return {IOError(what), TransientHttp(status)};
+}
+
+}  // namespace
+
+StatusOr<HttpClient::Target> HttpClient::Resolve(const std::string& url) {
+  if (!IsS3Url(url)) return Target{url, nullptr};
+  if (s3_ == nullptr) {
+    SHARDPACK_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config());
+    s3_ = std::make_unique<S3Config>(std::move(config));
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(S3Object object, ParseS3Url(url));
+  return Target{S3HttpUrl(*s3_, object), s3_.get()};
+}
+
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
   SHARDPACK_RETURN_IF_ERROR(GlobalInit());
   CURL* curl = curl_easy_init();
@@ -212,13 +299,14 @@ HttpClient::HttpClient(const RemoteOptions& options, void* curl) : options_(opti
 
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
-HttpClient::Outcome HttpClient::Perform(const std::string& url, Transfer* t) {
+HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   CURL* curl = static_cast<CURL*>(curl_);
   t->curl = curl;
+  t->s3 = target.s3 != nullptr;
   // Options are set anew for every request: curl_easy_reset keeps the connection cache.
   curl_easy_reset(curl);
   char error_text[CURL_ERROR_SIZE] = {};
-  curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+  curl_easy_setopt(curl, CURLOPT_URL, target.url.c_str());
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, error_text);
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);  // no SIGALRM for timeouts: threads
   // A redirect must not lead to file:// or any other scheme. An older libcurl at run time
@@ -229,9 +317,35 @@ HttpClient::Outcome HttpClient::Perform(const std::string& url, Transfer* t) {
                           " lacks CURLOPT_PROTOCOLS_STR (7.85 or newer needed)"),
             false};
   }
-  curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
-  curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
-  curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  // Owned here, freed after the transfer.
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
+                                                                      &curl_slist_free_all);
+  std::string sigv4;
+  if (target.s3 == nullptr) {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
+    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  } else if (const auto& c = target.s3->credentials) {
+    sigv4 = "aws:amz:" + target.s3->region + ":s3";
+    if (curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str()) != CURLE_OK) {
+      return {InternalError("libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version) +
+                            " lacks CURLOPT_AWS_SIGV4 (7.75 or newer needed)"),
+              false};
+    }
+    curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key_id.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_access_key.c_str());
+    // S3 refuses a SigV4 request without it; the payload of a GET is empty anyway.
+    curl_slist* list = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+    if (list != nullptr && !c->session_token.empty()) {
+      curl_slist* more =
+          curl_slist_append(list, ("x-amz-security-token: " + c->session_token).c_str());
+      if (more == nullptr) curl_slist_free_all(list);
+      list = more;
+    }
+    if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
+    headers.reset(list);
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
+  }
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_s));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
@@ -255,22 +369,22 @@ HttpClient::Outcome HttpClient::Perform(const std::string& url, Transfer* t) {
   curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
   if (!t->checked && rc == CURLE_OK) {
     // An empty body never reaches OnBody; its headers are checked here.
-    t->error = t->CheckHeaders();
+    t->NoteErrorStatus();
+    if (t->error_status == 0) t->error = t->CheckHeaders();
+  }
+  const bool anonymous = target.s3 != nullptr && !target.s3->credentials;
+  if (t->error_status != 0) {
+    // Even when the connection dropped inside the error body: the status is known.
+    ErrorOutcome e =
+        HttpError(t->error_status, S3ErrorCode(t->error_body), t->ranged, t->file_size, anonymous);
+    return {e.status, e.transient};
   }
   if (!t->error.ok()) return {t->error, false};
   if (rc == CURLE_HTTP_RETURNED_ERROR) {
     long status = 0;
     curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    std::string what = "HTTP " + std::to_string(status);
-    if (status == 404 || status == 410) return {NotFoundError(what + " (not found)"), false};
-    if (status == 416 && t->ranged) {
-      return {CorruptionError(what +
-                              " (range not satisfiable): the server's file is shorter "
-                              "than the manifest's " +
-                              std::to_string(t->file_size) + " bytes"),
-              false};
-    }
-    return {IOError(what), TransientHttp(status)};
+    ErrorOutcome e = HttpError(status, "", t->ranged, t->file_size, anonymous);
+    return {e.status, e.transient};
   }
   if (rc == CURLE_FILESIZE_EXCEEDED) {
     return {ResourceExhaustedError("larger than the limit of " + std::to_string(t->max_bytes) +
@@ -297,13 +411,15 @@ void HttpClient::Backoff(int* wait_ms) const {
 }
 
 StatusOr<std::string> HttpClient::Get(const std::string& url, uint64_t max_bytes) {
+  auto target = Resolve(url);
+  if (!target.ok()) return target.status().WithPrefix(url);
   int wait_ms = options_.retry_backoff_ms;
   for (int attempt = 1;; ++attempt) {
     std::string body;
     Transfer t;
     t.max_bytes = max_bytes;
     t.body = &body;
-    Outcome o = Perform(url, &t);
+    Outcome o = Perform(*target, &t);
     if (o.status.ok()) return body;
     // A small file is fetched again from its start: there is nothing worth resuming.
     if (!o.transient || attempt > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
@@ -316,6 +432,8 @@ StatusOr<std::string> HttpClient::Get(const std::string& url, uint64_t max_bytes
 
 Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end,
                             uint64_t file_size, const Sink& sink) {
+  auto target = Resolve(url);
+  if (!target.ok()) return target.status().WithPrefix(url);
   uint64_t next = begin;
   int wait_ms = options_.retry_backoff_ms;
   int failures = 0;  // in a row, without a byte received
@@ -326,7 +444,7 @@ Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end
     t.end = end;
     t.file_size = file_size;
     t.sink = &sink;
-    Outcome o = Perform(url, &t);
+    Outcome o = Perform(*target, &t);
     next += t.received;
     if (o.status.ok()) return Status::Ok();
     const std::string where = url + ": " + RangeText(begin, end);

@@ -2,8 +2,19 @@
 // (the manifest) and a ranged GET that hands each byte of [begin, end) to a sink exactly
 // once, in order, resuming after a dropped connection from the last byte received.
 //
+// A URL may also be s3://bucket/key: it is sent to the object's HTTP(S) URL (remote/s3.h;
+// configuration from the environment, read at the first s3:// request), signed with AWS
+// Signature Version 4 by libcurl (CURLOPT_AWS_SIGV4) when credentials were found, unsigned
+// otherwise. Messages still name the s3:// URL, and the S3 error code of the body
+// ("HTTP 403 SignatureDoesNotMatch (the secret key does not match the access key)").
+// Redirects are not followed for S3 (credentials must not go to another host).
+//
 // Errors name the URL, the byte range and the HTTP status or the curl error:
-//   NotFound           HTTP 404 or 410
+//   NotFound           HTTP 404 or 410; S3's NoSuchKey and NoSuchBucket
+//   InvalidArgument    S3 refused the credentials or the request (AccessDenied,
+//                      SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken, ...), or
+//                      the S3 configuration is unusable (remote/s3.h). Status has no
+//                      PermissionDenied; the caller must change what it passes.
 //   IOError            network failures (after the retries), other HTTP errors
 //   Corruption         the server's answer contradicts the manifest (file size,
 //                      Content-Range) or the protocol (200 for a partial range)
@@ -21,6 +32,7 @@
 #include <string>
 #include <string_view>
 
+#include "remote/s3.h"
 #include "shardpack/remote.h"
 #include "shardpack/status.h"
 
@@ -55,11 +67,16 @@ class HttpClient {
   struct Transfer;
   struct Outcome;
   explicit HttpClient(const RemoteOptions& options, void* curl);
-  Outcome Perform(const std::string& url, Transfer* t);
+  struct Target;
+  // Where a request for `url` goes: itself, or an s3:// URL's HTTP(S) URL and signing.
+  StatusOr<Target> Resolve(const std::string& url);
+  Outcome Perform(const Target& target, Transfer* t);
   void Backoff(int* wait_ms) const;
 
   RemoteOptions options_;
   void* curl_;  // CURL*; kept out of the header so that libcurl's stays private
+  // Resolved at the first s3:// request.
+  std::unique_ptr<S3Config> s3_;
   uint64_t requests_ = 0;
 };
 

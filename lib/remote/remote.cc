@@ -15,7 +15,7 @@ bool IsRemotePath(std::string_view path) {
     return path.size() > scheme.size() &&
            ::strncasecmp(path.data(), scheme.data(), scheme.size()) == 0;
   };
-  return starts("http://") || starts("https://");
+  return starts("http://") || starts("https://") || starts("s3://");
 }
 
 StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& options) {
@@ -28,7 +28,7 @@ StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& op
 }
 
 StatusOr<Manifest> LoadManifest(const std::string& path, const RemoteOptions& options) {
-  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(path, io::PathKind::kLocalOrHttp));
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(path, io::PathKind::kDataset));
   return IsRemotePath(path) ? FetchManifest(path, options) : ReadManifest(path);
 }
 

@@ -16,6 +16,7 @@
 #include "format/format.h"
 #include "io/env.h"
 #include "remote/http.h"
+#include "remote/s3.h"
 #include "util/hash.h"
 
 namespace shardpack::remote {
@@ -151,7 +152,8 @@ std::string CachedDataset::PathOf(const std::string& name) const {
 }
 
 std::string CachedDataset::UrlOf(const std::string& name) const {
-  return url_ + "/" + EscapePathSegment(name);
+  // An s3:// URL holds the key as it is (HttpClient encodes it); an http(s) one is a URL.
+  return url_ + "/" + (IsS3Url(url_) ? name : EscapePathSegment(name));
 }
 
 // One fetch of one dataset into the cache.
@@ -514,8 +516,13 @@ StatusOr<uint64_t> ParseByteSize(std::string_view text) {
 }
 
 StatusOr<std::string> NormalizeDatasetUrl(std::string_view url) {
-  if (!IsRemotePath(url)) return InvalidArgumentError(std::string(url) + ": not an http(s) URL");
-  if (url.find_first_of("?#") != std::string_view::npos) {
+  if (!IsRemotePath(url)) {
+    return InvalidArgumentError(std::string(url) + ": not an http(s):// or s3:// URL");
+  }
+  if (IsS3Url(url)) {
+    // The bucket is checked here, before anything is fetched; a key may hold any byte.
+    SHARDPACK_RETURN_IF_ERROR(ParseS3Url(url).status());
+  } else if (url.find_first_of("?#") != std::string_view::npos) {
     return InvalidArgumentError(std::string(url) +
                                 ": a dataset URL names a directory; it cannot have a query or "
                                 "fragment");

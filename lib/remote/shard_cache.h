@@ -7,6 +7,7 @@
 // Layout of the cache directory:
 //   .lock                         flock'd (exclusive) to reserve room, evict and publish
 //   <key>/                        one per dataset URL: 32 hex digits of XXH3-128(URL)
+//                                 (an s3:// URL as written: never the credentials)
 //     url                         the dataset's URL, for people
 //     .use                        flock'd shared by every process reading the dataset;
 //                                 the evictor needs it exclusively to touch its files
@@ -101,8 +102,9 @@ StatusOr<uint64_t> ResolveCacheBytes(const RemoteOptions& options);
 // "1048576", "64G", "500MiB", "2t": bytes, with K/M/G/T meaning powers of 1024.
 StatusOr<uint64_t> ParseByteSize(std::string_view text);
 
-// The URL without trailing slashes; InvalidArgument for a URL with a query or fragment
-// (the dataset's files are found by appending "/<name>").
+// The URL without trailing slashes; InvalidArgument for an http(s) URL with a query or
+// fragment (the dataset's files are found by appending "/<name>") and for an s3:// URL
+// whose bucket name S3 would not take.
 StatusOr<std::string> NormalizeDatasetUrl(std::string_view url);
 
 }  // namespace shardpack::remote

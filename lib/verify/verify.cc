@@ -665,7 +665,7 @@ StatusOr<VerifyReport> VerifyRemoteDataset(const std::string& url, const VerifyO
 }  // namespace
 
 StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options) {
-  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocalOrHttp));
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kDataset));
   if (IsRemotePath(dir)) return VerifyRemoteDataset(dir, options);
   const auto start = std::chrono::steady_clock::now();
   io::Env* env = io::Env::Posix();

@@ -152,23 +152,23 @@ TEST(DirLockTest, OneHolderAtATimeAndAStaleFileIsTakenOver) {
             "third (pid " + std::to_string(::getpid()) + ")\n");
 }
 
-TEST(CheckPathSchemeTest, TakesLocalPathsAndHttpWhereAllowedAndNamesEveryOtherScheme) {
+TEST(CheckPathSchemeTest, TakesLocalPathsAndUrlsWhereAllowedAndNamesEveryOtherScheme) {
   for (const char* local : {"data/ds", "/abs/ds", "./s3://bucket/ds", "s3:/one-slash",
                             "ds:", "1s3://digit-first", "", "a b://space-in-scheme"}) {
     EXPECT_TRUE(CheckPathScheme(local, PathKind::kLocal).ok()) << local;
-    EXPECT_TRUE(CheckPathScheme(local, PathKind::kLocalOrHttp).ok()) << local;
+    EXPECT_TRUE(CheckPathScheme(local, PathKind::kDataset).ok()) << local;
   }
-  EXPECT_TRUE(CheckPathScheme("http://host/ds", PathKind::kLocalOrHttp).ok());
-  EXPECT_TRUE(CheckPathScheme("HTTPS://host/ds", PathKind::kLocalOrHttp).ok());
+  for (const char* url : {"http://host/ds", "HTTPS://host/ds", "s3://bucket/ds", "S3://b/x"}) {
+    EXPECT_TRUE(CheckPathScheme(url, PathKind::kDataset).ok()) << url;
+  }
 
   Status http = CheckPathScheme("https://host/ds", PathKind::kLocal);
   EXPECT_EQ(http.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(http.message().find("https://host/ds: a URL cannot be written or scanned here"),
             std::string::npos)
       << http.message();
-  for (const char* url : {"s3://bucket/ds", "GS://bucket/ds", "hdfs://nn/ds", "file:///tmp/ds",
-                          "az+blob.x-1://c/ds"}) {
-    for (PathKind kind : {PathKind::kLocal, PathKind::kLocalOrHttp}) {
+  for (const char* url : {"GS://bucket/ds", "hdfs://nn/ds", "az+blob.x-1://c/ds"}) {
+    for (PathKind kind : {PathKind::kLocal, PathKind::kDataset}) {
       Status s = CheckPathScheme(url, kind);
       EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << url;
       EXPECT_EQ(s.message().rfind(std::string(url) + ": shardpack does not support the ", 0), 0u)
@@ -180,10 +180,34 @@ TEST(CheckPathSchemeTest, TakesLocalPathsAndHttpWhereAllowedAndNamesEveryOtherSc
   }
   EXPECT_NE(CheckPathScheme("GS://b/x", PathKind::kLocal).message().find("the gs:// scheme here"),
             std::string::npos);
-  EXPECT_NE(CheckPathScheme("s3://b/x", PathKind::kLocalOrHttp)
+  // A file:// URL's fix is its own path.
+  for (PathKind kind : {PathKind::kLocal, PathKind::kDataset}) {
+    Status file = CheckPathScheme("file:///tmp/ds", kind);
+    EXPECT_EQ(file.code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(file.message().find("the file:// scheme"), std::string::npos) << file.message();
+    EXPECT_NE(file.message().find("(a local path is written without file://: /tmp/ds)"),
+              std::string::npos)
+        << file.message();
+  }
+  EXPECT_NE(CheckPathScheme("gs://b/x", PathKind::kDataset)
                 .message()
-                .find("a dataset is a local directory or an http:// or https:// URL"),
+                .find("a dataset is a local directory or an http:// or https:// URL, or "
+                      "s3://bucket/prefix"),
             std::string::npos);
+}
+
+TEST(CheckPathSchemeTest, S3WhereAPathIsWrittenSaysWritingIsNotSupportedAndHowToUpload) {
+  Status s = CheckPathScheme("s3://bucket/ds", PathKind::kLocal);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      s.message().rfind("s3://bucket/ds: shardpack does not support the s3:// scheme here", 0), 0u)
+      << s.message();
+  EXPECT_NE(s.message().find("writing to S3 is not supported yet"), std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("aws s3 sync DIR s3://bucket/ds"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("(a local directory of this name: ./s3://bucket/ds)"),
+            std::string::npos)
+      << s.message();
 }
 
 }  // namespace

@@ -5,6 +5,13 @@
 // and published there atomically; the dataset is then read from the cache exactly as a
 // local one (memory-mapped). docs/REMOTE.md describes the cache and the failure behaviour.
 //
+// A dataset path may also be s3://bucket/prefix (AWS S3, or any S3-compatible store at
+// AWS_ENDPOINT_URL): requests are signed with AWS Signature Version 4 using the standard
+// credentials chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, else
+// AWS_PROFILE in ~/.aws/credentials), or sent unsigned when none is found (public
+// buckets). The cache keys such a dataset by its s3:// URL; messages name s3://bucket/key
+// and S3's error code; no secret appears in any message or file. docs/REMOTE.md, "S3".
+//
 //   DatasetOptions o;
 //   o.remote.cache_bytes = 200ull << 30;   // or SHARDPACK_CACHE_BYTES=200G
 //   auto ds = Dataset::Open("http://data.example/imagenet-256", o);
@@ -47,17 +54,19 @@ struct RemoteOptions {
   int stall_timeout_s = 30;
 };
 
-// True when `path` starts with http:// or https:// (case-insensitive scheme).
+// True when `path` starts with http://, https:// or s3:// (case-insensitive scheme).
 bool IsRemotePath(std::string_view path);
 
 // Fetches and checks URL/manifest.json (at most 256 MiB) without downloading any shard:
-// what `shardpack info URL` shows. Errors name the URL: NotFound for an HTTP 404,
-// IOError for a network failure after the retries, Corruption for a bad manifest.
+// what `shardpack info URL` shows. Errors name the URL: NotFound for an HTTP 404 (S3:
+// NoSuchKey, NoSuchBucket), InvalidArgument for S3 refusing the credentials (AccessDenied,
+// SignatureDoesNotMatch, ...) or an unusable S3 configuration, IOError for a network
+// failure after the retries, Corruption for a bad manifest.
 StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& options = {});
 
-// The manifest of the dataset at `path`: FetchManifest for an http(s) URL, ReadManifest
-// for a local directory; a path with any other URL scheme (s3://, gs://, ...) is an
-// InvalidArgument error naming it.
+// The manifest of the dataset at `path`: FetchManifest for an http(s):// or s3:// URL,
+// ReadManifest for a local directory; a path with any other URL scheme (gs://, hdfs://,
+// ...) is an InvalidArgument error naming it.
 StatusOr<Manifest> LoadManifest(const std::string& path, const RemoteOptions& options = {});
 
 }  // namespace shardpack
