@@ -16,73 +16,26 @@ import os
 import re
 import socket
 import subprocess
-import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-boto3 = pytest.importorskip("boto3", reason="moto[server] is not installed here: run bash "
-                            "scripts/install-interop.sh")
+pytest.importorskip("boto3", reason="moto[server] is not installed here: run bash "
+                    "scripts/install-interop.sh")
+from moto_s3 import ALLOW, Moto  # noqa: E402
 
 BUCKET = "shardpack-data"
 SECRET_MARKERS = []  # secret keys and session tokens used here: never in any output
 ROLE = {}  # the ARN of the role for temporary credentials
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _await_port(port, proc, seconds=30):
-    """moto_server takes a second or two to import; poll until it accepts connections."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"moto_server exited with {proc.returncode}")
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError(f"moto_server did not listen on {port} in {seconds} s")
-
-
-class Moto:
-    def __init__(self, tmp):
-        self.port = _free_port()
-        self.endpoint = f"http://127.0.0.1:{self.port}"
-        server = Path(sys.executable).parent / "moto_server"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-        env["INITIAL_NO_AUTH_ACTION_COUNT"] = "6"
-        self.log = open(tmp / "moto.log", "w")
-        self.proc = subprocess.Popen([str(server), "-H", "127.0.0.1", "-p", str(self.port)],
-                                     env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        _await_port(self.port, self.proc)
-
-    def client(self, service, key_id="setup", secret="setup", token=None):
-        return boto3.client(service, endpoint_url=self.endpoint, region_name="us-east-1",
-                            aws_access_key_id=key_id, aws_secret_access_key=secret,
-                            aws_session_token=token)
-
-    def stop(self):
-        self.proc.terminate()
-        self.proc.wait(timeout=10)
-        self.log.close()
-
-
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory):
-    m = Moto(tmp_path_factory.mktemp("moto"))
+    m = Moto(tmp_path_factory.mktemp("moto"), unauthenticated=6)
     yield m
     m.stop()
 
-
-ALLOW = ('{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": %s, '
-         '"Resource": "*"}]}')
 
 
 @pytest.fixture(scope="module")
