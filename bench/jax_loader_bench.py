@@ -15,13 +15,13 @@ Usage: python3 bench/jax_loader_bench.py DATASET [--batch-size 256] [--epochs 4]
 
 import argparse
 import statistics
-import time
 
 import jax  # noqa: F401  (imported before timing: its start-up is not the loader's)
 import torch  # noqa: F401
 
 import shardpack
 import shardpack.jax
+from rates import epoch_rate
 
 SHAPES = {
     "uint8 as stored": {},
@@ -29,15 +29,6 @@ SHAPES = {
         output_size=224, random_crop=True, flip=True, normalize="imagenet"
     ),
 }
-
-
-def epoch_rate(loader):
-    """Samples/s of one whole epoch of `loader` (the next one)."""
-    n = 0
-    start = time.perf_counter()
-    for images, _ in loader:
-        n += images.shape[0]
-    return n / (time.perf_counter() - start)
 
 
 def main():

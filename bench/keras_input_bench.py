@@ -26,12 +26,12 @@ import glob
 import json
 import os
 import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import tensorflow as tf  # noqa: E402
 
 import shardpack.tf  # noqa: E402
+from rates import epoch_rate  # noqa: E402
 
 
 def shards(path):
@@ -87,14 +87,6 @@ def keras_from_jpegs(folder, batch, shape):
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
-def epoch(ds):
-    n = 0
-    t0 = time.perf_counter()
-    for images, _ in ds:
-        n += int(images.shape[0])
-    return n / (time.perf_counter() - t0)
-
-
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("dataset")
@@ -124,7 +116,7 @@ def main():
         for name, ds in readers.items():
             if name == jpeg_name and not 1 <= e <= a.jpeg_epochs:
                 continue
-            r = epoch(ds)
+            r = epoch_rate(ds)
             if e > 0:  # the first epoch of each warms caches and threads
                 rates[name].append(r)
     med = {name: statistics.median(r) for name, r in rates.items()}

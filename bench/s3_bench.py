@@ -24,17 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "interop"
 from moto_s3 import Moto  # noqa: E402
 
 import shardpack  # noqa: E402
+from rates import epoch_rate  # noqa: E402
 
 BUCKET = "shardpack-bench"
-
-
-def epoch(loader):
-    """Samples/s of the loader's next whole epoch."""
-    n = 0
-    start = time.perf_counter()
-    for images, _ in loader:
-        n += images.shape[0]
-    return n / (time.perf_counter() - start)
 
 
 def main():
@@ -69,18 +61,18 @@ def main():
             start = time.perf_counter()
             remote = shardpack.Loader(url, **kwargs)  # downloads every file into the cache
             fetch = time.perf_counter() - start
-            first = epoch(remote)
+            first = epoch_rate(remote)
             cold = samples / (fetch + samples / first)
             del remote
             start = time.perf_counter()
             remote = shardpack.Loader(url, **kwargs)  # the cache checked, nothing fetched
             reopen = time.perf_counter() - start
             local_loader = shardpack.Loader(str(local), **kwargs)
-            epoch(local_loader)  # the local copy into the page cache, as the cache's is
+            epoch_rate(local_loader)  # the local copy into the page cache, as the cache's is
             warm, disk = [], []
             for _ in range(a.epochs):
-                warm.append(epoch(remote))
-                disk.append(epoch(local_loader))
+                warm.append(epoch_rate(remote))
+                disk.append(epoch_rate(local_loader))
             del remote
         finally:
             moto.stop()

@@ -96,7 +96,8 @@ def test_an_epoch_without_batches_is_refused_saying_why(colours):
         shardpack.tf.dataset(colours, batch_size=100, drop_last=True)
 
 
-def test_keras_fit_learns_from_the_dataset(colours):
+def small_model():
+    """A seeded, compiled CNN for the 16x16 colours, small enough to train in seconds."""
     keras = tf.keras
     keras.utils.set_random_seed(0)
     model = keras.Sequential([
@@ -108,6 +109,11 @@ def test_keras_fit_learns_from_the_dataset(colours):
     ])
     model.compile(optimizer=keras.optimizers.Adam(0.05),
                   loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    return model
+
+
+def test_keras_fit_learns_from_the_dataset(colours):
+    model = small_model()
     ds = shardpack.tf.dataset(colours, batch_size=12, seed=1, flip=True)
     assert ds.cardinality().numpy() == 6  # 72 samples in batches of 12
     history = model.fit(ds, epochs=6, verbose=0, shuffle=False)
@@ -237,17 +243,7 @@ def test_model_fit_with_keras_shuffling_still_reads_each_loader_batch_once(colou
 
 
 def test_keras_fit_learns_from_the_py_dataset(colours):
-    keras = tf.keras
-    keras.utils.set_random_seed(0)
-    model = keras.Sequential([
-        keras.Input((16, 16, 3)),
-        keras.layers.Rescaling(1 / 255),
-        keras.layers.Conv2D(4, 3, activation="relu"),
-        keras.layers.GlobalAveragePooling2D(),
-        keras.layers.Dense(3),
-    ])
-    model.compile(optimizer=keras.optimizers.Adam(0.05),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model = small_model()
     ds = shardpack.tf.PyDataset(colours, batch_size=12, seed=1, flip=True)
     losses = model.fit(ds, epochs=6, verbose=0, shuffle=False).history["loss"]
     assert len(losses) == 6 and losses[-1] < 0.5 * losses[0], losses
