@@ -21,9 +21,9 @@ constexpr int kMaxSide = static_cast<int>(format::kMaxDimension);
 
 // The command line of convert, as parsed.
 struct ConvertArgs {
-  std::string src, dst, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
-                        background = "ffffff", list, input = "auto", lmdb_schema = "example", part,
-                        encoding = "raw";
+  std::string src, dst, staging, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
+                                 background = "ffffff", list, input = "auto",
+                                 lmdb_schema = "example", part, encoding = "raw";
   int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
        resume = false, overwrite = false, quiet = false, mpi = false, stats = false;
@@ -93,7 +93,13 @@ std::function<int()> AddConvert(CLI::App& app) {
                   "Folder of class folders (SRC/<class>/<image>), the root of --list paths, "
                   "or TFRecord files: a file, a directory, a dataset, a quoted glob pattern")
       ->required();
-  cmd->add_option("DST", a->dst, "Output dataset directory (must not hold a dataset)")->required();
+  cmd->add_option("DST", a->dst,
+                  "Output dataset directory (must not hold a dataset), or s3://BUCKET/PREFIX")
+      ->required();
+  cmd->add_option("--staging", a->staging,
+                  "DST s3://...: convert into this local directory, then upload it (default: "
+                  "under the cache directory; removed once uploaded, kept for a rerun when "
+                  "the upload fails)");
   cmd->add_option("--format", a->format, "Shard format")
       ->check(CLI::IsMember({"tfrecord", "lmdb"}))
       ->capture_default_str();
@@ -257,6 +263,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.list_file = a->list;
     o.resume = a->resume;
     o.overwrite = a->overwrite;
+    o.staging = a->staging;
     if (!a->quiet) o.progress = ProgressPrinter(::isatty(STDERR_FILENO) != 0);
     if (a->mpi) return RunMpi(*a, o);
     if (!a->part.empty()) {
@@ -346,6 +353,9 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     j["bytes"] = bytes;
     j["seconds"] = s.seconds;
     j["stages"] = StagesJson(s.stages);
+    if (!s.staging.empty()) {
+      j["uploaded"] = {{"files", s.uploaded_files}, {"bytes", s.uploaded_bytes}};
+    }
     nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
     for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
     j["rejects"] = rejects;
@@ -363,6 +373,10 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
                 bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
                 s.resumed_from > 0 ? " (this run, after resuming)" : "");
+    if (!s.staging.empty()) {
+      std::printf("  uploaded: %llu objects, %.1f MB (manifest.json last); staging %s removed\n",
+                  (unsigned long long)s.uploaded_files, s.uploaded_bytes / 1e6, s.staging.c_str());
+    }
     if (a->stats) PrintStages(s.stages, done_now);
     if (!s.rejects.empty()) {
       std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", out.c_str());

@@ -25,6 +25,10 @@
 #include "io/dir_lock.h"
 #include "io/env.h"
 #include "read/random.h"
+#include "remote/http.h"
+#include "remote/s3.h"
+#include "remote/s3_upload.h"
+#include "remote/shard_cache.h"
 #include "shardpack/convert.h"
 #include "shardpack/shard_writer.h"
 #include "util/hash.h"
@@ -994,8 +998,11 @@ StatusOr<Manifest> Publish(const std::string& src, const ScanResult& scan, const
 
 }  // namespace convert
 
-StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
-                                 const ConvertOptions& o) {
+namespace {
+
+// Convert into a local directory (or its part directory).
+StatusOr<ConvertSummary> ConvertLocal(const std::string& src, const std::string& target,
+                                      const ConvertOptions& o) {
   const auto start = Clock::now();
   SHARDPACK_ASSIGN_OR_RETURN(convert::ScanResult scan, convert::Scan(src, target, o));
   ConvertSummary summary;
@@ -1045,6 +1052,94 @@ StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& targ
   summary.stages.publish = SecondsSince(t0);
   summary.seconds = SecondsSince(start);
   return summary;
+}
+
+// Whether the dataset at `url` (normalized) has a manifest.json. A GET, not a HEAD: an
+// error answer then has a body naming S3's code (SignatureDoesNotMatch, NoSuchBucket),
+// and bad credentials are found before anything is converted.
+StatusOr<bool> HasManifest(const std::string& url, const RemoteOptions& options) {
+  SHARDPACK_ASSIGN_OR_RETURN(auto client, remote::HttpClient::Create(options));
+  auto text = client->Get(url + "/" + std::string(format::kManifestName), kMaxManifestBytes);
+  if (text.ok()) return true;
+  const bool missing_key = text.status().code() == StatusCode::kNotFound &&
+                           text.status().message().find("NoSuchBucket") == std::string::npos;
+  if (missing_key) return false;
+  return text.status();
+}
+
+// DST s3://...: convert into the staging directory, then publish it there.
+StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& target,
+                                     const ConvertOptions& o) {
+  const auto start = Clock::now();
+  SHARDPACK_ASSIGN_OR_RETURN(std::string url, remote::NormalizeDatasetUrl(target));
+  if (o.part_count > 1) {
+    return InvalidArgumentError(target +
+                                ": a partitioned conversion (part, --mpi) cannot write to "
+                                "s3://: convert and merge into a local directory, then upload "
+                                "it (e.g. aws s3 sync DIR " +
+                                url + ")");
+  }
+  std::string staging = o.staging;
+  if (staging.empty()) {
+    SHARDPACK_ASSIGN_OR_RETURN(std::string cache, remote::ResolveCacheDir(o.remote));
+    staging = io::JoinPath(io::JoinPath(cache, "staging"), Xxh3Hex(url.data(), url.size()));
+  }
+  SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(staging, io::PathKind::kLocal));
+  SHARDPACK_ASSIGN_OR_RETURN(bool published, HasManifest(url, o.remote));
+  if (published && !o.overwrite) {
+    return Status(StatusCode::kAlreadyExists,
+                  url + " holds a dataset (manifest.json): overwrite replaces it");
+  }
+  io::Env* env = io::Env::Posix();
+  const bool kept = env->FileExists(staging);
+  // The staging directory is this run's own: an interrupted conversion in it goes on, a
+  // complete one is taken as it is (and checked to be of these inputs and options).
+  // overwrite converts it anew.
+  ConvertOptions local = o;
+  local.resume = !o.overwrite;
+  local.overwrite = o.overwrite;
+  auto converted = ConvertLocal(src, staging, local);
+  if (!converted.ok()) {
+    if (!kept) return converted.status();
+    return Status(converted.status().code(),
+                  converted.status().message() + " (" + staging +
+                      " is the staging directory an earlier convert to " + url +
+                      " left; remove it to start over)");
+  }
+  ConvertSummary summary = std::move(converted).value();
+  summary.staging = staging;
+  const auto t0 = Clock::now();
+  {
+    SHARDPACK_ASSIGN_OR_RETURN(auto lock, io::DirLock::Acquire(staging, "shardpack convert"));
+    if (published) {
+      // Readers must not take the objects about to be replaced for the old dataset.
+      SHARDPACK_RETURN_IF_ERROR(
+          remote::DeleteObject(url + "/" + std::string(format::kManifestName), o.remote));
+    }
+    auto uploaded = remote::UploadDataset(staging, url, o.remote);
+    if (!uploaded.ok()) {
+      return Status(uploaded.status().code(),
+                    uploaded.status().message() + " (nothing was published: " + url +
+                        " has no manifest.json; the converted dataset is kept in " + staging +
+                        ", and the same command again uploads what is missing)");
+    }
+    summary.uploaded_files = uploaded->files;
+    summary.uploaded_bytes = uploaded->bytes;
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(staging, ec);  // best effort: the dataset is published
+  summary.already_complete = false;
+  summary.stages.publish += SecondsSince(t0);
+  summary.seconds = SecondsSince(start);
+  return summary;
+}
+
+}  // namespace
+
+StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& target,
+                                 const ConvertOptions& o) {
+  if (remote::IsS3Url(target)) return ConvertToS3(src, target, o);
+  return ConvertLocal(src, target, o);
 }
 
 }  // namespace shardpack

@@ -40,15 +40,15 @@ Status CheckPathScheme(std::string_view path, PathKind kind) {
   if (s3) {
     return InvalidArgumentError(p +
                                 ": shardpack does not support the s3:// scheme here: this path "
-                                "must be a local file or directory; writing to S3 is not "
-                                "supported yet: convert into a local directory, then upload "
-                                "it (e.g. aws s3 sync DIR " +
-                                p + "); datasets are read from s3:// URLs " + LocalHint(p, scheme));
+                                "must be a local file or directory (datasets are read from "
+                                "s3:// URLs, and convert writes its DST to one) " +
+                                LocalHint(p, scheme));
   }
   if (http) {
-    return InvalidArgumentError(p + ": a URL cannot be written or scanned here: give a local " +
-                                "directory (shardpack reads datasets from http://, https:// " +
-                                "and s3:// URLs, and writes only local directories)");
+    return InvalidArgumentError(
+        p + ": a URL cannot be written or scanned here: give a local " +
+        "directory (shardpack reads datasets from http://, https:// " +
+        "and s3:// URLs, and writes local directories and, as convert's DST, " + "s3:// URLs)");
   }
   if (kind == PathKind::kDataset) {
     return InvalidArgumentError(p + ": shardpack does not support the " + scheme +

@@ -140,15 +140,16 @@ Status RequireRegularFile(const std::string& path);
 
 // What a path given as a dataset or source location may be, for CheckPathScheme.
 enum class PathKind {
-  kLocal,    // a local file or directory only: convert's SRC and DST, merge, adopt
+  kLocal,    // a local file or directory only: convert's SRC (and DST, but for s3://
+             // URLs, which Convert takes before checking), merge, adopt
   kDataset,  // also an http://, https:// or s3:// URL: a dataset read (Loader, verify, info)
 };
 
 // Refuses a path that begins with a URL scheme ("s3://", "gs://", "hdfs://", "file://", any
 // RFC 3986 scheme followed by "://") that `kind` does not take, so that no such path is
 // taken as a local directory named "s3:": InvalidArgument naming the path, the scheme and
-// what is supported (for an s3:// path where only a local one is taken: that shardpack does
-// not write to S3 yet, and to upload the converted directory). OK for every other path. A
+// what is supported (for an s3:// path where only a local one is taken: that datasets are
+// read from s3:// URLs and convert writes its DST to one). OK for every other path. A
 // local directory whose name looks like a URL can be given as ./NAME.
 Status CheckPathScheme(std::string_view path, PathKind kind);
 

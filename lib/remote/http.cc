@@ -99,13 +99,16 @@ struct HttpClient::Transfer {
   uint64_t max_bytes = 0;
   const Sink* sink = nullptr;
   std::string* body = nullptr;
+  // Send: the request (any 2xx answer is taken).
+  const HttpRequest* send = nullptr;
   // Response.
   CURL* curl = nullptr;
   std::string content_range;  // of the last header block (redirects send several)
-  bool checked = false;       // status and headers checked at the first body byte
-  uint64_t received = 0;      // body bytes handed on by this request
-  Status error;               // why a callback aborted the transfer
-  bool sink_failed = false;   // `error` is the sink's own
+  std::string etag;
+  bool checked = false;      // status and headers checked at the first body byte
+  uint64_t received = 0;     // body bytes handed on by this request
+  Status error;              // why a callback aborted the transfer
+  bool sink_failed = false;  // `error` is the sink's own
   // S3 requests: an answer >= 300 is not failed by libcurl (CURLOPT_FAILONERROR would
   // drop its body); its status is kept here and its body, which names the error, below.
   bool s3 = false;
@@ -123,22 +126,28 @@ struct HttpClient::Transfer {
   static size_t OnHeader(char* data, size_t size, size_t n, void* self) {
     auto* t = static_cast<Transfer*>(self);
     std::string_view line(data, size * n);
-    if (line.rfind("HTTP/", 0) == 0) t->content_range.clear();  // a new response
-    constexpr std::string_view kName = "content-range:";
-    if (line.size() > kName.size()) {
-      std::string lower(line.substr(0, kName.size()));
-      std::transform(lower.begin(), lower.end(), lower.begin(),
-                     [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-      if (lower == kName) {
-        std::string_view v = line.substr(kName.size());
-        while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
-        while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
-          v.remove_suffix(1);
-        }
-        t->content_range = std::string(v);
-      }
+    if (line.rfind("HTTP/", 0) == 0) {  // a new response
+      t->content_range.clear();
+      t->etag.clear();
     }
+    HeaderValue(line, "content-range:", &t->content_range);
+    HeaderValue(line, "etag:", &t->etag);
     return size * n;
+  }
+
+  // Sets *value to the value of header line `line` when its name is `name` ("etag:").
+  static void HeaderValue(std::string_view line, std::string_view name, std::string* value) {
+    if (line.size() <= name.size()) return;
+    std::string lower(line.substr(0, name.size()));
+    std::transform(lower.begin(), lower.end(), lower.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (lower != name) return;
+    std::string_view v = line.substr(name.size());
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' ')) {
+      v.remove_suffix(1);
+    }
+    *value = std::string(v);
   }
 
   static size_t OnBody(char* data, size_t size, size_t n, void* self) {
@@ -182,6 +191,12 @@ Status HttpClient::Transfer::CheckHeaders() {
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
   curl_off_t length = -1;
   curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+  if (send != nullptr) {
+    if (status < 200 || status > 299) {
+      return IOError("HTTP " + std::to_string(status) + ", expected 2xx");
+    }
+    return Status::Ok();  // a HEAD's Content-Length is the object's, not a body's
+  }
   if (!ranged) {
     if (status != 200) return IOError("HTTP " + std::to_string(status) + ", expected 200");
     if (length >= 0 && static_cast<uint64_t>(length) > max_bytes) {
@@ -334,7 +349,9 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     }
     curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key_id.c_str());
     curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_access_key.c_str());
-    // S3 refuses a SigV4 request without it; the payload of a GET is empty anyway.
+    // S3 refuses a SigV4 request without it. The payload is not hashed into the
+    // signature (that would read every uploaded byte once more); uploads are checked by
+    // their size after the fact (remote/s3_upload.h).
     curl_slist* list = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
     if (list != nullptr && !c->session_token.empty()) {
       curl_slist* more =
@@ -344,8 +361,15 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     }
     if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
     headers.reset(list);
-    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   }
+  if (t->send != nullptr && t->send->method != "HEAD" && t->send->method != "DELETE") {
+    // Without it libcurl sends a form's type, which is no object's.
+    curl_slist* list = curl_slist_append(headers.get(), "Content-Type: application/octet-stream");
+    if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
+    headers.release();
+    headers.reset(list);
+  }
+  if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
   curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_s));
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
@@ -356,7 +380,23 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
   std::string range;
-  if (t->ranged) {
+  if (t->send != nullptr) {
+    const HttpRequest& r = *t->send;
+    if (r.method == "HEAD") {
+      // No size limit: a HEAD's Content-Length is the object's.
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      if (r.method != "DELETE") {
+        // Sent from the caller's memory, not copied ("" rather than a null pointer, which
+        // would make libcurl read the body from stdin).
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.empty() ? "" : r.body.data());
+      }
+      curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
+                       static_cast<curl_off_t>(r.max_response_bytes));
+    }
+  } else if (t->ranged) {
     range = std::to_string(t->begin) + "-" + std::to_string(t->end - 1);
     curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
   } else {
@@ -457,6 +497,35 @@ Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end
                      " bytes received: " + o.status.message());
     }
     if (t.received > 0) wait_ms = options_.retry_backoff_ms;
+    Backoff(&wait_ms);
+  }
+}
+
+StatusOr<HttpResponse> HttpClient::Send(const std::string& url, const HttpRequest& request) {
+  auto target = Resolve(url);
+  if (!target.ok()) return target.status().WithPrefix(url);
+  if (!request.query.empty()) target->url += "?" + request.query;
+  int wait_ms = options_.retry_backoff_ms;
+  for (int attempt = 1;; ++attempt) {
+    HttpResponse response;
+    Transfer t;
+    t.send = &request;
+    t.max_bytes = request.max_response_bytes;
+    t.body = &response.body;
+    Outcome o = Perform(*target, &t);
+    if (o.status.ok()) {
+      CURL* curl = static_cast<CURL*>(curl_);
+      curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
+      curl_off_t length = -1;
+      curl_easy_getinfo(curl, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &length);
+      response.content_length = length;
+      response.etag = t.etag;
+      return response;
+    }
+    if (!o.transient || attempt > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
+      std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "";
+      return o.status.WithPrefix(url + tries);
+    }
     Backoff(&wait_ms);
   }
 }

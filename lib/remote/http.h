@@ -1,6 +1,8 @@
 // A small HTTP(S) client over libcurl for fetching datasets: a bounded GET of a small file
 // (the manifest) and a ranged GET that hands each byte of [begin, end) to a sink exactly
-// once, in order, resuming after a dropped connection from the last byte received.
+// once, in order, resuming after a dropped connection from the last byte received; and,
+// for writing to S3 (remote/s3_upload.h), a request that sends a body (PUT, POST, DELETE,
+// HEAD).
 //
 // A URL may also be s3://bucket/key: it is sent to the object's HTTP(S) URL (remote/s3.h;
 // configuration from the environment, read at the first s3:// request), signed with AWS
@@ -41,6 +43,26 @@ namespace shardpack::remote {
 // Receives body bytes; a non-OK Status aborts the transfer and is returned as is.
 using Sink = std::function<Status(const uint8_t* data, size_t n)>;
 
+// A request that sends or changes an object (writing to S3): PUT, POST, DELETE or HEAD.
+struct HttpRequest {
+  std::string method = "PUT";
+  // Appended to the request URL after a '?', as is (already percent-encoded): an s3://
+  // URL cannot carry a query itself, its key is encoded whole. "" for none.
+  std::string query;
+  // Sent as is, as application/octet-stream (PUT and POST only); not copied: it must
+  // outlive the call. Sent again in whole by each retry.
+  std::string_view body;
+  // The most bytes of a response body kept (default 1 MiB); longer is ResourceExhausted.
+  uint64_t max_response_bytes = 1 << 20;
+};
+
+struct HttpResponse {
+  long status = 0;              // a 2xx
+  std::string body;             // "" for HEAD
+  std::string etag;             // the ETag header, quotes kept; "" when there is none
+  int64_t content_length = -1;  // the Content-Length header; -1 when there is none
+};
+
 class HttpClient {
  public:
   // Uses the timeouts and retry policy of `options`.
@@ -59,6 +81,12 @@ class HttpClient {
   // ("Range: bytes=N-(end-1)"), with the retry policy of RemoteOptions. begin < end.
   Status GetRange(const std::string& url, uint64_t begin, uint64_t end, uint64_t file_size,
                   const Sink& sink);
+
+  // Sends `request` to `url` and returns the 2xx answer. Retried like Get (the whole body
+  // sent again) after a dropped connection, a timeout, an HTTP 5xx/408/429 or S3's
+  // SlowDown; errors as Get's (an S3 error status names its code). An S3 answer of 200
+  // whose body is an <Error> is the caller's to read (CompleteMultipartUpload).
+  StatusOr<HttpResponse> Send(const std::string& url, const HttpRequest& request);
 
   // HTTP requests sent so far, retries included.
   uint64_t requests() const { return requests_; }

@@ -46,6 +46,11 @@ class ConvertSummary:
     # in wall-clock seconds; "read", "decode", "resize", "encode", "write" and "idle" in
     # seconds summed over the pipeline's "threads" (docs/CLI.md).
     stages: dict = dataclasses.field(default_factory=dict)
+    # dst s3://...: the staging directory used (removed once uploaded), and the objects
+    # and bytes the upload sent, manifest.json included
+    staging: str = ""
+    uploaded_files: int = 0
+    uploaded_bytes: int = 0
 
     def __str__(self):
         if self.already_complete:
@@ -246,6 +251,7 @@ def convert(
     resume=False,
     overwrite=False,
     part=None,
+    staging=None,
     progress=None,
 ):
     """Decodes and resizes a folder of JPEG/PNG class folders (or the files of
@@ -261,7 +267,10 @@ def convert(
     samples store the resized image (docs/FORMAT.md §2.5; :class:`Dataset` and
     :class:`Loader` decode encoded images). ``part=(i, n)`` (or
     "i/n") converts part i of n into ``dst/parts/`` as ``--part`` does; :func:`merge`
-    joins the parts (docs/SCALE.md). ``progress=True`` shows a progress bar on stderr
+    joins the parts (docs/SCALE.md). ``dst`` may be "s3://bucket/prefix": the dataset is
+    converted into ``staging`` (default: a directory under the cache directory), then
+    uploaded with manifest.json last, and the staging directory removed; after a failed
+    upload the same call again goes on (docs/REMOTE.md, "Writing to S3"). ``progress=True`` shows a progress bar on stderr
     (tqdm's when tqdm is installed, else a line redrawn in place); a callable is called
     instead with a dict (done, total, rejected, bytes_in, bytes_out, seconds) at most ten
     times a second and at the end, from a converter thread.
@@ -316,6 +325,8 @@ def convert(
     o.input_format = enum_member(_shardpack.InputFormat, input, "input")
     if part is not None:
         o.part_index, o.part_count = _part(part)
+    if staging is not None:
+        o.staging = os.fspath(staging)
     src, dst = os.fspath(src), os.fspath(dst)
     bar = None
     if progress is True:

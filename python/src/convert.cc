@@ -38,6 +38,9 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   d["seconds"] = s.seconds;
   d["resumed_from"] = s.resumed_from;
   d["already_complete"] = s.already_complete;
+  d["staging"] = s.staging;
+  d["uploaded_files"] = s.uploaded_files;
+  d["uploaded_bytes"] = s.uploaded_bytes;
   // ConvertStageSeconds, as `convert --json` writes it.
   const ConvertStageSeconds& t = s.stages;
   nb::dict stages;
@@ -114,6 +117,7 @@ void BindConvert(nb::module_& m) {
       .def_rw("resume", &ConvertOptions::resume)
       .def_rw("list_file", &ConvertOptions::list_file)
       .def_rw("overwrite", &ConvertOptions::overwrite)
+      .def_rw("staging", &ConvertOptions::staging)
       .def_rw("input_format", &ConvertOptions::input_format)
       .def_rw("lmdb_schema", &ConvertOptions::lmdb_schema)
       .def_rw("part_index", &ConvertOptions::part_index)

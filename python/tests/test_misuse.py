@@ -83,7 +83,7 @@ def test_an_unserved_url_scheme_is_refused_everywhere_and_nothing_is_written(
     local_only = "this path must be a local file or directory"
     dataset = "a dataset is a local directory or an http:// or https:// URL"
     for call, message in [
-        (lambda: shardpack.convert(image_folder, "s3://bucket/ds", size=16), local_only),
+        (lambda: shardpack.convert("s3://bucket/images", tmp_path / "ds", size=16), local_only),
         (lambda: shardpack.convert(image_folder, "https://host/ds", size=16), "a URL cannot be"),
         (lambda: shardpack.Dataset("gs://bucket/ds"), dataset),
         (lambda: shardpack.Loader("hdfs://nn/ds", framework="numpy"), dataset),

@@ -5,7 +5,9 @@ through an inline policy, create its access key and the bucket, and a role allow
 (for temporary credentials with a session token); from then on every request must be
 signed. A converted dataset is uploaded with boto3, then read with the shardpack CLI, the C++
 samples (Dataset and Loader) and the Python binding, through AWS_ENDPOINT_URL (path-style
-addressing), with the credentials in the environment.
+addressing), with the credentials in the environment. shardpack's own writing to S3
+(convert's DST s3://...: staging, upload, the manifest last, multipart, a failed upload
+resumed) is tested against the same server.
 
 A small TCP proxy in front of moto drops a connection mid-download, or answers a request
 with S3's 503 SlowDown, to show that both are retried and the files still checksummed.
@@ -172,11 +174,213 @@ def test_a_missing_bucket_and_a_missing_key_are_named(cli, dataset, env):
            "key)" in p.stderr, p.stderr
 
 
-def test_writing_to_s3_is_refused_saying_how_to_upload(cli, image_tree, env, tmp_path):
+def test_a_partitioned_conversion_to_s3_or_an_s3_source_is_refused_saying_how(
+        cli, image_tree, env, tmp_path):
     p = run(cli.binary, "convert", image_tree.root, f"s3://{BUCKET}/new", "--size", "8x8",
-            "--quiet", env=env, expect=2)
-    assert "writing to S3 is not supported yet" in p.stderr, p.stderr
+            "--part", "0/2", "--quiet", env=env, expect=2)
+    assert "a partitioned conversion (part, --mpi) cannot write to s3://" in p.stderr, p.stderr
     assert f"aws s3 sync DIR s3://{BUCKET}/new" in p.stderr, p.stderr
+    p = run(cli.binary, "convert", f"s3://{BUCKET}/ds", tmp_path / "out", "--size", "8x8",
+            "--quiet", env=env, expect=2)
+    assert "this path must be a local file or directory" in p.stderr, p.stderr
+    assert not (tmp_path / "out").exists()
+
+
+# ---- Writing to S3 ---------------------------------------------------------------------
+
+def objects(moto, keys, prefix):
+    """{name: size} of the objects under s3://BUCKET/PREFIX/."""
+    listed = moto.client("s3", *keys).list_objects_v2(Bucket=BUCKET, Prefix=prefix + "/")
+    return {o["Key"][len(prefix) + 1:]: o["Size"] for o in listed.get("Contents", [])}
+
+
+def requests_logged(moto, prefix):
+    """The requests moto logged for objects under PREFIX, in order: "PUT name?query"."""
+    moto.log.flush()
+    found = []
+    for line in Path(moto.log.name).read_text().splitlines():
+        m = re.search(r'"(PUT|POST|DELETE|HEAD|GET) /%s/%s/([^ ]*) HTTP' % (BUCKET, prefix), line)
+        if m:
+            found.append(f"{m.group(1)} {m.group(2)}")
+    return found
+
+
+def test_convert_to_s3_uploads_the_manifest_last_and_reads_back_as_the_local_dataset(
+        cli, samples_dir, dataset, image_tree, env, moto, keys):
+    url = f"s3://{BUCKET}/written"
+    p = run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--shard-records",
+            "4", "--quiet", env=env)
+    assert "uploaded: 8 objects" in p.stdout, p.stdout  # 3 shards, 3 indexes, rejects, manifest
+    local = {f.name: f.stat().st_size for f in dataset.iterdir() if f.name != ".lock"}
+    assert objects(moto, keys, "written") == local
+    puts = [r for r in requests_logged(moto, "written") if r.startswith("PUT ")]
+    assert len(puts) == len(local) and puts[-1] == "PUT manifest.json", puts
+    # The staging directory (under the cache by default) is gone once uploaded.
+    staging = Path(env["SHARDPACK_CACHE_DIR"]) / "staging"
+    assert not staging.exists() or not any(staging.iterdir())
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+    remote = run(samples_dir / "train_loop", url, "--epochs", "1", "--batch-size", "4",
+                 env=env).stdout
+    local_run = run(samples_dir / "train_loop", dataset, "--epochs", "1", "--batch-size", "4",
+                    env=env).stdout
+    checksum = re.search(r"checksum \d+", local_run)
+    assert checksum and checksum.group(0) in remote
+    # A dataset is not replaced without overwrite.
+    p = run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--quiet", env=env,
+            expect=2)
+    assert f"{url} holds a dataset (manifest.json): overwrite replaces it" in p.stderr, p.stderr
+
+
+class PutFailingProxy:
+    """Relays 127.0.0.1:port to moto (one request per connection: moto closes each after
+    its response), but answers every PUT whose path contains `fail` with S3's 403
+    AccessDenied without relaying it."""
+
+    def __init__(self, upstream_port, fail):
+        self.upstream_port = upstream_port
+        self.fail = fail.encode()
+        self.failed = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+
+    def _serve(self, client):
+        head = b""
+        while b"\r\n\r\n" not in head:
+            chunk = client.recv(65536)
+            if not chunk:
+                client.close()
+                return
+            head += chunk
+        request_line = head.split(b"\r\n", 1)[0]
+        if request_line.startswith(b"PUT ") and self.fail in request_line:
+            self.failed += 1
+            body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
+                    b'<Message>Access Denied</Message></Error>')
+            client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
+                           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
+                           + body)
+            client.close()
+            return
+        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+        upstream.sendall(head)
+
+        def up():
+            try:
+                while data := client.recv(65536):
+                    upstream.sendall(data)
+            except OSError:
+                pass
+
+        threading.Thread(target=up, daemon=True).start()
+        try:
+            while data := upstream.recv(65536):
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (client, upstream):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+                sock.close()
+
+    def close(self):
+        self.listener.close()
+
+
+def test_a_failed_upload_publishes_no_manifest_and_the_same_command_again_does(
+        cli, image_tree, env, moto, keys, tmp_path):
+    url = f"s3://{BUCKET}/halfway"
+    staging = tmp_path / "staging"
+    args = ["convert", image_tree.root, url, "--size", "16x16", "--shard-records", "4",
+            "--staging", staging, "--quiet"]
+    proxy = PutFailingProxy(moto.port, fail="shard-00001-of-00003.tfrecord")
+    try:
+        failing = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
+        p = run(cli.binary, *args, env=failing, expect=2)
+    finally:
+        proxy.close()
+    assert proxy.failed == 1  # AccessDenied is not retried
+    assert f"{url}/shard-00001-of-00003.tfrecord: HTTP 403 AccessDenied" in p.stderr, p.stderr
+    assert f"nothing was published: {url} has no manifest.json" in p.stderr, p.stderr
+    assert f"the converted dataset is kept in {staging}" in p.stderr, p.stderr
+    uploaded = objects(moto, keys, "halfway")
+    assert "manifest.json" not in uploaded
+    assert "shard-00000-of-00003.tfrecord" in uploaded
+    assert (staging / "manifest.json").is_file()
+    assert_no_secret_in(staging)
+    # Again, without the fault: the conversion is found complete, what was uploaded is not
+    # sent again, the rest and then the manifest are.
+    p = run(cli.binary, *args, env=env)
+    assert "uploaded: " in p.stdout, p.stdout
+    puts = [r for r in requests_logged(moto, "halfway") if r.startswith("PUT ")]
+    assert puts.count("PUT shard-00000-of-00003.tfrecord") == 1, puts
+    assert puts[-1] == "PUT manifest.json", puts
+    assert not staging.exists()
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+
+
+def test_a_shard_above_the_multipart_threshold_is_uploaded_in_parts(
+        cli, image_tree, env, moto, keys):
+    url = f"s3://{BUCKET}/multipart"
+    env.update(SHARDPACK_S3_MULTIPART_BYTES="5M", SHARDPACK_S3_PART_BYTES="5M")
+    # 12 samples of 512x512x3: one 9.4 MB shard, two parts (moto, as S3, refuses parts
+    # below 5 MiB but the last).
+    run(cli.binary, "convert", image_tree.root, url, "--size", "512x512", "--shard-records",
+        "12", "--quiet", env=env)
+    shard = "shard-00000-of-00001.tfrecord"
+    assert objects(moto, keys, "multipart")[shard] > 5 << 20
+    logged = requests_logged(moto, "multipart")
+    assert f"POST {shard}?uploads=" in logged, logged
+    parts = [r for r in logged if r.startswith(f"PUT {shard}?partNumber=")]
+    assert [r.split("=")[1].split("&")[0] for r in parts] == ["1", "2"], logged
+    assert any(r.startswith(f"POST {shard}?uploadId=") for r in logged), logged
+    assert logged.index([r for r in logged if r.startswith("PUT manifest.json")][0]) > \
+        logged.index(parts[-1])
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+
+
+def test_a_wrong_secret_names_signature_does_not_match_and_publishes_nothing(
+        cli, image_tree, env, moto, keys, tmp_path):
+    env["AWS_SECRET_ACCESS_KEY"] = "not-the-secret-for-writing-0123"
+    SECRET_MARKERS.append(env["AWS_SECRET_ACCESS_KEY"])
+    url = f"s3://{BUCKET}/refused"
+    p = run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--staging",
+            tmp_path / "staging", "--quiet", env=env, expect=2)
+    assert (f"{url}/manifest.json: HTTP 403 SignatureDoesNotMatch (the secret key does not "
+            "match the access key)") in p.stderr, p.stderr
+    assert objects(moto, keys, "refused") == {}
+    assert not (tmp_path / "staging").exists()  # found before converting anything
+
+
+def test_the_python_convert_writes_to_s3_through_a_staging_directory(
+        cli, image_tree, env, monkeypatch, tmp_path, moto, keys):
+    shardpack = pytest.importorskip(
+        "shardpack", reason="the binding is not installed here: run bash "
+        "scripts/install-python.sh, then bash scripts/install-interop.sh")
+    for k in list(os.environ):
+        if k.startswith("AWS_"):
+            monkeypatch.delenv(k)
+    for k, v in env.items():
+        if k.startswith(("AWS_", "SHARDPACK_", "HOME", "NO_PROXY")):
+            monkeypatch.setenv(k, v)
+    url = f"s3://{BUCKET}/from-python"
+    s = shardpack.convert(image_tree.root, url, size=16, shard_records=4,
+                          staging=tmp_path / "staging")
+    assert s.written == 12 and s.uploaded_files == 8 and s.staging == str(tmp_path / "staging")
+    assert not (tmp_path / "staging").exists()
+    assert "manifest.json" in objects(moto, keys, "from-python")
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
 
 
 class FaultyProxy:

@@ -283,7 +283,7 @@ TEST(CliTest, AUrlSchemeThatIsNotServedIsRefusedByEveryCommandAndNothingIsWritte
   testing::TempDir cwd;
   const std::string size = " --size 8x8 --quiet ";
   const std::vector<std::pair<std::string, std::string>> runs = {
-      {"convert" + size + src.path() + " s3://bucket/ds", "writing to S3 is not supported yet"},
+      {"convert --part 0/2" + size + src.path() + " s3://bucket/ds", "cannot write to s3://"},
       {"convert" + size + src.path() + " GS://bucket/ds", "the gs:// scheme here"},
       {"convert" + size + src.path() + " https://host/ds", "a URL cannot be written"},
       {"convert" + size + "s3://bucket/images out", "the s3:// scheme here"},
@@ -293,7 +293,7 @@ TEST(CliTest, AUrlSchemeThatIsNotServedIsRefusedByEveryCommandAndNothingIsWritte
       {"bench gs://bucket/ds", "the gs:// scheme"},
       {"preview az://c/ds -o sheet.png", "the az:// scheme"},
       {"adopt file:///data/tfrecords", "the file:// scheme here"},
-      {"merge s3://bucket/ds", "aws s3 sync"},
+      {"merge s3://bucket/ds", "this path must be a local file or directory"},
   };
   for (const auto& [args, expected] : runs) {
     CliRun r = Shardpack(args, cwd.path());

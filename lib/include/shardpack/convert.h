@@ -26,6 +26,7 @@
 
 #include "shardpack/limits.h"
 #include "shardpack/manifest.h"
+#include "shardpack/remote.h"
 #include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
 #include "shardpack/verify.h"
@@ -136,6 +137,17 @@ struct ConvertOptions {
   int part_index = 0;
   int part_count = 1;
 
+  // DST s3://bucket/prefix (docs/REMOTE.md, "Writing to S3"): the conversion goes into
+  // this local staging directory, then is uploaded, manifest.json last, and the staging
+  // directory removed. Empty (the default): CACHE/staging/<32 hex digits of the URL's
+  // XXH3-128> under the cache directory of `remote` (RemoteOptions::cache_dir). A failed
+  // upload leaves it; the same call again goes on with it (the conversion resumes, or finds
+  // it complete; files already uploaded are not sent again). Unused for a local DST.
+  std::string staging;
+  // Credentials come from the environment; this gives the cache directory (staging's
+  // default), retries and multipart sizes of the upload.
+  RemoteOptions remote;
+
   // Called from one thread after every input, in order (cheap: it may decide itself how
   // often to print).
   std::function<void(const ConvertProgress&)> progress;
@@ -196,13 +208,26 @@ struct ConvertSummary {
   Manifest manifest;
   uint64_t resumed_from = 0;  // inputs already done by an interrupted run (resume)
   // resume found DST complete, made from the same inputs and options: nothing was done.
+  // Never for an s3:// DST: a complete staging directory is still uploaded.
   bool already_complete = false;
+  // For an s3:// DST: the staging directory used, and what its upload sent (objects and
+  // bytes, manifest.json included; objects a failed run had sent are not counted again).
+  std::string staging;
+  uint64_t uploaded_files = 0;
+  uint64_t uploaded_bytes = 0;
 };
 
 // Converts SRC into DST (created; must not hold a dataset). Errors: InvalidArgument for
 // bad options or an input layout that cannot be converted; Corruption (naming the file)
 // when `strict` and an input is rejected, or when rejects pass max_rejects; I/O errors.
 // On error nothing is published: DST holds no manifest.
+//
+// DST may be s3://bucket/prefix: converted into `staging`, then uploaded (remote/
+// s3_upload.h; the manifest last). AlreadyExists when the prefix holds a manifest.json
+// and `overwrite` is off (with it, that manifest is deleted first, so that no reader
+// takes the objects being replaced for a dataset); InvalidArgument with part_count > 1.
+// An upload error names the s3:// object and S3's code, and says that the staging
+// directory was kept for a rerun.
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
                                  const ConvertOptions& options);
 

@@ -11,6 +11,8 @@
 // AWS_PROFILE in ~/.aws/credentials), or sent unsigned when none is found (public
 // buckets). The cache keys such a dataset by its s3:// URL; messages name s3://bucket/key
 // and S3's error code; no secret appears in any message or file. docs/REMOTE.md, "S3".
+// Convert writes to s3://bucket/prefix through a local staging directory, the manifest
+// uploaded last (shardpack/convert.h; docs/REMOTE.md, "Writing to S3").
 //
 //   DatasetOptions o;
 //   o.remote.cache_bytes = 200ull << 30;   // or SHARDPACK_CACHE_BYTES=200G
@@ -52,6 +54,15 @@ struct RemoteOptions {
   // A transfer moving less than 1 KiB/s for this many seconds is abandoned (and retried).
   // Default 30.
   int stall_timeout_s = 30;
+
+  // Writing to S3 (convert's DST s3://bucket/prefix). A file larger than
+  // multipart_threshold_bytes is sent as a multipart upload of part_bytes parts (the last
+  // shorter). 0 (the defaults): $SHARDPACK_S3_MULTIPART_BYTES, else 100 MiB; and
+  // $SHARDPACK_S3_PART_BYTES, else 64 MiB (bytes, or with a K/M/G/T suffix). S3 refuses
+  // parts below 5 MiB but the last; a file that would take more than 10000 parts is cut
+  // into larger ones.
+  uint64_t multipart_threshold_bytes = 0;
+  uint64_t part_bytes = 0;
 };
 
 // True when `path` starts with http://, https:// or s3:// (case-insensitive scheme).

@@ -1,0 +1,334 @@
+#include "remote/s3_upload.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <set>
+
+#include "format/format.h"
+#include "io/env.h"
+#include "remote/http.h"
+#include "remote/shard_cache.h"
+#include "shardpack/manifest.h"
+
+namespace shardpack::remote {
+
+namespace {
+
+StatusOr<uint64_t> SizeFrom(uint64_t option, const GetEnvFn& getenv, const char* variable,
+                            uint64_t fallback) {
+  if (option > 0) return option;
+  const std::string v = getenv(variable);
+  if (v.empty()) return fallback;
+  auto bytes = ParseByteSize(v);
+  if (!bytes.ok()) return bytes.status().WithPrefix(variable);
+  if (*bytes == 0) return InvalidArgumentError(std::string(variable) + ": must be above 0");
+  return bytes;
+}
+
+std::string DecodeEntities(std::string_view text) {
+  static const std::pair<std::string_view, char> kEntities[] = {
+      {"&amp;", '&'}, {"&lt;", '<'}, {"&gt;", '>'}, {"&quot;", '"'}, {"&apos;", '\''}};
+  std::string out;
+  for (size_t i = 0; i < text.size();) {
+    bool replaced = false;
+    if (text[i] == '&') {
+      for (const auto& [entity, c] : kEntities) {
+        if (text.substr(i, entity.size()) == entity) {
+          out += c;
+          i += entity.size();
+          replaced = true;
+          break;
+        }
+      }
+    }
+    if (!replaced) out += text[i++];
+  }
+  return out;
+}
+
+// A file to publish: its name in the directory and the manifest's size and checksum.
+struct Item {
+  std::string name;
+  uint64_t bytes = 0;
+  std::string xxh3;
+};
+
+// Uploads the files of one directory to one prefix with one client.
+class Uploader {
+ public:
+  Uploader(std::string dir, std::string url, UploadSizes sizes, std::unique_ptr<HttpClient> client)
+      : dir_(std::move(dir)),
+        url_(std::move(url)),
+        sizes_(sizes),
+        client_(std::move(client)),
+        env_(io::Env::Posix()) {}
+
+  Status Publish(const std::vector<Item>& items, UploadSummary* summary);
+
+ private:
+  std::string ObjectUrl(const std::string& name) const { return url_ + "/" + name; }
+  // Whether the record says `item` went up, and its object still has its size.
+  StatusOr<bool> AlreadyUploaded(const Item& item);
+  Status Upload(const Item& item, std::string_view data);
+  Status PutObject(const std::string& url, std::string_view data);
+  Status PutMultipart(const std::string& url, std::string_view data);
+  Status CheckSize(const std::string& url, uint64_t bytes);
+  Status Record(const Item& item);
+
+  std::string dir_;
+  std::string url_;
+  UploadSizes sizes_;
+  std::unique_ptr<HttpClient> client_;
+  io::Env* env_;
+  std::set<std::string> recorded_;  // "<xxh3> <name>" lines of the upload record
+};
+
+StatusOr<bool> Uploader::AlreadyUploaded(const Item& item) {
+  if (recorded_.count(item.xxh3 + " " + item.name) == 0) return false;
+  HttpRequest head;
+  head.method = "HEAD";
+  auto r = client_->Send(ObjectUrl(item.name), head);
+  if (!r.ok()) {
+    if (r.status().code() == StatusCode::kNotFound) return false;
+    return r.status();
+  }
+  return r->content_length == static_cast<int64_t>(item.bytes);
+}
+
+Status Uploader::CheckSize(const std::string& url, uint64_t bytes) {
+  HttpRequest head;
+  head.method = "HEAD";
+  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client_->Send(url, head));
+  if (r.content_length != static_cast<int64_t>(bytes)) {
+    return CorruptionError(url + ": after the upload the object is " +
+                           std::to_string(r.content_length) + " bytes, the file " +
+                           std::to_string(bytes));
+  }
+  return Status::Ok();
+}
+
+Status Uploader::PutObject(const std::string& url, std::string_view data) {
+  HttpRequest put;
+  put.body = data;
+  return client_->Send(url, put).status();
+}
+
+Status Uploader::PutMultipart(const std::string& url, std::string_view data) {
+  HttpRequest create;
+  create.method = "POST";
+  create.query = MultipartQuery("", 0);
+  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse created, client_->Send(url, create));
+  const std::string upload_id = XmlElementText(created.body, "UploadId");
+  if (upload_id.empty()) {
+    return IOError(url + ": CreateMultipartUpload answered without an UploadId");
+  }
+  auto upload = [&]() -> Status {
+    std::vector<std::string> etags;
+    const std::vector<PartRange> parts = PlanParts(data.size(), sizes_.part_bytes);
+    for (size_t i = 0; i < parts.size(); ++i) {
+      HttpRequest part;
+      part.body = data.substr(parts[i].offset, parts[i].size);
+      part.query = MultipartQuery(upload_id, static_cast<int>(i + 1));
+      auto r = client_->Send(url, part);
+      if (!r.ok()) {
+        return r.status().WithPrefix("part " + std::to_string(i + 1) + " of " +
+                                     std::to_string(parts.size()));
+      }
+      if (r->etag.empty()) {
+        return IOError(url + ": part " + std::to_string(i + 1) + " answered without an ETag");
+      }
+      etags.push_back(r->etag);
+    }
+    const std::string xml = CompleteMultipartXml(etags);
+    HttpRequest complete;
+    complete.method = "POST";
+    complete.body = xml;
+    complete.query = MultipartQuery(upload_id, 0);
+    // S3 may answer 200 and still fail: the <Error> is in the body (sent after the
+    // status, while it assembles the parts).
+    for (int attempt = 0;; ++attempt) {
+      SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client_->Send(url, complete));
+      if (r.body.find("<Error>") == std::string::npos) return Status::Ok();
+      const std::string code = S3ErrorCode(r.body);
+      const bool transient =
+          code == "InternalError" || code == "SlowDown" || code == "ServiceUnavailable";
+      if (!transient || attempt >= 3) {
+        return IOError(url + ": CompleteMultipartUpload: HTTP 200 with error " +
+                       (code.empty() ? std::string("(no code)") : code));
+      }
+    }
+  };
+  Status s = upload();
+  if (!s.ok()) {
+    // Parts of an upload never completed are billed until it is aborted.
+    HttpRequest abort;
+    abort.method = "DELETE";
+    abort.query = MultipartQuery(upload_id, 0);
+    client_->Send(url, abort).status().IgnoreError();
+  }
+  return s;
+}
+
+Status Uploader::Upload(const Item& item, std::string_view data) {
+  const std::string url = ObjectUrl(item.name);
+  if (data.size() != item.bytes) {
+    return CorruptionError(io::JoinPath(dir_, item.name) + ": " + std::to_string(data.size()) +
+                           " bytes, the manifest says " + std::to_string(item.bytes));
+  }
+  SHARDPACK_RETURN_IF_ERROR(data.size() > sizes_.multipart_threshold ? PutMultipart(url, data)
+                                                                     : PutObject(url, data));
+  return CheckSize(url, data.size());
+}
+
+Status Uploader::Record(const Item& item) {
+  const std::string line = item.xxh3 + " " + item.name;
+  recorded_.insert(line);
+  std::string text;
+  for (const std::string& l : recorded_) text += l + "\n";
+  return io::WriteFileAtomically(env_, io::JoinPath(dir_, kUploadRecordName), text);
+}
+
+Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary) {
+  const std::string record_path = io::JoinPath(dir_, kUploadRecordName);
+  if (env_->FileExists(record_path)) {
+    SHARDPACK_ASSIGN_OR_RETURN(std::string text, env_->ReadFile(record_path, 64ull << 20));
+    size_t start = 0;
+    while (start < text.size()) {
+      size_t eol = text.find('\n', start);
+      if (eol == std::string::npos) eol = text.size();
+      if (eol > start) recorded_.insert(text.substr(start, eol - start));
+      start = eol + 1;
+    }
+  }
+  for (const Item& item : items) {
+    SHARDPACK_ASSIGN_OR_RETURN(bool done, AlreadyUploaded(item));
+    if (done) {
+      ++summary->skipped;
+      continue;
+    }
+    const std::string path = io::JoinPath(dir_, item.name);
+    Status s;
+    if (item.bytes == 0) {
+      s = Upload(item, std::string_view());
+    } else {
+      SHARDPACK_ASSIGN_OR_RETURN(auto file, env_->MapFile(path, io::AccessPattern::kSequential));
+      s = Upload(item, std::string_view(reinterpret_cast<const char*>(file->data()), file->size()));
+    }
+    SHARDPACK_RETURN_IF_ERROR(s);
+    SHARDPACK_RETURN_IF_ERROR(Record(item));
+    ++summary->files;
+    summary->bytes += item.bytes;
+  }
+  // Last: the commit point. Uploaded again every time (it is small, and a reader must find
+  // the one that lists what was just sent).
+  const std::string manifest_path = io::JoinPath(dir_, format::kManifestName);
+  SHARDPACK_ASSIGN_OR_RETURN(std::string manifest,
+                             env_->ReadFile(manifest_path, format::kMaxManifestBytes));
+  const std::string manifest_url = ObjectUrl(std::string(format::kManifestName));
+  SHARDPACK_RETURN_IF_ERROR(PutObject(manifest_url, manifest));
+  SHARDPACK_RETURN_IF_ERROR(CheckSize(manifest_url, manifest.size()));
+  ++summary->files;
+  summary->bytes += manifest.size();
+  return env_->FileExists(record_path) ? env_->RemoveFile(record_path) : Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<UploadSizes> ResolveUploadSizes(const RemoteOptions& options, const GetEnvFn& getenv) {
+  UploadSizes sizes;
+  SHARDPACK_ASSIGN_OR_RETURN(
+      sizes.multipart_threshold,
+      SizeFrom(options.multipart_threshold_bytes, getenv, "SHARDPACK_S3_MULTIPART_BYTES",
+               kDefaultMultipartThresholdBytes));
+  SHARDPACK_ASSIGN_OR_RETURN(
+      sizes.part_bytes,
+      SizeFrom(options.part_bytes, getenv, "SHARDPACK_S3_PART_BYTES", kDefaultPartBytes));
+  return sizes;
+}
+
+std::vector<PartRange> PlanParts(uint64_t file_bytes, uint64_t part_bytes) {
+  part_bytes = std::max<uint64_t>(part_bytes, 1);
+  if (file_bytes / part_bytes >= kMaxParts) part_bytes = (file_bytes + kMaxParts - 1) / kMaxParts;
+  std::vector<PartRange> parts;
+  for (uint64_t offset = 0; offset < file_bytes; offset += part_bytes) {
+    parts.push_back({offset, std::min(part_bytes, file_bytes - offset)});
+  }
+  if (parts.empty()) parts.push_back({0, 0});
+  return parts;
+}
+
+std::string XmlElementText(std::string_view body, std::string_view name) {
+  const std::string open = "<" + std::string(name) + ">";
+  const std::string close = "</" + std::string(name) + ">";
+  const size_t begin = body.find(open);
+  if (begin == std::string_view::npos) return "";
+  const size_t text = begin + open.size();
+  const size_t end = body.find(close, text);
+  if (end == std::string_view::npos) return "";
+  return DecodeEntities(body.substr(text, end - text));
+}
+
+std::string CompleteMultipartXml(const std::vector<std::string>& etags) {
+  std::string xml = "<CompleteMultipartUpload>";
+  for (size_t i = 0; i < etags.size(); ++i) {
+    std::string etag;
+    for (char c : etags[i]) etag += c == '&' ? "&amp;" : c == '<' ? "&lt;" : std::string(1, c);
+    xml += "<Part><PartNumber>" + std::to_string(i + 1) + "</PartNumber><ETag>" + etag +
+           "</ETag></Part>";
+  }
+  return xml + "</CompleteMultipartUpload>";
+}
+
+std::string MultipartQuery(std::string_view upload_id, int part_number) {
+  // "uploads=", not "uploads": libcurl's SigV4 signs the query as written, and S3 signs
+  // the canonical "uploads=".
+  if (upload_id.empty()) return "uploads=";
+  const std::string id = EscapePathSegment(upload_id);
+  if (part_number == 0) return "uploadId=" + id;
+  return "partNumber=" + std::to_string(part_number) + "&uploadId=" + id;
+}
+
+StatusOr<UploadSummary> UploadDataset(const std::string& dir, const std::string& url,
+                                      const RemoteOptions& options) {
+  SHARDPACK_ASSIGN_OR_RETURN(std::string base, NormalizeDatasetUrl(url));
+  if (!IsS3Url(base)) return InvalidArgumentError(url + ": not an s3:// URL");
+  SHARDPACK_ASSIGN_OR_RETURN(UploadSizes sizes, ResolveUploadSizes(options, [](const char* name) {
+                               const char* v = std::getenv(name);
+                               return std::string(v != nullptr ? v : "");
+                             }));
+  SHARDPACK_ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
+  std::vector<Item> items;
+  for (const ShardEntry& shard : manifest.shards) {
+    items.push_back({shard.data.file, shard.data.bytes, shard.data.xxh3_128});
+    if (shard.index)
+      items.push_back({shard.index->file, shard.index->bytes, shard.index->xxh3_128});
+  }
+  if (manifest.rejects) {
+    items.push_back({manifest.rejects->file, manifest.rejects->bytes, manifest.rejects->xxh3_128});
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options));
+  Uploader uploader(dir, base, sizes, std::move(client));
+  UploadSummary summary;
+  SHARDPACK_RETURN_IF_ERROR(uploader.Publish(items, &summary));
+  return summary;
+}
+
+StatusOr<bool> ObjectExists(const std::string& url, const RemoteOptions& options) {
+  SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options));
+  HttpRequest head;
+  head.method = "HEAD";
+  auto r = client->Send(url, head);
+  if (r.ok()) return true;
+  if (r.status().code() == StatusCode::kNotFound) return false;
+  return r.status();
+}
+
+Status DeleteObject(const std::string& url, const RemoteOptions& options) {
+  SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options));
+  HttpRequest del;
+  del.method = "DELETE";
+  return client->Send(url, del).status();
+}
+
+}  // namespace shardpack::remote
