@@ -231,15 +231,15 @@ def test_convert_to_s3_uploads_the_manifest_last_and_reads_back_as_the_local_dat
     assert f"{url} holds a dataset (manifest.json): overwrite replaces it" in p.stderr, p.stderr
 
 
-class PutFailingProxy:
-    """Relays 127.0.0.1:port to moto (one request per connection: moto closes each after
-    its response), but answers every PUT whose path contains `fail` with S3's 403
-    AccessDenied without relaying it."""
+class Proxy:
+    """Relays 127.0.0.1:port to moto, a thread per connection (moto closes each after one
+    response); a subclass's serve(client, first) decides what each connection gets."""
 
-    def __init__(self, upstream_port, fail):
+    def __init__(self, upstream_port):
         self.upstream_port = upstream_port
-        self.fail = fail.encode()
-        self.failed = 0
+        self.connections = 0
+        self.faults = 0
+        self.lock = threading.Lock()
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
@@ -250,26 +250,35 @@ class PutFailingProxy:
                 client, _ = self.listener.accept()
             except OSError:
                 return
-            threading.Thread(target=self._serve, args=(client,), daemon=True).start()
+            self.connections += 1
+            first = self.connections == 1
+            threading.Thread(target=self.serve, args=(client, first), daemon=True).start()
 
-    def _serve(self, client):
+    @staticmethod
+    def read_head(client):
+        """The request's line and headers (and whatever body bytes came with them)."""
         head = b""
         while b"\r\n\r\n" not in head:
             chunk = client.recv(65536)
             if not chunk:
-                client.close()
-                return
+                break
             head += chunk
-        request_line = head.split(b"\r\n", 1)[0]
-        if request_line.startswith(b"PUT ") and self.fail in request_line:
-            self.failed += 1
-            body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code>'
-                    b'<Message>Access Denied</Message></Error>')
-            client.sendall(b"HTTP/1.1 403 Forbidden\r\nContent-Type: application/xml\r\n"
-                           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body)
-                           + body)
-            client.close()
-            return
+        return head
+
+    def answer_error(self, client, status, code, message):
+        """Answers with S3's error body of `code`, without reaching moto."""
+        body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>%s</Code>'
+                b'<Message>%s</Message></Error>' % (code.encode(), message.encode()))
+        client.sendall(b"HTTP/1.1 %s\r\nContent-Type: application/xml\r\n"
+                       b"Content-Length: %d\r\nConnection: close\r\n\r\n"
+                       % (status.encode(), len(body)) + body)
+        with self.lock:
+            self.faults += 1
+        client.close()
+
+    def relay(self, client, head=b"", cut_at=None):
+        """Relays the connection (after sending `head` upstream); with `cut_at`, the first
+        response of the proxy's life that reaches that many bytes is cut there."""
         upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
         upstream.sendall(head)
 
@@ -279,14 +288,30 @@ class PutFailingProxy:
                     upstream.sendall(data)
             except OSError:
                 pass
+            finally:
+                try:
+                    upstream.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
 
         threading.Thread(target=up, daemon=True).start()
+        sent = 0
         try:
             while data := upstream.recv(65536):
+                if cut_at is not None and sent + len(data) >= cut_at:
+                    with self.lock:
+                        cut = self.faults == 0
+                        self.faults += cut
+                    if cut:
+                        client.sendall(data[:cut_at - sent])
+                        break
+                    cut_at = None
                 client.sendall(data)
+                sent += len(data)
         except OSError:
             pass
         finally:
+            # shutdown, not only close: the other thread's recv keeps the socket open.
             for sock in (client, upstream):
                 try:
                     sock.shutdown(socket.SHUT_RDWR)
@@ -296,6 +321,30 @@ class PutFailingProxy:
 
     def close(self):
         self.listener.close()
+
+
+class PutFailingProxy(Proxy):
+    """Answers every PUT whose path contains `fail` with S3's 403 AccessDenied without
+    relaying it; relays the rest."""
+
+    def __init__(self, upstream_port, fail):
+        self.fail = fail.encode()
+        super().__init__(upstream_port)
+
+    @property
+    def failed(self):
+        return self.faults
+
+    def serve(self, client, first):
+        head = self.read_head(client)
+        if not head:
+            client.close()
+            return
+        request_line = head.split(b"\r\n", 1)[0]
+        if request_line.startswith(b"PUT ") and self.fail in request_line:
+            self.answer_error(client, "403 Forbidden", "AccessDenied", "Access Denied")
+            return
+        self.relay(client, head)
 
 
 def test_a_failed_upload_publishes_no_manifest_and_the_same_command_again_does(
@@ -383,91 +432,24 @@ def test_the_python_convert_writes_to_s3_through_a_staging_directory(
     assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
 
 
-class FaultyProxy:
-    """Relays 127.0.0.1:port to moto, with one fault: either the first connection whose
-    responses reach `drop_after` bytes is cut there (moto closes each connection after
-    one response, so this picks the first response that long), or the first connection
-    is answered with S3's 503 SlowDown without reaching moto (`slow_down`)."""
+class FaultyProxy(Proxy):
+    """One fault: either the first connection whose response reaches `drop_after` bytes is
+    cut there (moto closes each connection after one response, so this picks the first
+    response that long), or the first connection is answered with S3's 503 SlowDown
+    without reaching moto (`slow_down`)."""
 
     def __init__(self, upstream_port, drop_after=None, slow_down=False):
-        self.upstream_port = upstream_port
         self.drop_after = drop_after
         self.slow_down = slow_down
-        self.connections = 0
-        self.faults = 0
-        self.lock = threading.Lock()
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.thread = threading.Thread(target=self._accept, daemon=True)
-        self.thread.start()
+        super().__init__(upstream_port)
 
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            first = self.connections == 1
-            threading.Thread(target=self._serve, args=(client, first), daemon=True).start()
-
-    def _serve(self, client, first):
+    def serve(self, client, first):
         if first and self.slow_down:
-            request = b""
-            while b"\r\n\r\n" not in request:
-                chunk = client.recv(65536)
-                if not chunk:
-                    break
-                request += chunk
-            body = (b'<?xml version="1.0" encoding="UTF-8"?><Error><Code>SlowDown</Code>'
-                    b'<Message>Please reduce your request rate.</Message></Error>')
-            client.sendall(b"HTTP/1.1 503 Slow Down\r\nContent-Type: application/xml\r\n"
-                           b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(body) + body)
-            self.faults += 1
-            client.close()
+            self.read_head(client)
+            self.answer_error(client, "503 Slow Down", "SlowDown",
+                              "Please reduce your request rate.")
             return
-        upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-        limit = self.drop_after
-
-        def up():
-            try:
-                while data := client.recv(65536):
-                    upstream.sendall(data)
-            except OSError:
-                pass
-            finally:
-                try:
-                    upstream.shutdown(socket.SHUT_WR)
-                except OSError:
-                    pass
-
-        threading.Thread(target=up, daemon=True).start()
-        sent = 0
-        try:
-            while data := upstream.recv(65536):
-                if limit is not None and sent + len(data) >= limit:
-                    with self.lock:
-                        cut = self.faults == 0
-                        self.faults += cut
-                    if cut:
-                        client.sendall(data[:limit - sent])
-                        break
-                    limit = None
-                client.sendall(data)
-                sent += len(data)
-        except OSError:
-            pass
-        finally:
-            # shutdown, not only close: the other thread's recv keeps the socket open.
-            for sock in (client, upstream):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-                sock.close()
-
-    def close(self):
-        self.listener.close()
+        self.relay(client, cut_at=self.drop_after)
 
 
 @pytest.mark.parametrize("fault", ["dropped", "slow_down"])
