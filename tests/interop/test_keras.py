@@ -112,9 +112,11 @@ def small_model():
     return model
 
 
-def test_keras_fit_learns_from_the_dataset(colours):
+@pytest.mark.parametrize("copy", [True, False])
+def test_keras_fit_learns_from_the_dataset(colours, copy):
+    # copy=False: model.fit holds no more batches than the ring has (prefetch=1: 3 slots).
     model = small_model()
-    ds = shardpack.tf.dataset(colours, batch_size=12, seed=1, flip=True)
+    ds = shardpack.tf.dataset(colours, batch_size=12, seed=1, flip=True, copy=copy, prefetch=1)
     assert ds.cardinality().numpy() == 6  # 72 samples in batches of 12
     history = model.fit(ds, epochs=6, verbose=0, shuffle=False)
     losses = history.history["loss"]
