@@ -464,7 +464,7 @@ class Loader:
         self._nchw = layout == "NCHW"
         self._options = o
         self._core = None
-        self._retired = []  # stats of the C++ loaders this one replaced
+        self._retired = None  # the summed stats of the C++ loaders this one replaced
         self._created = time.monotonic()
         self._make(state)
 
@@ -483,7 +483,9 @@ class Loader:
             )
         core = _shardpack.Loader(self._dataset._ds, self._options, state or "")
         if self._core is not None:
-            self._retired.append(self._core.stats())
+            # Summed as they retire: a loader repositioned every batch keeps one record.
+            parts = [p for p in (self._retired, self._core.stats()) if p is not None]
+            self._retired = _summed(parts, 0.0)
         # The old ring goes once the batches still held from it are dropped.
         self._core = core
         self._exhausted = False
@@ -613,21 +615,8 @@ class Loader:
     def stats(self):
         """A :class:`LoaderStats` of counters since this loader was made (across
         epochs and ``load_state_dict``); ``str(stats)`` is a one-line summary."""
-        parts = self._retired + [self._core.stats()]
-        batches = sum(p.batches for p in parts)
-        ready = sum(p.mean_ready_batches * p.batches for p in parts)
-        return LoaderStats(
-            batches=batches,
-            samples=sum(p.samples for p in parts),
-            bytes=sum(p.bytes for p in parts),
-            skipped_corrupt=sum(p.skipped_corrupt for p in parts),
-            seconds=time.monotonic() - self._created,
-            wait_seconds=sum(p.wait_seconds for p in parts),
-            mean_ready_batches=ready / batches if batches else 0.0,
-            io=parts[-1].io,
-            bytes_read=sum(p.bytes_read for p in parts),
-            batches_from_page_cache=sum(p.batches_from_page_cache for p in parts),
-        )
+        parts = [p for p in (self._retired, self._core.stats()) if p is not None]
+        return _summed(parts, time.monotonic() - self._created)
 
     def epoch_order(self, epoch):
         """The global sample indices this rank reads in ``epoch``, in order (uint64),
@@ -682,6 +671,25 @@ class _EpochIterator:
         if self._loader._generation != self._generation:
             raise StopIteration
         return self._loader._convert(self._loader.next_batch())
+
+
+def _summed(parts, seconds):
+    """One LoaderStats of the counters of `parts` (C++ loader stats or LoaderStats), the
+    ready-batch mean weighted by batches, the io path of the last."""
+    batches = sum(p.batches for p in parts)
+    ready = sum(p.mean_ready_batches * p.batches for p in parts)
+    return LoaderStats(
+        batches=batches,
+        samples=sum(p.samples for p in parts),
+        bytes=sum(p.bytes for p in parts),
+        skipped_corrupt=sum(p.skipped_corrupt for p in parts),
+        seconds=seconds,
+        wait_seconds=sum(p.wait_seconds for p in parts),
+        mean_ready_batches=ready / batches if batches else 0.0,
+        io=parts[-1].io,
+        bytes_read=sum(p.bytes_read for p in parts),
+        batches_from_page_cache=sum(p.batches_from_page_cache for p in parts),
+    )
 
 
 def _per_channel(values, what):

@@ -85,3 +85,16 @@ def test_state_at_the_end_of_an_epoch_resumes_with_the_next(dataset_path):
         again.set_epoch(epoch)
         epochs.append([b.epoch for b in again.batches()])
     assert epochs == [[], [1, 1, 1]]
+
+
+def test_stats_count_across_every_load_state_dict(dataset_path):
+    ld = shardpack.Loader(dataset_path, batch_size=4, framework="numpy")
+    start = ld.state_dict()
+    for _ in range(20):  # repositioned each batch, as Keras's out-of-order PyDataset does
+        ld.next_batch()
+        ld.load_state_dict(start)
+    for _ in range(3):
+        ld.next_batch()
+    s = ld.stats()
+    assert s.batches == 23 and s.samples == 23 * 4, s
+    assert 0.0 <= s.mean_ready_batches and s.io
