@@ -412,8 +412,9 @@ def test_a_wrong_secret_names_signature_does_not_match_and_publishes_nothing(
     assert not (tmp_path / "staging").exists()  # found before converting anything
 
 
-def test_the_python_convert_writes_to_s3_through_a_staging_directory(
-        cli, image_tree, env, monkeypatch, tmp_path, moto, keys):
+def binding_in(env, monkeypatch):
+    """The Python binding, with this process's AWS_*, SHARDPACK_*, HOME and NO_PROXY made
+    those of `env` (the binding reads them where the CLI runs would)."""
     shardpack = pytest.importorskip(
         "shardpack", reason="the binding is not installed here: run bash "
         "scripts/install-python.sh, then bash scripts/install-interop.sh")
@@ -423,6 +424,12 @@ def test_the_python_convert_writes_to_s3_through_a_staging_directory(
     for k, v in env.items():
         if k.startswith(("AWS_", "SHARDPACK_", "HOME", "NO_PROXY")):
             monkeypatch.setenv(k, v)
+    return shardpack
+
+
+def test_the_python_convert_writes_to_s3_through_a_staging_directory(
+        cli, image_tree, env, monkeypatch, tmp_path, moto, keys):
+    shardpack = binding_in(env, monkeypatch)
     url = f"s3://{BUCKET}/from-python"
     s = shardpack.convert(image_tree.root, url, size=16, shard_records=4,
                           staging=tmp_path / "staging")
@@ -473,15 +480,7 @@ def test_a_dropped_connection_or_slow_down_is_retried_and_every_file_checksummed
 
 
 def test_the_python_loader_reads_s3_and_delivers_the_local_batches(dataset, env, monkeypatch):
-    shardpack = pytest.importorskip(
-        "shardpack", reason="the binding is not installed here: run bash "
-        "scripts/install-python.sh, then bash scripts/install-interop.sh")
-    for k in list(os.environ):
-        if k.startswith("AWS_"):
-            monkeypatch.delenv(k)
-    for k, v in env.items():
-        if k.startswith(("AWS_", "SHARDPACK_", "HOME", "NO_PROXY")):
-            monkeypatch.setenv(k, v)
+    shardpack = binding_in(env, monkeypatch)
 
     def batches(path):
         loader = shardpack.Loader(str(path), batch_size=4, framework="numpy", shuffle="none")
