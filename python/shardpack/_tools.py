@@ -270,9 +270,9 @@ def convert(
     joins the parts (docs/SCALE.md). ``dst`` may be "s3://bucket/prefix": the dataset is
     converted into ``staging`` (default: a directory under the cache directory), then
     uploaded with manifest.json last, and the staging directory removed; after a failed
-    upload the same call again goes on (docs/REMOTE.md, "Writing to S3"). ``progress=True`` shows a progress bar on stderr
-    (tqdm's when tqdm is installed, else a line redrawn in place); a callable is called
-    instead with a dict (done, total, rejected, bytes_in, bytes_out, seconds) at most ten
+    upload the same call again goes on (docs/REMOTE.md, "Writing to S3").
+    ``progress=True`` shows a progress bar on stderr (tqdm's when tqdm is installed,
+    else a line redrawn in place); a callable is called instead with a dict (done, total, rejected, bytes_in, bytes_out, seconds) at most ten
     times a second and at the end, from a converter thread.
 
     Returns a :class:`ConvertSummary`; bad inputs are listed in it and in
