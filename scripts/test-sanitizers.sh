@@ -7,8 +7,8 @@
 #               loader_alloc_test is not built: it replaces malloc and operator new to count
 #               allocations, and so do the sanitizers (tests/CMakeLists.txt).
 #   build-tsan  TSan: the loader and dataset tests with no suppression at all, then the
-#               converter, resume, partition and verify tests (oneTBB) with tests/tsan.supp, which
-#               says why.
+#               converter, resume, partition, verify and remote tests (oneTBB in verify;
+#               parallel downloads over libcurl) with tests/tsan.supp, which says why.
 # Any sanitizer report fails the run.
 # Usage: bash scripts/test-sanitizers.sh [asan|tsan]   (default: both)
 set -euo pipefail
@@ -44,10 +44,10 @@ tsan() {
   echo "== TSan: loader and dataset, no suppressions"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:*ReadAhead*:DatasetTest.*' --gtest_brief=1
-  echo "== TSan: converter, resume and verify, with tests/tsan.supp"
+  echo "== TSan: converter, resume, verify and remote downloads, with tests/tsan.supp"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp" \
     build-tsan/tests/concurrency_tests \
-    --gtest_filter='ConvertTest.*:InputScanTest.*:ResumeTest.*:PartitionTest.*:*PartitionBackendTest.*:VerifyTest.*' --gtest_brief=1
+    --gtest_filter='ConvertTest.*:InputScanTest.*:ResumeTest.*:PartitionTest.*:*PartitionBackendTest.*:VerifyTest.*:RemoteTest.*' --gtest_brief=1
 }
 
 case "$which" in

@@ -268,10 +268,12 @@ ErrorOutcome HttpError(long status, const std::string& code, bool ranged, uint64
     }
     if (!hint.empty()) what += " (" + hint + ")";
     if (IsAnyOf(code, {"NoSuchKey", "NoSuchBucket"})) return {NotFoundError(what), false};
-    if (IsAnyOf(code,
-                {"AccessDenied", "AllAccessDisabled", "SignatureDoesNotMatch", "InvalidAccessKeyId",
-                 "ExpiredToken", "InvalidToken", "AuthorizationHeaderMalformed",
-                 "PermanentRedirect", "RequestTimeTooSkewed", "InvalidBucketName"})) {
+    if (IsAnyOf(code, {"AccessDenied", "AllAccessDisabled", "SignatureDoesNotMatch",
+                       "InvalidAccessKeyId", "ExpiredToken", "InvalidToken"})) {
+      return {PermissionDeniedError(what), false};
+    }
+    if (IsAnyOf(code, {"AuthorizationHeaderMalformed", "PermanentRedirect", "RequestTimeTooSkewed",
+                       "InvalidBucketName"})) {
       return {InvalidArgumentError(what), false};
     }
     if (IsAnyOf(code, {"SlowDown", "RequestTimeout", "InternalError", "ServiceUnavailable"})) {
@@ -279,6 +281,9 @@ ErrorOutcome HttpError(long status, const std::string& code, bool ranged, uint64
     }
   } else if (status == 404 || status == 410) {
     return {NotFoundError(what + " (not found)"), false};
+  } else if (status == 401 || status == 403) {
+    return {PermissionDeniedError(what + (status == 401 ? " (unauthorized)" : " (forbidden)")),
+            false};
   }
   if (status == 416 && ranged) {
     return {CorruptionError(what +

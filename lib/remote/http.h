@@ -13,10 +13,13 @@
 //
 // Errors name the URL, the byte range and the HTTP status or the curl error:
 //   NotFound           HTTP 404 or 410; S3's NoSuchKey and NoSuchBucket
-//   InvalidArgument    S3 refused the credentials or the request (AccessDenied,
-//                      SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken, ...), or
-//                      the S3 configuration is unusable (remote/s3.h). Status has no
-//                      PermissionDenied; the caller must change what it passes.
+//   PermissionDenied   HTTP 401 or 403; S3 refused the credentials or what they allow
+//                      (AccessDenied, AllAccessDisabled, SignatureDoesNotMatch,
+//                      InvalidAccessKeyId, ExpiredToken, InvalidToken)
+//   InvalidArgument    S3 refused the request's form (AuthorizationHeaderMalformed: a
+//                      wrong region, PermanentRedirect, RequestTimeTooSkewed,
+//                      InvalidBucketName), or the S3 configuration is unusable
+//                      (remote/s3.h)
 //   IOError            network failures (after the retries), other HTTP errors
 //   Corruption         the server's answer contradicts the manifest (file size,
 //                      Content-Range) or the protocol (200 for a partial range)

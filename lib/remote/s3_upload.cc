@@ -1,9 +1,12 @@
 #include "remote/s3_upload.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <memory>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "format/format.h"
 #include "io/env.h"
@@ -54,14 +57,17 @@ struct Item {
   std::string xxh3;
 };
 
-// Uploads the files of one directory to one prefix with one client.
+// Uploads the files of one directory to one prefix, over up to `connections` clients at
+// once (a file per client at a time); the manifest last, alone.
 class Uploader {
  public:
-  Uploader(std::string dir, std::string url, UploadSizes sizes, std::unique_ptr<HttpClient> client)
+  Uploader(std::string dir, std::string url, UploadSizes sizes, int connections,
+           const RemoteOptions& options)
       : dir_(std::move(dir)),
         url_(std::move(url)),
         sizes_(sizes),
-        client_(std::move(client)),
+        connections_(connections),
+        options_(options),
         env_(io::Env::Posix()) {}
 
   Status Publish(const std::vector<Item>& items, UploadSummary* summary);
@@ -69,26 +75,35 @@ class Uploader {
  private:
   std::string ObjectUrl(const std::string& name) const { return url_ + "/" + name; }
   // Whether the record says `item` went up, and its object still has its size.
-  StatusOr<bool> AlreadyUploaded(const Item& item);
-  Status Upload(const Item& item, std::string_view data);
-  Status PutObject(const std::string& url, std::string_view data);
-  Status PutMultipart(const std::string& url, std::string_view data);
-  Status CheckSize(const std::string& url, uint64_t bytes);
+  StatusOr<bool> AlreadyUploaded(const Item& item, HttpClient* client);
+  // Uploads, checks and records one file.
+  Status Send(const Item& item, HttpClient* client);
+  Status Upload(const Item& item, std::string_view data, HttpClient* client);
+  Status PutObject(const std::string& url, std::string_view data, HttpClient* client);
+  Status PutMultipart(const std::string& url, std::string_view data, HttpClient* client);
+  Status CheckSize(const std::string& url, uint64_t bytes, HttpClient* client);
   Status Record(const Item& item);
 
   std::string dir_;
   std::string url_;
   UploadSizes sizes_;
-  std::unique_ptr<HttpClient> client_;
+  const int connections_;
+  const RemoteOptions& options_;
   io::Env* env_;
+  std::vector<std::unique_ptr<HttpClient>> clients_;
+  std::atomic<bool> stop_{false};   // a file failed: the others stop at their next part
+  std::mutex mu_;                   // recorded_ and the record file
   std::set<std::string> recorded_;  // "<xxh3> <name>" lines of the upload record
 };
 
-StatusOr<bool> Uploader::AlreadyUploaded(const Item& item) {
-  if (recorded_.count(item.xxh3 + " " + item.name) == 0) return false;
+StatusOr<bool> Uploader::AlreadyUploaded(const Item& item, HttpClient* client) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (recorded_.count(item.xxh3 + " " + item.name) == 0) return false;
+  }
   HttpRequest head;
   head.method = "HEAD";
-  auto r = client_->Send(ObjectUrl(item.name), head);
+  auto r = client->Send(ObjectUrl(item.name), head);
   if (!r.ok()) {
     if (r.status().code() == StatusCode::kNotFound) return false;
     return r.status();
@@ -96,10 +111,10 @@ StatusOr<bool> Uploader::AlreadyUploaded(const Item& item) {
   return r->content_length == static_cast<int64_t>(item.bytes);
 }
 
-Status Uploader::CheckSize(const std::string& url, uint64_t bytes) {
+Status Uploader::CheckSize(const std::string& url, uint64_t bytes, HttpClient* client) {
   HttpRequest head;
   head.method = "HEAD";
-  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client_->Send(url, head));
+  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client->Send(url, head));
   if (r.content_length != static_cast<int64_t>(bytes)) {
     return CorruptionError(url + ": after the upload the object is " +
                            std::to_string(r.content_length) + " bytes, the file " +
@@ -108,17 +123,17 @@ Status Uploader::CheckSize(const std::string& url, uint64_t bytes) {
   return Status::Ok();
 }
 
-Status Uploader::PutObject(const std::string& url, std::string_view data) {
+Status Uploader::PutObject(const std::string& url, std::string_view data, HttpClient* client) {
   HttpRequest put;
   put.body = data;
-  return client_->Send(url, put).status();
+  return client->Send(url, put).status();
 }
 
-Status Uploader::PutMultipart(const std::string& url, std::string_view data) {
+Status Uploader::PutMultipart(const std::string& url, std::string_view data, HttpClient* client) {
   HttpRequest create;
   create.method = "POST";
   create.query = MultipartQuery("", 0);
-  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse created, client_->Send(url, create));
+  SHARDPACK_ASSIGN_OR_RETURN(HttpResponse created, client->Send(url, create));
   const std::string upload_id = XmlElementText(created.body, "UploadId");
   if (upload_id.empty()) {
     return IOError(url + ": CreateMultipartUpload answered without an UploadId");
@@ -127,10 +142,12 @@ Status Uploader::PutMultipart(const std::string& url, std::string_view data) {
     std::vector<std::string> etags;
     const std::vector<PartRange> parts = PlanParts(data.size(), sizes_.part_bytes);
     for (size_t i = 0; i < parts.size(); ++i) {
+      // Another file failed: the upload is abandoned (and aborted below).
+      if (stop_.load()) return IOError(url + ": upload stopped");
       HttpRequest part;
       part.body = data.substr(parts[i].offset, parts[i].size);
       part.query = MultipartQuery(upload_id, static_cast<int>(i + 1));
-      auto r = client_->Send(url, part);
+      auto r = client->Send(url, part);
       if (!r.ok()) {
         return r.status().WithPrefix("part " + std::to_string(i + 1) + " of " +
                                      std::to_string(parts.size()));
@@ -148,7 +165,7 @@ Status Uploader::PutMultipart(const std::string& url, std::string_view data) {
     // S3 may answer 200 and still fail: the <Error> is in the body (sent after the
     // status, while it assembles the parts).
     for (int attempt = 0;; ++attempt) {
-      SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client_->Send(url, complete));
+      SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client->Send(url, complete));
       if (r.body.find("<Error>") == std::string::npos) return Status::Ok();
       const std::string code = S3ErrorCode(r.body);
       const bool transient =
@@ -165,23 +182,37 @@ Status Uploader::PutMultipart(const std::string& url, std::string_view data) {
     HttpRequest abort;
     abort.method = "DELETE";
     abort.query = MultipartQuery(upload_id, 0);
-    client_->Send(url, abort).status().IgnoreError();
+    client->Send(url, abort).status().IgnoreError();
   }
   return s;
 }
 
-Status Uploader::Upload(const Item& item, std::string_view data) {
+Status Uploader::Upload(const Item& item, std::string_view data, HttpClient* client) {
   const std::string url = ObjectUrl(item.name);
   if (data.size() != item.bytes) {
     return CorruptionError(io::JoinPath(dir_, item.name) + ": " + std::to_string(data.size()) +
                            " bytes, the manifest says " + std::to_string(item.bytes));
   }
-  SHARDPACK_RETURN_IF_ERROR(data.size() > sizes_.multipart_threshold ? PutMultipart(url, data)
-                                                                     : PutObject(url, data));
-  return CheckSize(url, data.size());
+  SHARDPACK_RETURN_IF_ERROR(data.size() > sizes_.multipart_threshold
+                                ? PutMultipart(url, data, client)
+                                : PutObject(url, data, client));
+  return CheckSize(url, data.size(), client);
+}
+
+Status Uploader::Send(const Item& item, HttpClient* client) {
+  if (item.bytes == 0) {
+    SHARDPACK_RETURN_IF_ERROR(Upload(item, std::string_view(), client));
+  } else {
+    SHARDPACK_ASSIGN_OR_RETURN(
+        auto file, env_->MapFile(io::JoinPath(dir_, item.name), io::AccessPattern::kSequential));
+    SHARDPACK_RETURN_IF_ERROR(Upload(
+        item, std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), client));
+  }
+  return Record(item);
 }
 
 Status Uploader::Record(const Item& item) {
+  std::lock_guard<std::mutex> lock(mu_);
   const std::string line = item.xxh3 + " " + item.name;
   recorded_.insert(line);
   std::string text;
@@ -201,33 +232,47 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
       start = eol + 1;
     }
   }
-  for (const Item& item : items) {
-    SHARDPACK_ASSIGN_OR_RETURN(bool done, AlreadyUploaded(item));
-    if (done) {
-      ++summary->skipped;
-      continue;
-    }
-    const std::string path = io::JoinPath(dir_, item.name);
-    Status s;
-    if (item.bytes == 0) {
-      s = Upload(item, std::string_view());
-    } else {
-      SHARDPACK_ASSIGN_OR_RETURN(auto file, env_->MapFile(path, io::AccessPattern::kSequential));
-      s = Upload(item, std::string_view(reinterpret_cast<const char*>(file->data()), file->size()));
-    }
-    SHARDPACK_RETURN_IF_ERROR(s);
-    SHARDPACK_RETURN_IF_ERROR(Record(item));
-    ++summary->files;
-    summary->bytes += item.bytes;
+  const size_t n = std::clamp<size_t>(items.size(), 1, static_cast<size_t>(connections_));
+  while (clients_.size() < n) {
+    SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
+    clients_.push_back(std::move(client));
   }
+  std::atomic<size_t> next{0};
+  std::mutex summary_mu;
+  Status first_error;
+  auto work = [&](HttpClient* client) {
+    for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < items.size();) {
+      const Item& item = items[i];
+      auto done = AlreadyUploaded(item, client);
+      Status s = !done.ok() ? done.status() : *done ? Status::Ok() : Send(item, client);
+      std::lock_guard<std::mutex> lock(summary_mu);
+      if (!s.ok()) {
+        // Only the first: the others' are mostly the stop itself.
+        if (!stop_.exchange(true)) first_error = std::move(s);
+      } else if (*done) {
+        ++summary->skipped;
+      } else {
+        ++summary->files;
+        summary->bytes += item.bytes;
+      }
+    }
+  };
+  if (n == 1) {
+    work(clients_[0].get());
+  } else {
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
+    for (std::thread& t : threads) t.join();
+  }
+  SHARDPACK_RETURN_IF_ERROR(first_error);
   // Last: the commit point. Uploaded again every time (it is small, and a reader must find
   // the one that lists what was just sent).
   const std::string manifest_path = io::JoinPath(dir_, format::kManifestName);
   SHARDPACK_ASSIGN_OR_RETURN(std::string manifest,
                              env_->ReadFile(manifest_path, format::kMaxManifestBytes));
   const std::string manifest_url = ObjectUrl(std::string(format::kManifestName));
-  SHARDPACK_RETURN_IF_ERROR(PutObject(manifest_url, manifest));
-  SHARDPACK_RETURN_IF_ERROR(CheckSize(manifest_url, manifest.size()));
+  SHARDPACK_RETURN_IF_ERROR(PutObject(manifest_url, manifest, clients_[0].get()));
+  SHARDPACK_RETURN_IF_ERROR(CheckSize(manifest_url, manifest.size(), clients_[0].get()));
   ++summary->files;
   summary->bytes += manifest.size();
   return env_->FileExists(record_path) ? env_->RemoveFile(record_path) : Status::Ok();
@@ -307,8 +352,8 @@ StatusOr<UploadSummary> UploadDataset(const std::string& dir, const std::string&
   if (manifest.rejects) {
     items.push_back({manifest.rejects->file, manifest.rejects->bytes, manifest.rejects->xxh3_128});
   }
-  SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options));
-  Uploader uploader(dir, base, sizes, std::move(client));
+  SHARDPACK_ASSIGN_OR_RETURN(int connections, ResolveConnections(options));
+  Uploader uploader(dir, base, sizes, connections, options);
   UploadSummary summary;
   SHARDPACK_RETURN_IF_ERROR(uploader.Publish(items, &summary));
   return summary;

@@ -3,6 +3,8 @@
 // manifest first) never finds a dataset half published. A file above the multipart
 // threshold goes up as a multipart upload (CreateMultipartUpload, UploadPart,
 // CompleteMultipartUpload; AbortMultipartUpload when a part fails); the others in one PUT.
+// Files go up RemoteOptions::connections at a time, each over its own connection; the
+// first failure stops the others (a multipart upload at its next part, then aborted).
 // Every request is signed like a read (remote/http.h) and retried the same way.
 //
 // Integrity: requests carry x-amz-content-sha256 UNSIGNED-PAYLOAD, and S3-compatible

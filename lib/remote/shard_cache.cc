@@ -7,11 +7,14 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "format/format.h"
 #include "io/env.h"
@@ -159,9 +162,11 @@ std::string CachedDataset::UrlOf(const std::string& name) const {
 // One fetch of one dataset into the cache.
 class Fetcher {
  public:
-  Fetcher(std::string cache_dir, uint64_t bound, const RemoteOptions& options, FetchMode mode)
+  Fetcher(std::string cache_dir, uint64_t bound, int connections, const RemoteOptions& options,
+          FetchMode mode)
       : cache_dir_(std::move(cache_dir)),
         bound_(bound),
+        connections_(connections),
         options_(options),
         keep_bad_(mode == FetchMode::kVerify),
         refetch_(mode == FetchMode::kVerify) {}
@@ -169,10 +174,11 @@ class Fetcher {
   StatusOr<std::unique_ptr<CachedDataset>> Run(const std::string& url) {
     out_.reset(new CachedDataset());
     out_->url_ = url;
-    SHARDPACK_ASSIGN_OR_RETURN(client_, HttpClient::Create(options_));
+    SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
+    clients_.push_back(std::move(client));
     const std::string manifest_url = url + "/" + std::string(format::kManifestName);
     SHARDPACK_ASSIGN_OR_RETURN(std::string text,
-                               client_->Get(manifest_url, format::kMaxManifestBytes));
+                               clients_[0]->Get(manifest_url, format::kMaxManifestBytes));
     SHARDPACK_ASSIGN_OR_RETURN(out_->manifest_, ParseManifest(text, manifest_url));
     out_->manifest_bytes_ = text.size();
 
@@ -234,6 +240,7 @@ class Fetcher {
       reserved_path_ = io::JoinPath(dir_, kReservedName);
       SHARDPACK_RETURN_IF_ERROR(Reserve(need));
       Status s = FetchAll(wanted, need);
+      out_->bytes_downloaded_ = bytes_downloaded_.load();
       Status r = Unreserve();
       SHARDPACK_RETURN_IF_ERROR(s);
       SHARDPACK_RETURN_IF_ERROR(r);
@@ -249,7 +256,7 @@ class Fetcher {
       if (!p.empty() && std::string_view(p).ends_with(f->xxh3_128))
         ::utimensat(AT_FDCWD, p.c_str(), now, 0);
     }
-    out_->requests_ = client_->requests();
+    for (const auto& c : clients_) out_->requests_ += c->requests();
     out_->use_fd_ = use.Leak();
     return std::move(out_);
   }
@@ -363,23 +370,50 @@ class Fetcher {
     return Status::Ok();
   }
 
-  Status FetchAll(const std::vector<const FileEntry*>& missing, uint64_t reserved) {
-    for (const FileEntry* f : missing) {
-      Status s = FetchFile(*f, &reserved);
-      if (s.ok()) continue;
-      // The server lacks the file or has one of another size: verify reports it and goes
-      // on. (Checksum faults do not come here: the bad copy is kept for verify.)
-      const bool data_fault =
-          s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCorruption;
-      if (!keep_bad_ || !data_fault) return s;
-      out_->paths_[f->file].clear();
-      out_->failures_[f->file] = s;
+  // Downloads `files` over up to `connections_` connections at once, a file per
+  // connection at a time, in the manifest's order. The first failure stops the others
+  // (their partial files are removed) and is returned.
+  Status FetchAll(const std::vector<const FileEntry*>& files, uint64_t reserved) {
+    reserved_ = reserved;
+    const size_t n = std::min<size_t>(static_cast<size_t>(connections_), files.size());
+    while (clients_.size() < n) {
+      SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
+      clients_.push_back(std::move(client));
     }
-    return Status::Ok();
+    std::atomic<size_t> next{0};
+    Status first_error;
+    auto work = [&](HttpClient* client) {
+      for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < files.size();) {
+        Status s = FetchFile(*files[i], client);
+        if (s.ok() || Tolerated(*files[i], s)) continue;
+        // Only the first: the others' are mostly the stop itself.
+        if (!stop_.exchange(true)) first_error = std::move(s);
+      }
+    };
+    if (n <= 1) {
+      work(clients_[0].get());
+    } else {
+      std::vector<std::thread> threads;
+      for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
+      for (std::thread& t : threads) t.join();
+    }
+    return first_error;
+  }
+
+  // verify's case: the server lacks the file or has one of another size; it is reported
+  // and the fetch goes on. (Checksum faults do not come here: the bad copy is kept.)
+  bool Tolerated(const FileEntry& f, const Status& s) {
+    const bool data_fault =
+        s.code() == StatusCode::kNotFound || s.code() == StatusCode::kCorruption;
+    if (!keep_bad_ || !data_fault || stop_.load()) return false;
+    std::lock_guard<std::mutex> lock(mu_);
+    out_->paths_[f.file].clear();
+    out_->failures_[f.file] = s;
+    return true;
   }
 
   // Downloads one file in chunks into <file>.<xxh3>.partial, checks it and publishes it.
-  Status FetchFile(const FileEntry& f, uint64_t* reserved) {
+  Status FetchFile(const FileEntry& f, HttpClient* client) {
     const std::string final_path = PublishedPath(f);
     const std::string partial = final_path + std::string(kPartialSuffix);
     const std::string url = out_->UrlOf(f.file);
@@ -388,6 +422,8 @@ class Fetcher {
     Xxh3Hasher hasher;
     uint64_t received = 0;
     const Sink sink = [&](const uint8_t* data, size_t n) {
+      // Another file failed: this one is abandoned (FetchAll drops this status).
+      if (stop_.load(std::memory_order_relaxed)) return IOError(url + ": download stopped");
       SHARDPACK_RETURN_IF_ERROR(io::WriteAll(fd, data, n, partial));
       hasher.Update(data, n);
       received += n;
@@ -396,9 +432,9 @@ class Fetcher {
     Status s;
     const uint64_t chunk = std::max<uint64_t>(1, options_.chunk_bytes);
     for (uint64_t begin = 0; s.ok() && begin < f.bytes; begin += chunk) {
-      s = client_->GetRange(url, begin, std::min(f.bytes, begin + chunk), f.bytes, sink);
+      s = client->GetRange(url, begin, std::min(f.bytes, begin + chunk), f.bytes, sink);
     }
-    out_->bytes_downloaded_ += received;
+    bytes_downloaded_ += received;
     bool bad = false;  // whole, but not the file the manifest describes
     if (s.ok()) {
       const std::string actual = hasher.HexDigest();
@@ -417,6 +453,7 @@ class Fetcher {
       return s;
     }
     const std::string publish_as = bad ? final_path + std::string(kBadSuffix) : final_path;
+    std::lock_guard<std::mutex> lock(mu_);
     SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
                                FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
     if (::rename(partial.c_str(), publish_as.c_str()) != 0) {
@@ -426,8 +463,8 @@ class Fetcher {
     }
     SHARDPACK_RETURN_IF_ERROR(SyncDir(dir_));
     if (lacking_.count(f.file) != 0) {
-      *reserved -= f.bytes;
-      SHARDPACK_RETURN_IF_ERROR(SetReserved(*reserved));
+      reserved_ -= f.bytes;
+      SHARDPACK_RETURN_IF_ERROR(SetReserved(reserved_));
     }
     if (!s.ok()) {
       // verify reads the bad copy and names the damaged records; then it is removed.
@@ -440,6 +477,7 @@ class Fetcher {
 
   const std::string cache_dir_;
   const uint64_t bound_;
+  const int connections_;
   const RemoteOptions& options_;
   const bool keep_bad_;  // keep a file failing its checksum as .bad; list missing ones
   const bool refetch_;   // download every file, cached or not
@@ -447,8 +485,14 @@ class Fetcher {
   std::set<std::string> lacking_;  // files the cache lacked: the reservation covers them
   std::string reserved_path_;
   std::set<std::string> current_;  // published names the manifest lists
-  std::unique_ptr<HttpClient> client_;
+  // One per connection; [0] also fetched the manifest.
+  std::vector<std::unique_ptr<HttpClient>> clients_;
   std::unique_ptr<CachedDataset> out_;
+  // FetchAll's threads share these.
+  std::atomic<bool> stop_{false};  // a file failed: the others stop
+  std::atomic<uint64_t> bytes_downloaded_{0};
+  std::mutex mu_;          // publishing; out_'s maps; reserved_
+  uint64_t reserved_ = 0;  // bytes .reserved still holds for this download
 };
 
 StatusOr<std::unique_ptr<CachedDataset>> FetchDataset(const std::string& url,
@@ -457,7 +501,8 @@ StatusOr<std::unique_ptr<CachedDataset>> FetchDataset(const std::string& url,
   SHARDPACK_ASSIGN_OR_RETURN(std::string base, NormalizeDatasetUrl(url));
   SHARDPACK_ASSIGN_OR_RETURN(std::string dir, ResolveCacheDir(options));
   SHARDPACK_ASSIGN_OR_RETURN(uint64_t bound, ResolveCacheBytes(options));
-  Fetcher fetcher(dir, bound, options, mode);
+  SHARDPACK_ASSIGN_OR_RETURN(int connections, ResolveConnections(options));
+  Fetcher fetcher(dir, bound, connections, options, mode);
   return fetcher.Run(base);
 }
 
@@ -481,6 +526,26 @@ StatusOr<uint64_t> ResolveCacheBytes(const RemoteOptions& options) {
   auto bytes = ParseByteSize(v);
   if (!bytes.ok()) return bytes.status().WithPrefix("SHARDPACK_CACHE_BYTES");
   return bytes;
+}
+
+StatusOr<int> ResolveConnections(const RemoteOptions& options) {
+  auto check = [](int64_t n, const std::string& what) -> StatusOr<int> {
+    if (n < 1 || n > kMaxConnections) {
+      return InvalidArgumentError(what + ": " + std::to_string(n) + " connections; it takes 1 to " +
+                                  std::to_string(kMaxConnections));
+    }
+    return static_cast<int>(n);
+  };
+  if (options.connections != 0) return check(options.connections, "RemoteOptions::connections");
+  const char* v = std::getenv("SHARDPACK_CONNECTIONS");
+  if (v == nullptr || *v == '\0') return kDefaultConnections;
+  const std::string text(v);
+  if (text.size() > 4 || text.find_first_not_of("0123456789") != std::string::npos) {
+    return InvalidArgumentError("SHARDPACK_CONNECTIONS: \"" + text +
+                                "\" is not a number of connections (1 to " +
+                                std::to_string(kMaxConnections) + ")");
+  }
+  return check(std::stoi(text), "SHARDPACK_CONNECTIONS");
 }
 
 StatusOr<uint64_t> ParseByteSize(std::string_view text) {

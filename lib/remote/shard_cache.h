@@ -86,7 +86,9 @@ enum class FetchMode {
   kVerify,
 };
 
-// Fetches URL/manifest.json, then the files it lists (see FetchMode). A file whose size
+// Fetches URL/manifest.json, then the files it lists (see FetchMode), up to
+// RemoteOptions::connections files at once, each over its own connection; the first
+// failure stops the others, and no file of theirs is published. A file whose size
 // or XXH3-128 does not match the manifest is a Corruption error naming its URL and both
 // checksums (or sizes), and nothing of it is published in the cache. ResourceExhausted
 // when the dataset alone is larger than the bound, or when datasets in use by other
@@ -98,6 +100,11 @@ StatusOr<std::unique_ptr<CachedDataset>> FetchDataset(const std::string& url,
 // The cache directory and bound that `options` mean, after the environment defaults.
 StatusOr<std::string> ResolveCacheDir(const RemoteOptions& options);
 StatusOr<uint64_t> ResolveCacheBytes(const RemoteOptions& options);
+// RemoteOptions::connections after the environment default: 1 to kMaxConnections;
+// InvalidArgument naming SHARDPACK_CONNECTIONS (or the option) for anything else.
+inline constexpr int kDefaultConnections = 8;
+inline constexpr int kMaxConnections = 256;
+StatusOr<int> ResolveConnections(const RemoteOptions& options);
 
 // "1048576", "64G", "500MiB", "2t": bytes, with K/M/G/T meaning powers of 1024.
 StatusOr<uint64_t> ParseByteSize(std::string_view text);

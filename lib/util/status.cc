@@ -31,6 +31,8 @@ std::string_view StatusCodeName(StatusCode code) {
       return "Internal";
     case StatusCode::kUnavailable:
       return "Unavailable";
+    case StatusCode::kPermissionDenied:
+      return "PermissionDenied";
   }
   return "Unknown";
 }
@@ -66,6 +68,9 @@ Status FailedPreconditionError(std::string m) {
 Status OutOfRangeError(std::string m) { return {StatusCode::kOutOfRange, std::move(m)}; }
 Status InternalError(std::string m) { return {StatusCode::kInternal, std::move(m)}; }
 Status UnavailableError(std::string m) { return {StatusCode::kUnavailable, std::move(m)}; }
+Status PermissionDeniedError(std::string m) {
+  return {StatusCode::kPermissionDenied, std::move(m)};
+}
 
 Status ErrnoError(std::string_view context, int err) {
   std::string m(context);

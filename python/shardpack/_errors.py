@@ -20,6 +20,7 @@ __all__ = [
     "OutOfRangeError",
     "InternalError",
     "UnavailableError",
+    "PermissionDeniedError",
 ]
 
 
@@ -97,6 +98,13 @@ class UnavailableError(Error, RuntimeError):
     code = "Unavailable"
 
 
+class PermissionDeniedError(Error, PermissionError):
+    """A server refused the credentials or what they allow (S3: AccessDenied,
+    SignatureDoesNotMatch, InvalidAccessKeyId, ExpiredToken, ...)."""
+
+    code = "PermissionDenied"
+
+
 _BY_CODE = {
     cls.code: cls
     for cls in (
@@ -111,6 +119,7 @@ _BY_CODE = {
         OutOfRangeError,
         InternalError,
         UnavailableError,
+        PermissionDeniedError,
     )
 }
 

@@ -111,3 +111,12 @@ def test_filter_and_fit_names_are_the_libraries_and_others_are_refused(tmp_path,
         shardpack.convert(str(tmp_path), str(tmp_path / "out"), size=8, fit="fill")
     assert list(shardpack._shardpack.ResizeFilter.__members__) == [
         "area", "bilinear", "bicubic", "lanczos3"]
+
+
+def test_a_refused_credential_is_a_permission_error():
+    # The C++ PermissionDenied code (S3's AccessDenied, SignatureDoesNotMatch, ...);
+    # tests/interop/test_s3.py raises it from a real server.
+    cls = shardpack._errors.exception_class("PermissionDenied")
+    assert cls is shardpack.PermissionDeniedError
+    assert issubclass(cls, PermissionError) and issubclass(cls, shardpack.Error)
+    assert cls.code == "PermissionDenied"

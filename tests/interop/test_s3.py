@@ -1,9 +1,9 @@
 """s3:// datasets against a real S3 server on loopback: moto's (moto[server]), with
-signatures enforced. The first six requests moto takes unauthenticated
-(INITIAL_NO_AUTH_ACTION_COUNT=6) create an IAM user, give it s3:* and sts:AssumeRole
-through an inline policy, create its access key and the bucket, and a role allowed s3:*
-(for temporary credentials with a session token); from then on every request must be
-signed. A converted dataset is uploaded with boto3, then read with the shardpack CLI, the C++
+signatures enforced. The first nine requests moto takes unauthenticated
+(INITIAL_NO_AUTH_ACTION_COUNT=9) create an IAM user, give it s3:* and sts:AssumeRole
+through an inline policy, create its access key and the bucket, a role allowed s3:*
+(for temporary credentials with a session token), and a second user allowed only to list
+buckets (AccessDenied for reading); from then on every request must be signed. A converted dataset is uploaded with boto3, then read with the shardpack CLI, the C++
 samples (Dataset and Loader) and the Python binding, through AWS_ENDPOINT_URL (path-style
 addressing), with the credentials in the environment. shardpack's own writing to S3
 (convert's DST s3://...: staging, upload, the manifest last, multipart, a failed upload
@@ -19,6 +19,7 @@ import re
 import socket
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -30,11 +31,12 @@ from moto_s3 import ALLOW, Moto  # noqa: E402
 BUCKET = "shardpack-data"
 SECRET_MARKERS = []  # secret keys and session tokens used here: never in any output
 ROLE = {}  # the ARN of the role for temporary credentials
+LISTER = {}  # the keys of a user allowed s3:ListBucket only
 
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory):
-    m = Moto(tmp_path_factory.mktemp("moto"), unauthenticated=6)
+    m = Moto(tmp_path_factory.mktemp("moto"), unauthenticated=9)
     yield m
     m.stop()
 
@@ -42,7 +44,7 @@ def moto(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def keys(moto):
-    """The six unauthenticated requests; from here on moto checks signatures."""
+    """The nine unauthenticated requests; from here on moto checks signatures."""
     iam = moto.client("iam")
     iam.create_user(UserName="reader")
     iam.put_user_policy(UserName="reader", PolicyName="s3-all",
@@ -53,7 +55,12 @@ def keys(moto):
         '{"Version": "2012-10-17", "Statement": [{"Effect": "Allow", '
         '"Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}]}'))["Role"]["Arn"]
     iam.put_role_policy(RoleName="trainer", PolicyName="s3-all", PolicyDocument=ALLOW % '"s3:*"')
-    SECRET_MARKERS.append(key["SecretAccessKey"])
+    iam.create_user(UserName="lister")
+    iam.put_user_policy(UserName="lister", PolicyName="list-only",
+                        PolicyDocument=ALLOW % '"s3:ListBucket"')
+    lister = iam.create_access_key(UserName="lister")["AccessKey"]
+    LISTER.update(id=lister["AccessKeyId"], secret=lister["SecretAccessKey"])
+    SECRET_MARKERS.extend([key["SecretAccessKey"], lister["SecretAccessKey"]])
     return key["AccessKeyId"], key["SecretAccessKey"]
 
 
@@ -148,6 +155,20 @@ def test_an_unknown_access_key_is_named(cli, dataset, env):
     env["AWS_ACCESS_KEY_ID"] = "AKIANOSUCHKEY0000000"
     p = run(cli.binary, "info", URL, env=env, expect=2)
     assert f"{URL}/manifest.json: HTTP 403 InvalidAccessKeyId" in p.stderr, p.stderr
+
+
+def test_credentials_without_the_right_to_read_are_access_denied_a_permission_error(
+        cli, dataset, env, monkeypatch):
+    env.update(AWS_ACCESS_KEY_ID=LISTER["id"], AWS_SECRET_ACCESS_KEY=LISTER["secret"])
+    for command in ("info", "verify"):
+        p = run(cli.binary, command, URL, env=env, expect=2)
+        assert (f"{URL}/manifest.json: HTTP 403 AccessDenied (these credentials may not read "
+                "this object)") in p.stderr, p.stderr
+    shardpack = binding_in(env, monkeypatch)
+    with pytest.raises(shardpack.PermissionDeniedError, match="HTTP 403 AccessDenied") as e:
+        shardpack.Dataset(URL)
+    assert isinstance(e.value, PermissionError) and e.value.code == "PermissionDenied"
+    assert_no_secret_in(env["SHARDPACK_CACHE_DIR"])
 
 
 def test_temporary_credentials_with_a_session_token_read_and_a_wrong_token_is_named(
@@ -347,15 +368,18 @@ class PutFailingProxy(Proxy):
         self.relay(client, head)
 
 
+@pytest.mark.parametrize("connections", ["1", "4"])
 def test_a_failed_upload_publishes_no_manifest_and_the_same_command_again_does(
-        cli, image_tree, env, moto, keys, tmp_path):
-    url = f"s3://{BUCKET}/halfway"
+        cli, image_tree, env, moto, keys, tmp_path, connections):
+    prefix = f"halfway-{connections}"
+    url = f"s3://{BUCKET}/{prefix}"
     staging = tmp_path / "staging"
     args = ["convert", image_tree.root, url, "--size", "16x16", "--shard-records", "4",
             "--staging", staging, "--quiet"]
     proxy = PutFailingProxy(moto.port, fail="shard-00001-of-00003.tfrecord")
     try:
-        failing = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}")
+        failing = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}",
+                       SHARDPACK_CONNECTIONS=connections)
         p = run(cli.binary, *args, env=failing, expect=2)
     finally:
         proxy.close()
@@ -363,20 +387,71 @@ def test_a_failed_upload_publishes_no_manifest_and_the_same_command_again_does(
     assert f"{url}/shard-00001-of-00003.tfrecord: HTTP 403 AccessDenied" in p.stderr, p.stderr
     assert f"nothing was published: {url} has no manifest.json" in p.stderr, p.stderr
     assert f"the converted dataset is kept in {staging}" in p.stderr, p.stderr
-    uploaded = objects(moto, keys, "halfway")
+    uploaded = objects(moto, keys, prefix)
     assert "manifest.json" not in uploaded
-    assert "shard-00000-of-00003.tfrecord" in uploaded
+    if connections == "1":  # in the manifest's order: the first shard went up before
+        assert "shard-00000-of-00003.tfrecord" in uploaded
     assert (staging / "manifest.json").is_file()
     assert_no_secret_in(staging)
-    # Again, without the fault: the conversion is found complete, what was uploaded is not
-    # sent again, the rest and then the manifest are.
+    # Again, without the fault (and over the default 8 connections): the conversion is
+    # found complete, what was uploaded is not sent again, the rest and then the manifest
+    # are.
     p = run(cli.binary, *args, env=env)
     assert "uploaded: " in p.stdout, p.stdout
-    puts = [r for r in requests_logged(moto, "halfway") if r.startswith("PUT ")]
-    assert puts.count("PUT shard-00000-of-00003.tfrecord") == 1, puts
+    # Over both runs every object reached moto once (the refused PUT never did).
+    puts = [r for r in requests_logged(moto, prefix) if r.startswith("PUT ")]
+    assert len(set(puts)) == len(puts) == 8, puts
     assert puts[-1] == "PUT manifest.json", puts
     assert not staging.exists()
     assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+
+
+class DelayingProxy(Proxy):
+    """Holds every request `delay` seconds before relaying it, counting the requests held
+    at once: what shows that files move over several connections at a time. (A client
+    sends its next request only once answered, so no more are held than it has
+    connections.)"""
+
+    def __init__(self, upstream_port, delay):
+        self.delay = delay
+        self.in_flight = 0
+        self.most_in_flight = 0
+        super().__init__(upstream_port)
+
+    def serve(self, client, first):
+        head = self.read_head(client)
+        with self.lock:
+            self.in_flight += 1
+            self.most_in_flight = max(self.most_in_flight, self.in_flight)
+        time.sleep(self.delay)
+        with self.lock:
+            self.in_flight -= 1
+        self.relay(client, head)
+
+
+def test_files_are_downloaded_and_uploaded_over_as_many_connections_as_asked(
+        cli, image_tree, dataset, env, moto, keys):
+    url = f"s3://{BUCKET}/parallel"
+    proxy = DelayingProxy(moto.port, delay=0.3)
+    try:
+        slow = dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}",
+                    SHARDPACK_CONNECTIONS="3")
+        # 7 files go up 3 at a time (each PUT, then its HEAD), the manifest after them.
+        run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--shard-records",
+            "4", "--quiet", env=slow)
+        assert 2 <= proxy.most_in_flight <= 3, proxy.most_in_flight
+        puts = [r for r in requests_logged(moto, "parallel") if r.startswith("PUT ")]
+        assert len(puts) == 8 and puts[-1] == "PUT manifest.json", puts
+        # And down again, 3 at a time, into an empty cache.
+        proxy.most_in_flight = 0
+        assert run(cli.binary, "verify", url, env=slow).stdout.startswith(f"{url}: OK: ")
+        assert 2 <= proxy.most_in_flight <= 3, proxy.most_in_flight
+        slow["SHARDPACK_CONNECTIONS"] = "1"
+        proxy.most_in_flight = 0
+        assert run(cli.binary, "verify", url, env=slow).stdout.startswith(f"{url}: OK: ")
+        assert proxy.most_in_flight == 1, proxy.most_in_flight
+    finally:
+        proxy.close()
 
 
 def test_a_shard_above_the_multipart_threshold_is_uploaded_in_parts(

@@ -256,6 +256,8 @@ TEST_F(RemoteTest, ConnectionDroppedMidShardIsResumedFromTheLastByte) {
   Manifest m = Serve("ds", Spec());
   // The first connection carries the manifest, then the first shard's first range; it is
   // cut about 1000 bytes into that range's body: the client must ask for the rest only.
+  // One connection: the files in the manifest's order.
+  options_.remote.connections = 1;
   const uint64_t manifest_bytes = fs::file_size(Local("ds") + "/manifest.json");
   testing::DroppingProxy proxy(server_->port(), 1, manifest_bytes + 1500);
   auto ds = Dataset::Open(proxy.Url("ds"), options_);
@@ -274,6 +276,70 @@ TEST_F(RemoteTest, ConnectionDroppedMidShardIsResumedFromTheLastByte) {
   EXPECT_NE(requests[0].find(" bytes=0-4095 "), std::string::npos) << requests[0];
   EXPECT_EQ(requests[1].find(" bytes=0-"), std::string::npos) << requests[1];
   EXPECT_NE(requests[1].find("-4095 206"), std::string::npos) << requests[1];
+}
+
+TEST_F(RemoteTest, FilesAreDownloadedOverAsManyConnectionsAsAsked) {
+  Manifest m = Serve("ds", Spec());  // 3 shards: 6 files
+  auto local = Dataset::Open(Local("ds"));
+  ASSERT_TRUE(local.ok());
+  for (int connections : {1, 4, 8}) {
+    SCOPED_TRACE(connections);
+    TempDir cache;
+    options_.remote.cache_dir = cache.path();
+    options_.remote.connections = connections;
+    testing::DroppingProxy proxy(server_->port(), 0, 0);  // counts, drops none
+    auto ds = Dataset::Open(proxy.Url("ds"), options_);
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    ExpectSameSamples(**local, **ds);
+    // Each connection is one client's, kept alive across its files; the first also
+    // fetched the manifest. No more than asked or than there are files; how many are
+    // used depends on how fast the first threads take the files (test_s3.py holds every
+    // request to see them all at work).
+    EXPECT_LE(proxy.connections(), std::min<int>(connections, 2 * m.shards.size()));
+    if (connections == 1) {
+      EXPECT_EQ(proxy.connections(), 1);
+    }
+  }
+}
+
+TEST_F(RemoteTest, AFileFailingStopsTheOtherDownloadsLeavingNothingHalfWritten) {
+  testing::TestDatasetSpec spec = Spec();
+  spec.max_shard_records = 1;  // 12 shards: 24 files
+  Manifest m = Serve("ds", spec);
+  options_.remote.connections = 4;
+  const std::string moved = work_.Join("kept");
+  fs::rename(Local("ds") + "/" + m.shards[5].data.file, moved);
+  auto ds = Dataset::Open(server_->Url("ds"), options_);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
+  EXPECT_NE(ds.status().message().find(server_->Url("ds/" + m.shards[5].data.file) + ": bytes 0-" +
+                                       std::to_string(m.shards[5].data.bytes - 1) + ": HTTP 404"),
+            std::string::npos)
+      << ds.status().message();
+  // No partial download and no reservation stay; what was published is whole.
+  for (const auto& e : fs::recursive_directory_iterator(cache_dir())) {
+    const std::string name = e.path().filename().string();
+    EXPECT_EQ(name.find(".partial"), std::string::npos) << name;
+    EXPECT_NE(name, ".reserved");
+  }
+  const std::set<std::string> first = CachedFiles(cache_dir());
+  EXPECT_LT(first.size(), 2 * m.shards.size());
+  // With the file back, a second open fetches only what the cache lacks.
+  fs::rename(moved, Local("ds") + "/" + m.shards[5].data.file);
+  auto again = remote::FetchDataset(server_->Url("ds"), options_.remote);
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  uint64_t lacking = 0;
+  for (const ShardEntry& s : m.shards) {
+    for (const FileEntry* f : {&s.data, &*s.index}) {
+      if (first.count(f->file + "." + f->xxh3_128) == 0) lacking += f->bytes;
+    }
+  }
+  EXPECT_EQ((*again)->bytes_downloaded(), lacking);
+  auto local = Dataset::Open(Local("ds"));
+  ASSERT_TRUE(local.ok());
+  auto read = Dataset::Open(server_->Url("ds"), options_);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  ExpectSameSamples(**local, **read);
 }
 
 TEST_F(RemoteTest, ServerThatAlwaysDropsIsAnIOErrorAfterTheBoundedRetries) {
@@ -485,6 +551,28 @@ TEST(RemoteOptionsTest, CacheDefaultsComeFromTheEnvironment) {
   ::unsetenv("SHARDPACK_CACHE_DIR");
   ::unsetenv("SHARDPACK_CACHE_BYTES");
   EXPECT_EQ(*remote::ResolveCacheBytes(d), remote::kDefaultCacheBytes);
+}
+
+TEST(RemoteOptionsTest, ConnectionsComeFromTheOptionElseTheEnvironment) {
+  RemoteOptions d;
+  ::unsetenv("SHARDPACK_CONNECTIONS");
+  EXPECT_EQ(*remote::ResolveConnections(d), remote::kDefaultConnections);
+  ::setenv("SHARDPACK_CONNECTIONS", "32", 1);
+  EXPECT_EQ(*remote::ResolveConnections(d), 32);
+  RemoteOptions o;
+  o.connections = 3;
+  EXPECT_EQ(*remote::ResolveConnections(o), 3);
+  for (const char* bad : {"0", "257", "-1", "four", "1e3", "99999999999"}) {
+    ::setenv("SHARDPACK_CONNECTIONS", bad, 1);
+    auto r = remote::ResolveConnections(d);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("SHARDPACK_CONNECTIONS"), std::string::npos);
+    EXPECT_NE(r.status().message().find("1 to 256"), std::string::npos) << r.status().message();
+  }
+  ::unsetenv("SHARDPACK_CONNECTIONS");
+  o.connections = -2;
+  EXPECT_EQ(remote::ResolveConnections(o).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

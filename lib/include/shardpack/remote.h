@@ -55,6 +55,11 @@ struct RemoteOptions {
   // Default 30.
   int stall_timeout_s = 30;
 
+  // Files downloaded (or uploaded) at once, each over its own connection; one file's
+  // ranges go in order over one. 0 (the default): $SHARDPACK_CONNECTIONS, else 8. At most
+  // 256.
+  int connections = 0;
+
   // Writing to S3 (convert's DST s3://bucket/prefix). A file larger than
   // multipart_threshold_bytes is sent as a multipart upload of part_bytes parts (the last
   // shorter). 0 (the defaults): $SHARDPACK_S3_MULTIPART_BYTES, else 100 MiB; and
@@ -70,8 +75,9 @@ bool IsRemotePath(std::string_view path);
 
 // Fetches and checks URL/manifest.json (at most 256 MiB) without downloading any shard:
 // what `shardpack info URL` shows. Errors name the URL: NotFound for an HTTP 404 (S3:
-// NoSuchKey, NoSuchBucket), InvalidArgument for S3 refusing the credentials (AccessDenied,
-// SignatureDoesNotMatch, ...) or an unusable S3 configuration, IOError for a network
+// NoSuchKey, NoSuchBucket), PermissionDenied for an HTTP 401/403 (S3 refusing the
+// credentials: AccessDenied, SignatureDoesNotMatch, ...), InvalidArgument for an unusable
+// S3 configuration or a request S3 refuses by its form (a wrong region), IOError for a network
 // failure after the retries, Corruption for a bad manifest.
 StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& options = {});
 

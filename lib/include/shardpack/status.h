@@ -32,6 +32,7 @@ enum class StatusCode : int {
   kOutOfRange = 9,          // an index beyond the end
   kInternal = 10,           // a bug in shardpack or a C library misbehaving
   kUnavailable = 11,        // a device or facility this machine or build does not offer
+  kPermissionDenied = 12,   // a server refused the credentials or their rights (S3 403)
 };
 
 // Name of a code, e.g. "Corruption".
@@ -73,6 +74,7 @@ Status FailedPreconditionError(std::string message);
 Status OutOfRangeError(std::string message);
 Status InternalError(std::string message);
 Status UnavailableError(std::string message);
+Status PermissionDeniedError(std::string message);
 
 // An IOError for a failed system call: "<context>: <strerror(err)> (<ERRNAME>)".
 Status ErrnoError(std::string_view context, int err);
