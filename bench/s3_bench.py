@@ -1,22 +1,30 @@
 #!/usr/bin/env python3
 """The loader reading an s3:// dataset from a loopback S3 server (moto's, signatures
-enforced) against the same dataset on local disk, in one run: samples/s of an epoch with a
-cold cache (the download of every shard into the cache, signed, ranged and checksummed,
-then the epoch), then of a loader opened again on the warm cache, its epochs alternating
+enforced) against the same dataset on local disk, in one run: the download of every file
+into an empty cache (signed, ranged, checksummed) over each number of connections asked
+for; samples/s of an epoch with a cold cache (the download over the default connections,
+then the epoch); then of a loader opened again on the warm cache, its epochs alternating
 with those of the local copy.
 
 Run with the interop environment (moto[server], boto3, TensorFlow-free use of the binding):
   bash scripts/install-python.sh && bash scripts/install-interop.sh
   out/venv-interop/bin/python bench/s3_bench.py DATASET [--batch 256] [--epochs 3]
+      [--connections 1,2,4,8] [--link-rate 50m]
 The dataset is uploaded to the server first (not timed). Loopback S3 measures shardpack's
-side (signing, the cache, checksums) and moto's Python server, not a network.
+side (signing, the cache, checksums) and moto's Python server, not a network. With
+--link-rate MB/s, the requests go through a proxy (below) that sends each connection's
+responses at most that fast: an object store whose single stream is slower than the
+link, as a far one's is (moto sets the ceiling of all of them together).
 """
 
 import argparse
 import os
+import shutil
+import socket
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -29,12 +37,66 @@ from rates import epoch_rate  # noqa: E402
 BUCKET = "shardpack-bench"
 
 
+class RateLimitingProxy:
+    """A TCP relay on a free loopback port to `upstream_port` that sends each connection's
+    responses at most `rate` bytes/s (a thread per direction; requests pass unthrottled):
+    an object store whose single stream is slower than the link, as a far one's is."""
+
+    def __init__(self, upstream_port, rate):
+        self.upstream_port = upstream_port
+        self.rate = rate
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
+            threading.Thread(target=self._pipe, args=(client, upstream, None),
+                             daemon=True).start()
+            threading.Thread(target=self._pipe, args=(upstream, client, self.rate),
+                             daemon=True).start()
+
+    @staticmethod
+    def _pipe(src, dst, rate):
+        start, sent = time.monotonic(), 0
+        try:
+            while data := src.recv(1 << 18):
+                dst.sendall(data)
+                sent += len(data)
+                if rate:
+                    ahead = sent / rate - (time.monotonic() - start)
+                    if ahead > 0:
+                        time.sleep(ahead)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def stop(self):
+        self.listener.close()
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("dataset", help="a local shardpack dataset directory")
     p.add_argument("--batch", type=int, default=256)
     p.add_argument("--epochs", type=int, default=3, help="warm and local epochs each")
+    p.add_argument("--connections", default="1,2,4,8",
+                   help="the downloads to time, by number of connections (comma-separated)")
+    p.add_argument("--link-rate", type=float,
+                   help="each connection's rate through a throttling proxy, MB/s")
     a = p.parse_args()
+    counts = [int(c) for c in a.connections.split(",")]
 
     local = Path(a.dataset)
     files = [f for f in sorted(local.iterdir()) if f.is_file() and f.name != ".lock"]
@@ -42,6 +104,7 @@ def main():
     samples = shardpack.info(str(local))["num_samples"]
     with tempfile.TemporaryDirectory(dir=os.environ.get("TMPDIR", "out")) as tmp:
         moto = Moto(Path(tmp))
+        proxy = None
         try:
             key_id, secret = moto.reader(BUCKET)
             s3 = moto.client("s3", key_id, secret)
@@ -52,11 +115,27 @@ def main():
                   f"{time.perf_counter() - start:.1f} s (not timed below)")
             for k in [k for k in os.environ if k.startswith("AWS_")]:
                 del os.environ[k]
-            os.environ.update(AWS_ENDPOINT_URL=moto.endpoint, AWS_ACCESS_KEY_ID=key_id,
+            endpoint = moto.endpoint
+            if a.link_rate:
+                proxy = RateLimitingProxy(moto.port, a.link_rate * 1e6)
+                endpoint = proxy.endpoint
+            os.environ.update(AWS_ENDPOINT_URL=endpoint, AWS_ACCESS_KEY_ID=key_id,
                               AWS_SECRET_ACCESS_KEY=secret, AWS_REGION="us-east-1",
                               SHARDPACK_CACHE_DIR=str(Path(tmp) / "cache"), NO_PROXY="127.0.0.1")
             url = f"s3://{BUCKET}/ds"
             kwargs = dict(batch_size=a.batch, framework="numpy")
+
+            downloads = {}  # connections -> seconds
+            for n in counts:
+                os.environ["SHARDPACK_CONNECTIONS"] = str(n)
+                cache = Path(tmp) / f"cache-{n}"
+                os.environ["SHARDPACK_CACHE_DIR"] = str(cache)
+                start = time.perf_counter()
+                shardpack.Dataset(url)  # downloads every file into the empty cache
+                downloads[n] = time.perf_counter() - start
+                shutil.rmtree(cache)
+            del os.environ["SHARDPACK_CONNECTIONS"]
+            os.environ["SHARDPACK_CACHE_DIR"] = str(Path(tmp) / "cache")
 
             start = time.perf_counter()
             remote = shardpack.Loader(url, **kwargs)  # downloads every file into the cache
@@ -75,9 +154,20 @@ def main():
                 disk.append(epoch_rate(local_loader))
             del remote
         finally:
+            if proxy:
+                proxy.stop()
             moto.stop()
     w, d = statistics.median(warm), statistics.median(disk)
-    print(f"dataset {local}: {samples:,} samples, {total / 1e6:,.0f} MB, batch {a.batch}")
+    print(f"dataset {local}: {samples:,} samples, {total / 1e6:,.0f} MB in {len(files)} files, "
+          f"batch {a.batch}" + (f", each connection at most {a.link_rate:g} MB/s (proxy)"
+                                if a.link_rate else ""))
+    print("| connections | download s | MB/s | / 1 connection |")
+    print("|---|---|---|---|")
+    base = downloads.get(1)
+    for n, sec in downloads.items():
+        ratio = f"{base / sec:.2f}x" if base else "-"
+        print(f"| {n} | {sec:.2f} | {total / sec / 1e6:,.0f} | {ratio} |")
+    print()
     print("| reader | samples/s | / local disk |")
     print("|---|---|---|")
     print(f"| s3://, cold cache (download {fetch:.1f} s, {total / fetch / 1e6:,.0f} MB/s, then "

@@ -173,6 +173,9 @@ Status PublishFile(Env* env, const std::string& tmp_path, const std::string& fin
 // Writes all `n` bytes to the file descriptor `fd`, going on after short writes and EINTR;
 // an error names `path` and the errno.
 Status WriteAll(int fd, const void* data, size_t n, const std::string& path);
+// The same at `offset` (pwrite(2)): the file position is not used, so threads may write
+// parts of one file at once.
+Status PwriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path);
 
 }  // namespace shardpack::io
 

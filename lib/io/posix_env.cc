@@ -389,4 +389,19 @@ Status WriteAll(int fd, const void* data, size_t n, const std::string& path) {
   return Status::Ok();
 }
 
+Status PwriteAll(int fd, const void* data, size_t n, uint64_t offset, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoError(path + ": pwrite at offset " + std::to_string(offset), errno);
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    offset += static_cast<uint64_t>(w);
+  }
+  return Status::Ok();
+}
+
 }  // namespace shardpack::io

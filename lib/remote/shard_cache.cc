@@ -370,12 +370,44 @@ class Fetcher {
     return Status::Ok();
   }
 
-  // Downloads `files` over up to `connections_` connections at once, a file per
-  // connection at a time, in the manifest's order. The first failure stops the others
-  // (their partial files are removed) and is returned.
+  // One file being downloaded: its ranges are fetched by any connection and written at
+  // their offsets; the last range to end checks the file and publishes it.
+  struct FileJob {
+    const FileEntry* entry = nullptr;
+    std::string url, partial, final_path;
+    std::atomic<size_t> ranges_left{0};
+    std::mutex mu;  // fd, error
+    int fd = -1;    // opened by the first range to start
+    Status error;   // the first range's error
+  };
+  struct RangeJob {
+    FileJob* file;
+    uint64_t begin, end;
+  };
+
+  // Downloads `files` in ranges of chunk_bytes, over up to `connections_` connections at
+  // once, the ranges taken in the manifest's order (so files finish about in that order
+  // and few are open at a time). The first failure stops the others (no file of theirs
+  // is published) and is returned.
   Status FetchAll(const std::vector<const FileEntry*>& files, uint64_t reserved) {
     reserved_ = reserved;
-    const size_t n = std::min<size_t>(static_cast<size_t>(connections_), files.size());
+    const uint64_t chunk = std::max<uint64_t>(1, options_.chunk_bytes);
+    std::vector<std::unique_ptr<FileJob>> jobs;
+    std::vector<RangeJob> ranges;
+    for (const FileEntry* f : files) {
+      auto job = std::make_unique<FileJob>();
+      job->entry = f;
+      job->url = out_->UrlOf(f->file);
+      job->final_path = PublishedPath(*f);
+      job->partial = job->final_path + std::string(kPartialSuffix);
+      size_t n = 0;
+      for (uint64_t begin = 0; begin < f->bytes || n == 0; begin += chunk, ++n) {
+        ranges.push_back({job.get(), begin, std::min(f->bytes, begin + chunk)});  // empty: none
+      }
+      job->ranges_left = n;
+      jobs.push_back(std::move(job));
+    }
+    const size_t n = std::min<size_t>(static_cast<size_t>(connections_), ranges.size());
     while (clients_.size() < n) {
       SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
       clients_.push_back(std::move(client));
@@ -383,9 +415,12 @@ class Fetcher {
     std::atomic<size_t> next{0};
     Status first_error;
     auto work = [&](HttpClient* client) {
-      for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < files.size();) {
-        Status s = FetchFile(*files[i], client);
-        if (s.ok() || Tolerated(*files[i], s)) continue;
+      for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < ranges.size();) {
+        FileJob& job = *ranges[i].file;
+        FetchRange(ranges[i], client);
+        if (--job.ranges_left != 0) continue;
+        Status s = Finish(&job);
+        if (s.ok() || Tolerated(*job.entry, s)) continue;
         // Only the first: the others' are mostly the stop itself.
         if (!stop_.exchange(true)) first_error = std::move(s);
       }
@@ -396,6 +431,13 @@ class Fetcher {
       std::vector<std::thread> threads;
       for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
       for (std::thread& t : threads) t.join();
+    }
+    // Files left unfinished by a stop.
+    for (const auto& job : jobs) {
+      if (job->fd >= 0) {
+        ::close(job->fd);
+        ::unlink(job->partial.c_str());
+      }
     }
     return first_error;
   }
@@ -412,53 +454,73 @@ class Fetcher {
     return true;
   }
 
-  // Downloads one file in chunks into <file>.<xxh3>.partial, checks it and publishes it.
-  Status FetchFile(const FileEntry& f, HttpClient* client) {
-    const std::string final_path = PublishedPath(f);
-    const std::string partial = final_path + std::string(kPartialSuffix);
-    const std::string url = out_->UrlOf(f.file);
-    int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoError(partial + ": open", errno);
-    Xxh3Hasher hasher;
-    uint64_t received = 0;
+  // Downloads one range of a file into its <file>.<xxh3>.partial, at its offset. Errors
+  // are kept in the file's job; a file that failed already skips its other ranges.
+  void FetchRange(const RangeJob& r, HttpClient* client) {
+    FileJob& job = *r.file;
+    int fd;
+    {
+      std::lock_guard<std::mutex> lock(job.mu);
+      if (!job.error.ok()) return;
+      if (job.fd < 0) {
+        job.fd = ::open(job.partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (job.fd < 0) {
+          job.error = ErrnoError(job.partial + ": open", errno);
+          return;
+        }
+      }
+      fd = job.fd;
+    }
+    if (r.begin == r.end) return;  // an empty file
+    uint64_t offset = r.begin;
     const Sink sink = [&](const uint8_t* data, size_t n) {
-      // Another file failed: this one is abandoned (FetchAll drops this status).
-      if (stop_.load(std::memory_order_relaxed)) return IOError(url + ": download stopped");
-      SHARDPACK_RETURN_IF_ERROR(io::WriteAll(fd, data, n, partial));
-      hasher.Update(data, n);
-      received += n;
+      // Another file failed: this one is abandoned (FetchAll drops its status).
+      if (stop_.load(std::memory_order_relaxed)) return IOError(job.url + ": download stopped");
+      SHARDPACK_RETURN_IF_ERROR(io::PwriteAll(fd, data, n, offset, job.partial));
+      offset += n;
       return Status::Ok();
     };
-    Status s;
-    const uint64_t chunk = std::max<uint64_t>(1, options_.chunk_bytes);
-    for (uint64_t begin = 0; s.ok() && begin < f.bytes; begin += chunk) {
-      s = client->GetRange(url, begin, std::min(f.bytes, begin + chunk), f.bytes, sink);
+    Status s = client->GetRange(job.url, r.begin, r.end, job.entry->bytes, sink);
+    bytes_downloaded_ += offset - r.begin;
+    if (!s.ok()) {
+      std::lock_guard<std::mutex> lock(job.mu);
+      if (job.error.ok()) job.error = std::move(s);
     }
-    bytes_downloaded_ += received;
+  }
+
+  // Once every range of `job` ended: checks the file's XXH3-128 (read back from the
+  // page cache), makes it durable and publishes it; or removes it.
+  Status Finish(FileJob* job) {
+    const FileEntry& f = *job->entry;
+    const int fd = std::exchange(job->fd, -1);
+    Status s = stop_.load() ? IOError(job->url + ": download stopped") : job->error;
     bool bad = false;  // whole, but not the file the manifest describes
     if (s.ok()) {
-      const std::string actual = hasher.HexDigest();
-      if (actual != f.xxh3_128) {
-        s = CorruptionError(url + ": xxh3_128 checksum " + actual + ", the manifest says " +
-                            f.xxh3_128 + " (" + std::to_string(received) + " bytes downloaded)");
+      auto actual = HashFile(fd, job->partial);
+      if (!actual.ok()) {
+        s = actual.status();
+      } else if (*actual != f.xxh3_128) {
+        s = CorruptionError(job->url + ": xxh3_128 checksum " + *actual + ", the manifest says " +
+                            f.xxh3_128 + " (" + std::to_string(f.bytes) + " bytes downloaded)");
         bad = true;
       }
     }
     // Durable before it is published: a crash must not leave a published name over bytes
     // that never reached the disk.
-    if (s.ok() && ::fsync(fd) != 0) s = ErrnoError(partial + ": fsync", errno);
-    if (::close(fd) != 0 && s.ok()) s = ErrnoError(partial + ": close", errno);
+    if (s.ok() && ::fsync(fd) != 0) s = ErrnoError(job->partial + ": fsync", errno);
+    if (fd >= 0 && ::close(fd) != 0 && s.ok()) s = ErrnoError(job->partial + ": close", errno);
     if (!s.ok() && !(bad && keep_bad_)) {
-      ::unlink(partial.c_str());
+      ::unlink(job->partial.c_str());
       return s;
     }
-    const std::string publish_as = bad ? final_path + std::string(kBadSuffix) : final_path;
+    const std::string publish_as =
+        bad ? job->final_path + std::string(kBadSuffix) : job->final_path;
     std::lock_guard<std::mutex> lock(mu_);
     SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
                                FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
-    if (::rename(partial.c_str(), publish_as.c_str()) != 0) {
-      Status e = ErrnoError(partial + ": rename to " + publish_as, errno);
-      ::unlink(partial.c_str());
+    if (::rename(job->partial.c_str(), publish_as.c_str()) != 0) {
+      Status e = ErrnoError(job->partial + ": rename to " + publish_as, errno);
+      ::unlink(job->partial.c_str());
       return e;
     }
     SHARDPACK_RETURN_IF_ERROR(SyncDir(dir_));
@@ -473,6 +535,23 @@ class Fetcher {
       out_->failures_[f.file] = s;
     }
     return Status::Ok();
+  }
+
+  // The XXH3-128 of the file open at `fd`, read from its start.
+  static StatusOr<std::string> HashFile(int fd, const std::string& path) {
+    Xxh3Hasher hasher;
+    std::vector<uint8_t> buf(1 << 20);
+    for (off_t offset = 0;;) {
+      const ssize_t n = ::pread(fd, buf.data(), buf.size(), offset);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(path + ": pread", errno);
+      }
+      if (n == 0) break;
+      hasher.Update(buf.data(), static_cast<size_t>(n));
+      offset += n;
+    }
+    return hasher.HexDigest();
   }
 
   const std::string cache_dir_;

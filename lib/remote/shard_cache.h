@@ -86,9 +86,10 @@ enum class FetchMode {
   kVerify,
 };
 
-// Fetches URL/manifest.json, then the files it lists (see FetchMode), up to
-// RemoteOptions::connections files at once, each over its own connection; the first
-// failure stops the others, and no file of theirs is published. A file whose size
+// Fetches URL/manifest.json, then the files it lists (see FetchMode) in ranges of
+// chunk_bytes, up to RemoteOptions::connections ranges at once, each over its own
+// connection, written at their offsets; a file is hashed once whole. The first failure
+// stops the others, and no file of theirs is published. A file whose size
 // or XXH3-128 does not match the manifest is a Corruption error naming its URL and both
 // checksums (or sizes), and nothing of it is published in the cache. ResourceExhausted
 // when the dataset alone is larger than the bound, or when datasets in use by other
@@ -102,7 +103,7 @@ StatusOr<std::string> ResolveCacheDir(const RemoteOptions& options);
 StatusOr<uint64_t> ResolveCacheBytes(const RemoteOptions& options);
 // RemoteOptions::connections after the environment default: 1 to kMaxConnections;
 // InvalidArgument naming SHARDPACK_CONNECTIONS (or the option) for anything else.
-inline constexpr int kDefaultConnections = 8;
+inline constexpr int kDefaultConnections = 16;
 inline constexpr int kMaxConnections = 256;
 StatusOr<int> ResolveConnections(const RemoteOptions& options);
 

@@ -393,7 +393,7 @@ def test_a_failed_upload_publishes_no_manifest_and_the_same_command_again_does(
         assert "shard-00000-of-00003.tfrecord" in uploaded
     assert (staging / "manifest.json").is_file()
     assert_no_secret_in(staging)
-    # Again, without the fault (and over the default 8 connections): the conversion is
+    # Again, without the fault (and over the default 16 connections): the conversion is
     # found complete, what was uploaded is not sent again, the rest and then the manifest
     # are.
     p = run(cli.binary, *args, env=env)

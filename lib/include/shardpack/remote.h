@@ -55,9 +55,9 @@ struct RemoteOptions {
   // Default 30.
   int stall_timeout_s = 30;
 
-  // Files downloaded (or uploaded) at once, each over its own connection; one file's
-  // ranges go in order over one. 0 (the default): $SHARDPACK_CONNECTIONS, else 8. At most
-  // 256.
+  // Transfers at once, each over its own connection: ranges of chunk_bytes downloaded
+  // (from one file or several), files uploaded. 0 (the default): $SHARDPACK_CONNECTIONS,
+  // else 16 (docs/REMOTE.md has the measurement). 1 to 256.
   int connections = 0;
 
   // Writing to S3 (convert's DST s3://bucket/prefix). A file larger than
