@@ -354,7 +354,9 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     j["seconds"] = s.seconds;
     j["stages"] = StagesJson(s.stages);
     if (!s.staging.empty()) {
-      j["uploaded"] = {{"files", s.uploaded_files}, {"bytes", s.uploaded_bytes}};
+      j["uploaded"] = {{"files", s.uploaded_files},
+                       {"bytes", s.uploaded_bytes},
+                       {"deleted_replaced", s.deleted_objects}};
     }
     nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
     for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
@@ -376,6 +378,10 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     if (!s.staging.empty()) {
       std::printf("  uploaded: %llu objects, %.1f MB (manifest.json last); staging %s removed\n",
                   (unsigned long long)s.uploaded_files, s.uploaded_bytes / 1e6, s.staging.c_str());
+      if (s.deleted_objects > 0) {
+        std::printf("  deleted: %llu objects of the replaced dataset that this one does not list\n",
+                    (unsigned long long)s.deleted_objects);
+      }
     }
     if (a->stats) PrintStages(s.stages, done_now);
     if (!s.rejects.empty()) {

@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
 #include <utility>
 
 #include "convert/input_scan.h"
@@ -1054,17 +1056,47 @@ StatusOr<ConvertSummary> ConvertLocal(const std::string& src, const std::string&
   return summary;
 }
 
-// Whether the dataset at `url` (normalized) has a manifest.json. A GET, not a HEAD: an
-// error answer then has a body naming S3's code (SignatureDoesNotMatch, NoSuchBucket),
-// and bad credentials are found before anything is converted.
-StatusOr<bool> HasManifest(const std::string& url, const RemoteOptions& options) {
+// The manifest.json of the dataset at `url` (normalized); nullopt when the prefix has
+// none. A GET, not a HEAD: an error answer then has a body naming S3's code
+// (SignatureDoesNotMatch, NoSuchBucket), and bad credentials are found before anything is
+// converted.
+StatusOr<std::optional<std::string>> PublishedManifest(const std::string& url,
+                                                       const RemoteOptions& options) {
   SHARDPACK_ASSIGN_OR_RETURN(auto client, remote::HttpClient::Create(options));
   auto text = client->Get(url + "/" + std::string(format::kManifestName), kMaxManifestBytes);
-  if (text.ok()) return true;
+  if (text.ok()) return std::optional<std::string>(std::move(text).value());
   const bool missing_key = text.status().code() == StatusCode::kNotFound &&
                            text.status().message().find("NoSuchBucket") == std::string::npos;
-  if (missing_key) return false;
+  if (missing_key) return std::optional<std::string>();
   return text.status();
+}
+
+// The files a manifest lists: shards, their indexes, the rejects list.
+std::set<std::string> ListedFiles(const Manifest& m) {
+  std::set<std::string> names;
+  for (const ShardEntry& s : m.shards) {
+    names.insert(s.data.file);
+    if (s.index) names.insert(s.index->file);
+  }
+  if (m.rejects) names.insert(m.rejects->file);
+  return names;
+}
+
+// After an overwrite: deletes the objects the replaced manifest (`old_text`) listed that
+// the new dataset does not. Returns how many. A replaced manifest that does not parse
+// (another version, damaged) names nothing to delete.
+StatusOr<uint64_t> DeleteReplacedObjects(const std::string& url, const std::string& old_text,
+                                         const Manifest& now, const RemoteOptions& options) {
+  auto old = ParseManifest(old_text, url + "/" + std::string(format::kManifestName));
+  if (!old.ok()) return 0;
+  const std::set<std::string> kept = ListedFiles(now);
+  uint64_t deleted = 0;
+  for (const std::string& name : ListedFiles(*old)) {
+    if (kept.count(name) != 0) continue;
+    SHARDPACK_RETURN_IF_ERROR(remote::DeleteObject(url + "/" + name, options));
+    ++deleted;
+  }
+  return deleted;
 }
 
 // DST s3://...: convert into the staging directory, then publish it there.
@@ -1085,7 +1117,8 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
     staging = io::JoinPath(io::JoinPath(cache, "staging"), Xxh3Hex(url.data(), url.size()));
   }
   SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(staging, io::PathKind::kLocal));
-  SHARDPACK_ASSIGN_OR_RETURN(bool published, HasManifest(url, o.remote));
+  SHARDPACK_ASSIGN_OR_RETURN(std::optional<std::string> replaced, PublishedManifest(url, o.remote));
+  const bool published = replaced.has_value();
   if (published && !o.overwrite) {
     return Status(StatusCode::kAlreadyExists,
                   url + " holds a dataset (manifest.json): overwrite replaces it");
@@ -1125,6 +1158,16 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
     }
     summary.uploaded_files = uploaded->files;
     summary.uploaded_bytes = uploaded->bytes;
+    if (published) {
+      SHARDPACK_ASSIGN_OR_RETURN(Manifest now, ReadManifest(staging));
+      auto deleted = DeleteReplacedObjects(url, *replaced, now, o.remote);
+      if (!deleted.ok()) {
+        return Status(deleted.status().code(), deleted.status().message() +
+                                                   " (the new dataset is published at " + url +
+                                                   "; objects of the one it replaced are left)");
+      }
+      summary.deleted_objects = *deleted;
+    }
   }
   std::error_code ec;
   std::filesystem::remove_all(staging, ec);  // best effort: the dataset is published

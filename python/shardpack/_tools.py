@@ -47,10 +47,12 @@ class ConvertSummary:
     # seconds summed over the pipeline's "threads" (docs/CLI.md).
     stages: dict = dataclasses.field(default_factory=dict)
     # dst s3://...: the staging directory used (removed once uploaded), and the objects
-    # and bytes the upload sent, manifest.json included
+    # and bytes the upload sent, manifest.json included; with overwrite, the objects of
+    # the replaced dataset that the new one does not list, deleted
     staging: str = ""
     uploaded_files: int = 0
     uploaded_bytes: int = 0
+    deleted_objects: int = 0
 
     def __str__(self):
         if self.already_complete:

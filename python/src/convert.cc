@@ -41,6 +41,7 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   d["staging"] = s.staging;
   d["uploaded_files"] = s.uploaded_files;
   d["uploaded_bytes"] = s.uploaded_bytes;
+  d["deleted_objects"] = s.deleted_objects;
   // ConvertStageSeconds, as `convert --json` writes it.
   const ConvertStageSeconds& t = s.stages;
   nb::dict stages;

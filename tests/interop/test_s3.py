@@ -220,7 +220,9 @@ def requests_logged(moto, prefix):
     moto.log.flush()
     found = []
     for line in Path(moto.log.name).read_text().splitlines():
-        m = re.search(r'"(PUT|POST|DELETE|HEAD|GET) /%s/%s/([^ ]*) HTTP' % (BUCKET, prefix), line)
+        # moto colours some lines (DELETE) with terminal escapes.
+        m = re.search(r'"(?:\x1b\[[0-9;]*m)*(PUT|POST|DELETE|HEAD|GET) /%s/%s/([^ ]*) HTTP'
+                      % (BUCKET, prefix), line)
         if m:
             found.append(f"{m.group(1)} {m.group(2)}")
     return found
@@ -250,6 +252,32 @@ def test_convert_to_s3_uploads_the_manifest_last_and_reads_back_as_the_local_dat
     p = run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--quiet", env=env,
             expect=2)
     assert f"{url} holds a dataset (manifest.json): overwrite replaces it" in p.stderr, p.stderr
+
+
+def test_overwrite_replaces_the_dataset_and_deletes_only_the_objects_it_replaced(
+        cli, image_tree, env, moto, keys, tmp_path):
+    url = f"s3://{BUCKET}/replaced"
+    run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--shard-records", "4",
+        "--quiet", env=env)
+    moto.client("s3", *keys).put_object(Bucket=BUCKET, Key="replaced/README.txt", Body=b"mine")
+    before = objects(moto, keys, "replaced")
+    assert "shard-00002-of-00003.tfrecord" in before
+    # One shard instead of three: the six files of the old shards are listed by nothing.
+    p = run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--shard-records",
+            "12", "--overwrite", "--quiet", env=env)
+    assert "deleted: 6 objects of the replaced dataset" in p.stdout, p.stdout
+    after = objects(moto, keys, "replaced")
+    assert sorted(after) == ["README.txt", "manifest.json", "rejects.tsv",
+                             "shard-00000-of-00001.idx", "shard-00000-of-00001.tfrecord"], after
+    logged = requests_logged(moto, "replaced")
+    # The old manifest deleted before any upload; the old shards after the new manifest.
+    overwrite = logged.index("DELETE manifest.json")
+    assert min(i for i, r in enumerate(logged) if r.startswith("PUT shard-00000-of-00001")) \
+        > overwrite, logged
+    manifest_put = len(logged) - 1 - logged[::-1].index("PUT manifest.json")
+    deletes = [i for i, r in enumerate(logged) if r.startswith("DELETE shard-")]
+    assert len(deletes) == 6 and min(deletes) > manifest_put, logged
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
 
 
 class Proxy:

@@ -215,6 +215,9 @@ struct ConvertSummary {
   std::string staging;
   uint64_t uploaded_files = 0;
   uint64_t uploaded_bytes = 0;
+  // With overwrite: objects of the replaced dataset (listed by its manifest) that the new
+  // one does not list, deleted once the new manifest is up.
+  uint64_t deleted_objects = 0;
 };
 
 // Converts SRC into DST (created; must not hold a dataset). Errors: InvalidArgument for
@@ -225,7 +228,9 @@ struct ConvertSummary {
 // DST may be s3://bucket/prefix: converted into `staging`, then uploaded (remote/
 // s3_upload.h; the manifest last). AlreadyExists when the prefix holds a manifest.json
 // and `overwrite` is off (with it, that manifest is deleted first, so that no reader
-// takes the objects being replaced for a dataset); InvalidArgument with part_count > 1.
+// takes the objects being replaced for a dataset, and the files it listed that the new
+// dataset does not are deleted after the new manifest is up); InvalidArgument with
+// part_count > 1.
 // An upload error names the s3:// object and S3's code, and says that the staging
 // directory was kept for a rerun.
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
