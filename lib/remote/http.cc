@@ -367,12 +367,22 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
     headers.reset(list);
   }
-  if (t->send != nullptr && t->send->method != "HEAD" && t->send->method != "DELETE") {
+  const bool sends_body =
+      t->send != nullptr && (t->send->method == "PUT" || t->send->method == "POST");
+  if (sends_body) {
     // Without it libcurl sends a form's type, which is no object's.
     curl_slist* list = curl_slist_append(headers.get(), "Content-Type: application/octet-stream");
     if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
     headers.release();
     headers.reset(list);
+  }
+  if (t->send != nullptr) {
+    for (const std::string& line : t->send->headers) {
+      curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+      if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
+      headers.release();
+      headers.reset(list);
+    }
   }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
   curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
@@ -392,7 +402,7 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
       curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
     } else {
       curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-      if (r.method != "DELETE") {
+      if (sends_body) {
         // Sent from the caller's memory, not copied ("" rather than a null pointer, which
         // would make libcurl read the body from stdin).
         curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));

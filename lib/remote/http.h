@@ -36,6 +36,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "remote/s3.h"
 #include "shardpack/remote.h"
@@ -46,9 +47,12 @@ namespace shardpack::remote {
 // Receives body bytes; a non-OK Status aborts the transfer and is returned as is.
 using Sink = std::function<Status(const uint8_t* data, size_t n)>;
 
-// A request that sends or changes an object (writing to S3): PUT, POST, DELETE or HEAD.
+// A request that sends or changes an object (writing to S3): PUT, POST, DELETE or HEAD;
+// or a GET with headers (a credentials endpoint, remote/aws_credentials.h).
 struct HttpRequest {
   std::string method = "PUT";
+  // More header lines, "Name: value", sent as they are and never put into a message.
+  std::vector<std::string> headers;
   // Appended to the request URL after a '?', as is (already percent-encoded): an s3://
   // URL cannot carry a query itself, its key is encoded whole. "" for none.
   std::string query;

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "remote/aws_credentials.h"
 #include "remote/http.h"
 
 namespace shardpack::remote {
@@ -155,6 +156,12 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
   } else if (auto c2 = FromSection(config_section)) {
     config.credentials = std::move(c2);
     config.credentials_source = "profile " + profile + " in " + config_path;
+  } else if (std::string p = Value(config_section, "credential_process"); !p.empty()) {
+    config.credential_process = p;
+    config.credential_process_source = "profile " + profile + " in " + config_path;
+  } else if (std::string p2 = Value(credentials_section, "credential_process"); !p2.empty()) {
+    config.credential_process = p2;
+    config.credential_process_source = "profile " + profile + " in " + credentials_path;
   } else if (!explicit_profile.empty() && credentials_section == nullptr &&
              config_section == nullptr) {
     return InvalidArgumentError(
@@ -212,12 +219,18 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
 }
 
 StatusOr<S3Config> ResolveS3Config() {
-  return ResolveS3Config(
-      [](const char* name) {
-        const char* v = std::getenv(name);
-        return std::string(v != nullptr ? v : "");
-      },
-      io::Env::Posix());
+  const GetEnvFn getenv = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  SHARDPACK_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(getenv, io::Env::Posix()));
+  if (!config.credentials) {
+    SHARDPACK_ASSIGN_OR_RETURN(FoundCredentials found,
+                               FindOtherCredentials(config, getenv, io::Env::Posix()));
+    config.credentials = std::move(found.credentials);
+    config.credentials_source = std::move(found.source);
+  }
+  return config;
 }
 
 StatusOr<S3Object> ParseS3Url(std::string_view url) {

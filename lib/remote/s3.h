@@ -42,8 +42,12 @@ struct S3Config {
   // nullopt: none were found, requests are sent unsigned (public buckets).
   std::optional<S3Credentials> credentials;
   // Where the credentials came from, for messages: "AWS_ACCESS_KEY_ID" or
-  // "profile NAME in FILE"; "" when anonymous.
+  // "profile NAME in FILE" (remote/aws_credentials.h names the others); "" when anonymous.
   std::string credentials_source;
+  // When the profile has no keys: its credential_process command ("" for none) and where
+  // it was found, for remote/aws_credentials.h to run.
+  std::string credential_process;
+  std::string credential_process_source;
   std::string region = "us-east-1";
   // "scheme://host[:port][/path]" without a trailing '/'; "" means AWS
   // (https://s3.REGION.amazonaws.com).
@@ -59,7 +63,9 @@ using GetEnvFn = std::function<std::string(const char* name)>;
 //                profile AWS_PROFILE (default "default") in AWS_SHARED_CREDENTIALS_FILE
 //                (default ~/.aws/credentials), section [NAME], keys aws_access_key_id,
 //                aws_secret_access_key, aws_session_token (or the same keys in the config
-//                file's profile section); else none (anonymous)
+//                file's profile section); else the profile's credential_process is noted
+//                (run by remote/aws_credentials.h, as are the container's and the
+//                instance's sources); else none (anonymous)
 //   region       AWS_REGION, else AWS_DEFAULT_REGION, else `region` of the profile in
 //                AWS_CONFIG_FILE (default ~/.aws/config; section [profile NAME], or
 //                [default] for the default profile), else us-east-1
@@ -70,7 +76,9 @@ using GetEnvFn = std::function<std::string(const char* name)>;
 // not an http(s) URL, an unknown addressing. Files that do not exist are skipped; other
 // read errors are returned naming the file.
 StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env);
-// The same with the process's environment and the POSIX file system.
+// The same with the process's environment and the POSIX file system, then, when it found
+// no keys, the credential_process, container and instance sources
+// (remote/aws_credentials.h).
 StatusOr<S3Config> ResolveS3Config();
 
 // Sections of an INI file (the AWS CLI's files): section -> key -> value. Keys are

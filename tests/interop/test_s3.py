@@ -14,6 +14,8 @@ with S3's 503 SlowDown, to show that both are retried and the files still checks
 Every stdout and stderr of these runs (run()), and every file of the caches they fill, is
 checked for the secret keys and session tokens in use, the wrong ones included."""
 
+import http.server
+import json
 import os
 import re
 import socket
@@ -88,7 +90,9 @@ def env(tmp_path, moto, keys):
     (tmp_path / "home").mkdir()
     e.update(HOME=str(tmp_path / "home"), AWS_ENDPOINT_URL=moto.endpoint,
              AWS_ACCESS_KEY_ID=keys[0], AWS_SECRET_ACCESS_KEY=keys[1], AWS_REGION="us-east-1",
-             SHARDPACK_CACHE_DIR=str(tmp_path / "cache"), NO_PROXY="127.0.0.1")
+             SHARDPACK_CACHE_DIR=str(tmp_path / "cache"), NO_PROXY="127.0.0.1",
+             # A machine running these tests may be an EC2 instance with a role.
+             AWS_EC2_METADATA_DISABLED="true")
     return e
 
 
@@ -183,6 +187,97 @@ def test_temporary_credentials_with_a_session_token_read_and_a_wrong_token_is_na
     p = run(cli.binary, "info", URL, env=env, expect=2)
     assert f"{URL}/manifest.json: HTTP 400 InvalidToken (the session token is not valid)" \
         in p.stderr, p.stderr
+    assert_no_secret_in(env["SHARDPACK_CACHE_DIR"])
+
+
+class CredentialsServer:
+    """An instance metadata service (IMDSv2: a session token first) and a container
+    credentials endpoint (an Authorization token) on loopback, answering with `creds`
+    (moto's temporary credentials, which moto then checks); every request logged."""
+
+    def __init__(self, creds):
+        body = json.dumps({"Code": "Success", "AccessKeyId": creds["AccessKeyId"],
+                           "SecretAccessKey": creds["SecretAccessKey"],
+                           "Token": creds["SessionToken"],
+                           "Expiration": "2999-01-01T00:00:00Z"}).encode()
+        self.requests = []
+        server = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def answer(self, status, data=b""):
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_PUT(self):
+                server.requests.append(f"PUT {self.path}")
+                ttl = self.headers.get("X-aws-ec2-metadata-token-ttl-seconds")
+                ok = self.path == "/latest/api/token" and ttl
+                self.answer(200, b"imds-session") if ok else self.answer(400)
+
+            def do_GET(self):
+                server.requests.append(f"GET {self.path}")
+                roles = "/latest/meta-data/iam/security-credentials/"
+                if self.path.startswith(roles):
+                    if self.headers.get("X-aws-ec2-metadata-token") != "imds-session":
+                        return self.answer(401)
+                    return self.answer(200, b"trainer\n" if self.path == roles else body)
+                if self.path == "/container/credentials":
+                    if self.headers.get("Authorization") != "container-secret":
+                        return self.answer(403)
+                    return self.answer(200, body)
+                self.answer(404)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.httpd.shutdown()
+
+
+def test_credentials_from_the_instance_a_container_and_a_credential_process_are_used(
+        cli, dataset, env, moto, keys, tmp_path):
+    sts = moto.client("sts", *keys)
+    c = sts.assume_role(RoleArn=ROLE["arn"], RoleSessionName="instance")["Credentials"]
+    SECRET_MARKERS.extend([c["SecretAccessKey"], c["SessionToken"]])
+    for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_EC2_METADATA_DISABLED"):
+        del env[k]
+    server = CredentialsServer(c)
+    try:
+        # The instance's role, through IMDSv2; one round trip for the whole process,
+        # whatever the number of connections.
+        imds = dict(env, AWS_EC2_METADATA_SERVICE_ENDPOINT=server.url)
+        assert run(cli.binary, "verify", URL, env=imds).stdout.startswith(f"{URL}: OK: ")
+        assert server.requests == [
+            "PUT /latest/api/token", "GET /latest/meta-data/iam/security-credentials/",
+            "GET /latest/meta-data/iam/security-credentials/trainer"], server.requests
+        # A container's endpoint with its token; a wrong token is named, the token not.
+        container = dict(env, AWS_CONTAINER_CREDENTIALS_FULL_URI=f"{server.url}/container/"
+                         "credentials", AWS_CONTAINER_AUTHORIZATION_TOKEN="container-secret",
+                         AWS_EC2_METADATA_DISABLED="true")
+        assert run(cli.binary, "verify", URL, env=container).stdout.startswith(f"{URL}: OK: ")
+        container["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "not-the-container-secret"
+        p = run(cli.binary, "info", URL, env=container, expect=2)
+        assert ("the container's credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI): "
+                f"{server.url}/container/credentials: HTTP 403") in p.stderr, p.stderr
+        assert "container-secret" not in p.stderr
+    finally:
+        server.close()
+    # A profile's credential_process (as `aws configure export-credentials` is used).
+    script = tmp_path / "creds.sh"
+    script.write_text("#!/bin/sh\ncat <<'EOF'\n" + json.dumps(
+        {"Version": 1, "AccessKeyId": c["AccessKeyId"], "SecretAccessKey": c["SecretAccessKey"],
+         "SessionToken": c["SessionToken"]}) + "\nEOF\n")
+    (Path(env["HOME"]) / ".aws").mkdir()
+    (Path(env["HOME"]) / ".aws" / "config").write_text(
+        f"[profile trainer]\ncredential_process = /bin/sh {script}\n")
+    process = dict(env, AWS_PROFILE="trainer", AWS_EC2_METADATA_DISABLED="true")
+    assert run(cli.binary, "verify", URL, env=process).stdout.startswith(f"{URL}: OK: ")
     assert_no_secret_in(env["SHARDPACK_CACHE_DIR"])
 
 
