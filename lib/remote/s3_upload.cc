@@ -57,8 +57,32 @@ struct Item {
   std::string xxh3;
 };
 
-// Uploads the files of one directory to one prefix, over up to `connections` clients at
-// once (a file per client at a time); the manifest last, alone.
+// One file to publish. Above the multipart threshold its parts are sent by any
+// connection; the last part to end completes (or aborts) the upload.
+struct FileJob {
+  const Item* item = nullptr;
+  bool multipart = false;
+  std::vector<PartRange> parts;  // one, the whole file, when not multipart
+  std::mutex mu;                 // everything below
+  bool started = false;          // the record checked, the file mapped, the upload created
+  bool skipped = false;          // an earlier run uploaded it (see "Resuming")
+  bool finished = false;
+  std::unique_ptr<io::MappedFile> file;  // null for an empty file
+  std::string upload_id;
+  std::vector<std::string> etags;
+  size_t parts_left = 0;  // parts not yet ended
+  size_t parts_sent = 0;  // parts that went up
+  Status error;           // the first part's
+
+  std::string_view Data() const {
+    return file == nullptr
+               ? std::string_view()
+               : std::string_view(reinterpret_cast<const char*>(file->data()), file->size());
+  }
+};
+
+// Uploads the files of one directory to one prefix over up to `connections` clients at
+// once, a file or a part of one per client at a time; the manifest last, alone.
 class Uploader {
  public:
   Uploader(std::string dir, std::string url, UploadSizes sizes, int connections,
@@ -73,14 +97,24 @@ class Uploader {
   Status Publish(const std::vector<Item>& items, UploadSummary* summary);
 
  private:
+  struct Work {
+    FileJob* job;
+    size_t part;
+  };
+
   std::string ObjectUrl(const std::string& name) const { return url_ + "/" + name; }
   // Whether the record says `item` went up, and its object still has its size.
   StatusOr<bool> AlreadyUploaded(const Item& item, HttpClient* client);
-  // Uploads, checks and records one file.
-  Status Send(const Item& item, HttpClient* client);
-  Status Upload(const Item& item, std::string_view data, HttpClient* client);
+  // Once per file, by its first part: the record, the mapping, CreateMultipartUpload.
+  Status Start(FileJob* job, HttpClient* client);
+  // Sends one part (or the whole object).
+  Status SendPart(FileJob* job, size_t part, HttpClient* client);
+  // By the last part to end: CompleteMultipartUpload, the size check and the record; or,
+  // after an error or a stop, AbortMultipartUpload.
+  Status Finish(FileJob* job, HttpClient* client, UploadSummary* summary);
+  void Abort(FileJob* job, HttpClient* client);
   Status PutObject(const std::string& url, std::string_view data, HttpClient* client);
-  Status PutMultipart(const std::string& url, std::string_view data, HttpClient* client);
+  Status Complete(FileJob* job, HttpClient* client);
   Status CheckSize(const std::string& url, uint64_t bytes, HttpClient* client);
   Status Record(const Item& item);
 
@@ -91,8 +125,8 @@ class Uploader {
   const RemoteOptions& options_;
   io::Env* env_;
   std::vector<std::unique_ptr<HttpClient>> clients_;
-  std::atomic<bool> stop_{false};   // a file failed: the others stop at their next part
-  std::mutex mu_;                   // recorded_ and the record file
+  std::atomic<bool> stop_{false};   // a file failed: the others stop
+  std::mutex mu_;                   // recorded_ and the record file; the summary
   std::set<std::string> recorded_;  // "<xxh3> <name>" lines of the upload record
 };
 
@@ -129,86 +163,109 @@ Status Uploader::PutObject(const std::string& url, std::string_view data, HttpCl
   return client->Send(url, put).status();
 }
 
-Status Uploader::PutMultipart(const std::string& url, std::string_view data, HttpClient* client) {
+Status Uploader::Start(FileJob* job, HttpClient* client) {
+  const Item& item = *job->item;
+  SHARDPACK_ASSIGN_OR_RETURN(job->skipped, AlreadyUploaded(item, client));
+  if (job->skipped) return Status::Ok();
+  const std::string path = io::JoinPath(dir_, item.name);
+  if (item.bytes > 0) {
+    SHARDPACK_ASSIGN_OR_RETURN(job->file, env_->MapFile(path, io::AccessPattern::kSequential));
+  }
+  if (job->Data().size() != item.bytes) {
+    return CorruptionError(path + ": " + std::to_string(job->Data().size()) +
+                           " bytes, the manifest says " + std::to_string(item.bytes));
+  }
+  if (!job->multipart) return Status::Ok();
+  const std::string url = ObjectUrl(item.name);
   HttpRequest create;
   create.method = "POST";
   create.query = MultipartQuery("", 0);
   SHARDPACK_ASSIGN_OR_RETURN(HttpResponse created, client->Send(url, create));
-  const std::string upload_id = XmlElementText(created.body, "UploadId");
-  if (upload_id.empty()) {
+  job->upload_id = XmlElementText(created.body, "UploadId");
+  if (job->upload_id.empty()) {
     return IOError(url + ": CreateMultipartUpload answered without an UploadId");
   }
-  auto upload = [&]() -> Status {
-    std::vector<std::string> etags;
-    const std::vector<PartRange> parts = PlanParts(data.size(), sizes_.part_bytes);
-    for (size_t i = 0; i < parts.size(); ++i) {
-      // Another file failed: the upload is abandoned (and aborted below).
-      if (stop_.load()) return IOError(url + ": upload stopped");
-      HttpRequest part;
-      part.body = data.substr(parts[i].offset, parts[i].size);
-      part.query = MultipartQuery(upload_id, static_cast<int>(i + 1));
-      auto r = client->Send(url, part);
-      if (!r.ok()) {
-        return r.status().WithPrefix("part " + std::to_string(i + 1) + " of " +
-                                     std::to_string(parts.size()));
-      }
-      if (r->etag.empty()) {
-        return IOError(url + ": part " + std::to_string(i + 1) + " answered without an ETag");
-      }
-      etags.push_back(r->etag);
+  return Status::Ok();
+}
+
+Status Uploader::SendPart(FileJob* job, size_t i, HttpClient* client) {
+  const std::string url = ObjectUrl(job->item->name);
+  if (!job->multipart) return PutObject(url, job->Data(), client);
+  HttpRequest part;
+  part.body = job->Data().substr(job->parts[i].offset, job->parts[i].size);
+  part.query = MultipartQuery(job->upload_id, static_cast<int>(i + 1));
+  auto r = client->Send(url, part);
+  if (!r.ok()) {
+    return r.status().WithPrefix("part " + std::to_string(i + 1) + " of " +
+                                 std::to_string(job->parts.size()));
+  }
+  if (r->etag.empty()) {
+    return IOError(url + ": part " + std::to_string(i + 1) + " answered without an ETag");
+  }
+  std::lock_guard<std::mutex> lock(job->mu);
+  job->etags[i] = r->etag;
+  return Status::Ok();
+}
+
+Status Uploader::Complete(FileJob* job, HttpClient* client) {
+  const std::string url = ObjectUrl(job->item->name);
+  const std::string xml = CompleteMultipartXml(job->etags);
+  HttpRequest complete;
+  complete.method = "POST";
+  complete.body = xml;
+  complete.query = MultipartQuery(job->upload_id, 0);
+  // S3 may answer 200 and still fail: the <Error> is in the body (sent after the status,
+  // while it assembles the parts).
+  for (int attempt = 0;; ++attempt) {
+    SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client->Send(url, complete));
+    if (r.body.find("<Error>") == std::string::npos) return Status::Ok();
+    const std::string code = S3ErrorCode(r.body);
+    const bool transient =
+        code == "InternalError" || code == "SlowDown" || code == "ServiceUnavailable";
+    if (!transient || attempt >= 3) {
+      return IOError(url + ": CompleteMultipartUpload: HTTP 200 with error " +
+                     (code.empty() ? std::string("(no code)") : code));
     }
-    const std::string xml = CompleteMultipartXml(etags);
-    HttpRequest complete;
-    complete.method = "POST";
-    complete.body = xml;
-    complete.query = MultipartQuery(upload_id, 0);
-    // S3 may answer 200 and still fail: the <Error> is in the body (sent after the
-    // status, while it assembles the parts).
-    for (int attempt = 0;; ++attempt) {
-      SHARDPACK_ASSIGN_OR_RETURN(HttpResponse r, client->Send(url, complete));
-      if (r.body.find("<Error>") == std::string::npos) return Status::Ok();
-      const std::string code = S3ErrorCode(r.body);
-      const bool transient =
-          code == "InternalError" || code == "SlowDown" || code == "ServiceUnavailable";
-      if (!transient || attempt >= 3) {
-        return IOError(url + ": CompleteMultipartUpload: HTTP 200 with error " +
-                       (code.empty() ? std::string("(no code)") : code));
-      }
-    }
-  };
-  Status s = upload();
+  }
+}
+
+void Uploader::Abort(FileJob* job, HttpClient* client) {
+  if (job->upload_id.empty()) return;
+  // Parts of an upload never completed are billed until it is aborted.
+  HttpRequest abort;
+  abort.method = "DELETE";
+  abort.query = MultipartQuery(job->upload_id, 0);
+  client->Send(ObjectUrl(job->item->name), abort).status().IgnoreError();
+  job->upload_id.clear();
+}
+
+Status Uploader::Finish(FileJob* job, HttpClient* client, UploadSummary* summary) {
+  job->finished = true;
+  const Item& item = *job->item;
+  // A stop leaves parts unsent; a file whose parts all went up is still completed and
+  // recorded (a rerun need not send it again).
+  Status s = !job->error.ok() ? job->error
+             : !job->skipped && job->parts_sent < job->parts.size()
+                 ? IOError(ObjectUrl(item.name) + ": upload stopped")
+                 : Status::Ok();
+  if (s.ok() && !job->skipped) {
+    if (job->multipart) s = Complete(job, client);
+    if (s.ok()) s = CheckSize(ObjectUrl(item.name), item.bytes, client);
+    if (s.ok()) s = Record(item);
+  }
   if (!s.ok()) {
-    // Parts of an upload never completed are billed until it is aborted.
-    HttpRequest abort;
-    abort.method = "DELETE";
-    abort.query = MultipartQuery(upload_id, 0);
-    client->Send(url, abort).status().IgnoreError();
-  }
-  return s;
-}
-
-Status Uploader::Upload(const Item& item, std::string_view data, HttpClient* client) {
-  const std::string url = ObjectUrl(item.name);
-  if (data.size() != item.bytes) {
-    return CorruptionError(io::JoinPath(dir_, item.name) + ": " + std::to_string(data.size()) +
-                           " bytes, the manifest says " + std::to_string(item.bytes));
-  }
-  SHARDPACK_RETURN_IF_ERROR(data.size() > sizes_.multipart_threshold
-                                ? PutMultipart(url, data, client)
-                                : PutObject(url, data, client));
-  return CheckSize(url, data.size(), client);
-}
-
-Status Uploader::Send(const Item& item, HttpClient* client) {
-  if (item.bytes == 0) {
-    SHARDPACK_RETURN_IF_ERROR(Upload(item, std::string_view(), client));
+    Abort(job, client);
   } else {
-    SHARDPACK_ASSIGN_OR_RETURN(
-        auto file, env_->MapFile(io::JoinPath(dir_, item.name), io::AccessPattern::kSequential));
-    SHARDPACK_RETURN_IF_ERROR(Upload(
-        item, std::string_view(reinterpret_cast<const char*>(file->data()), file->size()), client));
+    std::lock_guard<std::mutex> lock(mu_);
+    if (job->skipped) {
+      ++summary->skipped;
+    } else {
+      ++summary->files;
+      summary->bytes += item.bytes;
+    }
   }
-  return Record(item);
+  job->file.reset();
+  return s;
 }
 
 Status Uploader::Record(const Item& item) {
@@ -232,29 +289,57 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
       start = eol + 1;
     }
   }
-  const size_t n = std::clamp<size_t>(items.size(), 1, static_cast<size_t>(connections_));
+  std::vector<std::unique_ptr<FileJob>> jobs;
+  std::vector<Work> work_items;
+  for (const Item& item : items) {
+    auto job = std::make_unique<FileJob>();
+    job->item = &item;
+    job->multipart = item.bytes > sizes_.multipart_threshold;
+    job->parts = job->multipart ? PlanParts(item.bytes, sizes_.part_bytes)
+                                : std::vector<PartRange>{{0, item.bytes}};
+    job->etags.resize(job->parts.size());
+    job->parts_left = job->parts.size();
+    for (size_t p = 0; p < job->parts.size(); ++p) work_items.push_back({job.get(), p});
+    jobs.push_back(std::move(job));
+  }
+  const size_t n = std::clamp<size_t>(work_items.size(), 1, static_cast<size_t>(connections_));
   while (clients_.size() < n) {
     SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
     clients_.push_back(std::move(client));
   }
   std::atomic<size_t> next{0};
-  std::mutex summary_mu;
+  std::mutex error_mu;
   Status first_error;
   auto work = [&](HttpClient* client) {
-    for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < items.size();) {
-      const Item& item = items[i];
-      auto done = AlreadyUploaded(item, client);
-      Status s = !done.ok() ? done.status() : *done ? Status::Ok() : Send(item, client);
-      std::lock_guard<std::mutex> lock(summary_mu);
-      if (!s.ok()) {
-        // Only the first: the others' are mostly the stop itself.
-        if (!stop_.exchange(true)) first_error = std::move(s);
-      } else if (*done) {
-        ++summary->skipped;
-      } else {
-        ++summary->files;
-        summary->bytes += item.bytes;
+    for (size_t i; !stop_.load() && (i = next.fetch_add(1)) < work_items.size();) {
+      FileJob& job = *work_items[i].job;
+      Status s;
+      {
+        // The first part to come starts the file; the others wait for it here.
+        std::lock_guard<std::mutex> lock(job.mu);
+        if (!job.started) {
+          job.started = true;
+          job.error = Start(&job, client);
+        }
+        if (!job.error.ok() || job.skipped) s = job.error;
       }
+      bool sent = false;
+      if (s.ok() && !job.skipped && !stop_.load()) {
+        s = SendPart(&job, work_items[i].part, client);
+        sent = s.ok();
+      }
+      bool last;
+      {
+        std::lock_guard<std::mutex> lock(job.mu);
+        if (!s.ok() && job.error.ok()) job.error = s;
+        if (sent) ++job.parts_sent;
+        last = --job.parts_left == 0;
+      }
+      if (!last) continue;
+      Status f = Finish(&job, client, summary);
+      std::lock_guard<std::mutex> lock(error_mu);
+      // Only the first: the others' are mostly the stop itself.
+      if (!f.ok() && !stop_.exchange(true)) first_error = std::move(f);
     }
   };
   if (n == 1) {
@@ -263,6 +348,10 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
     std::vector<std::thread> threads;
     for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
     for (std::thread& t : threads) t.join();
+  }
+  // Multipart uploads a stop left unfinished.
+  for (const auto& job : jobs) {
+    if (!job->finished) Abort(job.get(), clients_[0].get());
   }
   SHARDPACK_RETURN_IF_ERROR(first_error);
   // Last: the commit point. Uploaded again every time (it is small, and a reader must find

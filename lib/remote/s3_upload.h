@@ -3,8 +3,9 @@
 // manifest first) never finds a dataset half published. A file above the multipart
 // threshold goes up as a multipart upload (CreateMultipartUpload, UploadPart,
 // CompleteMultipartUpload; AbortMultipartUpload when a part fails); the others in one PUT.
-// Files go up RemoteOptions::connections at a time, each over its own connection; the
-// first failure stops the others (a multipart upload at its next part, then aborted).
+// Files, and the parts of multipart uploads, go up RemoteOptions::connections at a time,
+// each over its own connection (the last part of a file to end completes its upload); the
+// first failure stops the others, and every multipart upload left unfinished is aborted.
 // Every request is signed like a read (remote/http.h) and retried the same way.
 //
 // Integrity: requests carry x-amz-content-sha256 UNSIGNED-PAYLOAD, and S3-compatible

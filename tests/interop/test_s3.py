@@ -3,11 +3,14 @@ signatures enforced. The first nine requests moto takes unauthenticated
 (INITIAL_NO_AUTH_ACTION_COUNT=9) create an IAM user, give it s3:* and sts:AssumeRole
 through an inline policy, create its access key and the bucket, a role allowed s3:*
 (for temporary credentials with a session token), and a second user allowed only to list
-buckets (AccessDenied for reading); from then on every request must be signed. A converted dataset is uploaded with boto3, then read with the shardpack CLI, the C++
+buckets (AccessDenied for reading); from then on every request must be signed. A
+converted dataset is uploaded with boto3, then read with the shardpack CLI, the C++
 samples (Dataset and Loader) and the Python binding, through AWS_ENDPOINT_URL (path-style
-addressing), with the credentials in the environment. shardpack's own writing to S3
-(convert's DST s3://...: staging, upload, the manifest last, multipart, a failed upload
-resumed) is tested against the same server.
+addressing), with the credentials in the environment (or from a credential_process, a
+container endpoint or an instance metadata service served here). shardpack's own writing
+to S3 (convert's DST s3://...: staging, uploads and parts over several connections, the
+manifest last, multipart, a failed upload resumed, an overwrite) is tested against the
+same server.
 
 A small TCP proxy in front of moto drops a connection mid-download, or answers a request
 with S3's 503 SlowDown, to show that both are retried and the files still checksummed.
@@ -590,10 +593,43 @@ def test_a_shard_above_the_multipart_threshold_is_uploaded_in_parts(
     logged = requests_logged(moto, "multipart")
     assert f"POST {shard}?uploads=" in logged, logged
     parts = [r for r in logged if r.startswith(f"PUT {shard}?partNumber=")]
-    assert [r.split("=")[1].split("&")[0] for r in parts] == ["1", "2"], logged
+    # The parts go up at once, over two connections: in either order.
+    assert sorted(r.split("=")[1].split("&")[0] for r in parts) == ["1", "2"], logged
     assert any(r.startswith(f"POST {shard}?uploadId=") for r in logged), logged
     assert logged.index([r for r in logged if r.startswith("PUT manifest.json")][0]) > \
-        logged.index(parts[-1])
+        max(logged.index(p) for p in parts)
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+
+
+def test_parts_go_up_at_once_and_a_failed_part_aborts_the_upload(
+        cli, image_tree, env, moto, keys, tmp_path):
+    url = f"s3://{BUCKET}/parts"
+    env.update(SHARDPACK_S3_MULTIPART_BYTES="5M", SHARDPACK_S3_PART_BYTES="5M",
+               SHARDPACK_CONNECTIONS="3")
+    # 12 samples of 640x640x3: one 14.7 MB shard, three parts.
+    args = ["convert", image_tree.root, url, "--size", "640x640", "--shard-records", "12",
+            "--staging", tmp_path / "staging", "--quiet"]
+    shard = "shard-00000-of-00001.tfrecord"
+    proxy = PutFailingProxy(moto.port, fail="partNumber=2&")
+    try:
+        p = run(cli.binary, *args, env=dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}"),
+                expect=2)
+    finally:
+        proxy.close()
+    assert f"part 2 of 3: {url}/{shard}: HTTP 403 AccessDenied" in p.stderr, p.stderr
+    logged = requests_logged(moto, "parts")
+    assert any(r.startswith(f"DELETE {shard}?uploadId=") for r in logged), logged  # aborted
+    assert not any(r.startswith("PUT manifest.json") for r in logged), logged
+    # Again, each request held 0.3 s: the three parts are sent at once.
+    proxy = DelayingProxy(moto.port, delay=0.3)
+    try:
+        run(cli.binary, *args, env=dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}"))
+    finally:
+        proxy.close()
+    assert 2 <= proxy.most_in_flight <= 3, proxy.most_in_flight
+    logged = requests_logged(moto, "parts")
+    completed = [i for i, r in enumerate(logged) if r.startswith(f"POST {shard}?uploadId=")]
+    assert len(completed) == 1 and logged.index("PUT manifest.json") > completed[0], logged
     assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
 
 
