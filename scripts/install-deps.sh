@@ -16,8 +16,9 @@ packages=(
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer
   clang libclang-rt-14-dev llvm
   # scale-out (docs/SCALE.md): convert --mpi and the mpirun tests; shards over HTTP
-  # (libcurl) and the tests that serve a dataset with a real nginx on loopback
-  libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light
+  # (libcurl) and the tests that serve a dataset with a real nginx on loopback (openssl
+  # makes the HTTPS test's certificate)
+  libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light openssl
   # the loader's read-ahead path (docs/LOADER.md): io_uring
   liburing-dev
 )

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <initializer_list>
 #include <mutex>
@@ -337,6 +338,14 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
                           " lacks CURLOPT_PROTOCOLS_STR (7.85 or newer needed)"),
             false};
   }
+  std::string ca_bundle = options_.ca_bundle;
+  auto env = [](const char* name) {
+    const char* v = std::getenv(name);
+    return std::string(v != nullptr ? v : "");
+  };
+  if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = env("AWS_CA_BUNDLE");
+  if (ca_bundle.empty()) ca_bundle = env("CURL_CA_BUNDLE");
+  if (!ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
   // Owned here, freed after the transfer.
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
                                                                       &curl_slist_free_all);
@@ -448,6 +457,11 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   }
   if (rc != CURLE_OK) {
     std::string what = !error_message.empty() ? error_message : curl_easy_strerror(rc);
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      what += ca_bundle.empty() ? " (a server signed by a private CA: set CURL_CA_BUNDLE, or "
+                                  "AWS_CA_BUNDLE for s3://, to its certificate file)"
+                                : " (checked against " + ca_bundle + ")";
+    }
     return {IOError(what + " (curl error " + std::to_string(static_cast<int>(rc)) + ")"),
             Transient(rc)};
   }

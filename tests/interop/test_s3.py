@@ -284,6 +284,55 @@ def test_credentials_from_the_instance_a_container_and_a_credential_process_are_
     assert_no_secret_in(env["SHARDPACK_CACHE_DIR"])
 
 
+def test_s3_over_https_checks_the_certificate_against_aws_ca_bundle(cli, dataset, env, moto,
+                                                                    tmp_path):
+    """nginx with a self-signed certificate in front of moto (TLS ends there; the Host
+    header is passed on, so the signatures still hold)."""
+    nginx = Path("/usr/sbin/nginx")
+    if not nginx.exists() or subprocess.run(["which", "openssl"], capture_output=True).returncode:
+        pytest.skip("nginx-light and openssl are needed (scripts/install-deps.sh)")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+                    "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                    "-keyout", tmp_path / "key.pem", "-out", tmp_path / "cert.pem"],
+                   check=True, capture_output=True)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    (tmp_path / "nginx.conf").write_text(f"""daemon off; master_process off;
+pid {tmp_path}/nginx.pid; error_log {tmp_path}/error.log;
+events {{ }}
+http {{
+  access_log off; client_body_temp_path {tmp_path}/body; proxy_temp_path {tmp_path}/proxy;
+  server {{
+    listen 127.0.0.1:{port} ssl;
+    ssl_certificate {tmp_path}/cert.pem; ssl_certificate_key {tmp_path}/key.pem;
+    client_max_body_size 0;
+    location / {{ proxy_pass {moto.endpoint}; proxy_set_header Host $http_host; }}
+  }}
+}}
+""")
+    proc = subprocess.Popen([str(nginx), "-p", str(tmp_path), "-c", str(tmp_path / "nginx.conf")])
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                assert time.monotonic() < deadline and proc.poll() is None, \
+                    (tmp_path / "error.log").read_text()
+                time.sleep(0.05)
+        https = dict(env, AWS_ENDPOINT_URL=f"https://127.0.0.1:{port}")
+        https.pop("CURL_CA_BUNDLE", None)  # the machine's own, where one is set
+        p = run(cli.binary, "info", URL, env=https, expect=2)
+        assert "AWS_CA_BUNDLE for s3://" in p.stderr, p.stderr
+        https["AWS_CA_BUNDLE"] = str(tmp_path / "cert.pem")
+        assert run(cli.binary, "verify", URL, env=https).stdout.startswith(f"{URL}: OK: ")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 def test_a_missing_bucket_and_a_missing_key_are_named(cli, dataset, env):
     p = run(cli.binary, "info", "s3://no-such-bucket/ds", env=env, expect=2)
     assert "s3://no-such-bucket/ds/manifest.json: HTTP 404 NoSuchBucket (the bucket does not " \

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -64,8 +65,14 @@ std::string Slurp(const std::string& path) {
 
 }  // namespace
 
-NginxServer::NginxServer(std::string root, std::string work_dir)
+NginxServer::NginxServer(std::string root, std::string work_dir, const std::string& tls_cert,
+                         const std::string& tls_key)
     : root_(std::move(root)), work_dir_(std::move(work_dir)) {
+  std::string tls;
+  if (!tls_cert.empty()) {
+    scheme_ = "https";
+    tls = " ssl;\n    ssl_certificate " + tls_cert + ";\n    ssl_certificate_key " + tls_key;
+  }
   // A free port: taken from the kernel, released, handed to nginx. Nothing else on this
   // machine races for ephemeral ports often enough to matter.
   int probe = Listen(&port_);
@@ -89,7 +96,7 @@ NginxServer::NginxServer(std::string root, std::string work_dir)
                       << "  scgi_temp_path " << work_dir_ << "/scgi;\n"
                       << "  default_type application/octet-stream;\n"
                       << "  server {\n"
-                      << "    listen 127.0.0.1:" << port_ << ";\n"
+                      << "    listen 127.0.0.1:" << port_ << tls << ";\n"
                       << "    root " << root_ << ";\n"
                       << "  }\n"
                       << "}\n";
@@ -131,7 +138,18 @@ NginxServer::~NginxServer() {
 }
 
 std::string NginxServer::Url(const std::string& path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
+  return scheme_ + "://127.0.0.1:" + std::to_string(port_) + "/" + path;
+}
+
+std::string MakeSelfSignedCertificate(const std::string& dir) {
+  const std::string command =
+      "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 "
+      "-addext subjectAltName=IP:127.0.0.1 -keyout " +
+      dir + "/key.pem -out " + dir + "/cert.pem > " + dir + "/openssl.log 2>&1";
+  const int status = std::system(command.c_str());
+  if (status != 0)
+    return "openssl req failed (" + std::to_string(status) + "): " + Slurp(dir + "/openssl.log");
+  return "";
 }
 
 // nginx writes a request's log line after sending the response, so a client that has its

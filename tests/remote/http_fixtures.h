@@ -19,10 +19,11 @@ inline constexpr char kNginx[] = "/usr/sbin/nginx";
 
 // nginx in the foreground (daemon off, master_process off) on an ephemeral port, serving
 // `root`; all its files (config, logs, pid, temp paths) in `work_dir`. Stopped on
-// destruction.
+// destruction. With a certificate and its key (PEM files), it serves HTTPS.
 class NginxServer {
  public:
-  NginxServer(std::string root, std::string work_dir);
+  NginxServer(std::string root, std::string work_dir, const std::string& tls_cert = "",
+              const std::string& tls_key = "");
   ~NginxServer();
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;
@@ -30,7 +31,7 @@ class NginxServer {
   // Empty when it started; otherwise why not (with nginx's error log).
   const std::string& error() const { return error_; }
   int port() const { return port_; }
-  std::string Url(const std::string& path) const;  // http://127.0.0.1:PORT/<path>
+  std::string Url(const std::string& path) const;  // http(s)://127.0.0.1:PORT/<path>
 
   // One per request served: "METHOD URI RANGE STATUS BODY_BYTES" (RANGE "-" when none).
   std::vector<std::string> AccessLog() const;
@@ -42,9 +43,14 @@ class NginxServer {
   void AwaitLog() const;
 
   std::string root_, work_dir_, error_;
+  std::string scheme_ = "http";
   int port_ = 0;
   pid_t pid_ = -1;
 };
+
+// Writes a self-signed certificate for 127.0.0.1 (as an IP subjectAltName) and its key
+// into `dir` as cert.pem and key.pem, with the openssl command; "" when done, else why not.
+std::string MakeSelfSignedCertificate(const std::string& dir);
 
 // Listens on 127.0.0.1 and relays each connection to 127.0.0.1:`upstream_port`. The first
 // `drop_connections` connections (all of them when negative) are closed once

@@ -355,6 +355,41 @@ TEST_F(RemoteTest, AFileFailingStopsTheOtherDownloadsLeavingNothingHalfWritten) 
   ExpectSameSamples(**local, **read);
 }
 
+TEST_F(RemoteTest, HttpsIsReadWithTheCaBundleAskedForAndRefusedWithoutIt) {
+  TempDir tls, work;
+  const std::string why = testing::MakeSelfSignedCertificate(tls.path());
+  if (!why.empty()) GTEST_SKIP() << why;
+  Serve("ds", Spec());
+  NginxServer https(root_.path(), work.path(), tls.Join("cert.pem"), tls.Join("key.pem"));
+  ASSERT_EQ(https.error(), "");
+  ASSERT_EQ(https.Url("ds").rfind("https://", 0), 0u);
+  // The system's store does not know this certificate: refused at once, naming what to set.
+  ::unsetenv("CURL_CA_BUNDLE");
+  auto refused = Dataset::Open(https.Url("ds"), options_);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kIOError);
+  EXPECT_NE(refused.status().message().find(https.Url("ds/manifest.json") + ": "),
+            std::string::npos)
+      << refused.status().message();
+  EXPECT_NE(refused.status().message().find("set CURL_CA_BUNDLE"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("attempts"), std::string::npos);  // not retried
+  // With the certificate as the bundle: every sample equals the local dataset's.
+  options_.remote.ca_bundle = tls.Join("cert.pem");
+  auto ds = Dataset::Open(https.Url("ds"), options_);
+  ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+  auto local = Dataset::Open(Local("ds"));
+  ASSERT_TRUE(local.ok());
+  ExpectSameSamples(**local, **ds);
+  // The same from the environment, as curl reads it.
+  options_.remote.ca_bundle.clear();
+  options_.remote.cache_dir = work.Join("cache2");
+  ::setenv("CURL_CA_BUNDLE", tls.Join("cert.pem").c_str(), 1);
+  auto from_env = Dataset::Open(https.Url("ds"), options_);
+  ::unsetenv("CURL_CA_BUNDLE");
+  ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+}
+
 TEST_F(RemoteTest, ServerThatAlwaysDropsIsAnIOErrorAfterTheBoundedRetries) {
   Manifest m = Serve("ds", Spec());
   ASSERT_TRUE(FetchManifest(server_->Url("ds"), options_.remote).ok());

@@ -55,6 +55,10 @@ struct RemoteOptions {
   // Default 30.
   int stall_timeout_s = 30;
 
+  // A file of PEM certificates that HTTPS servers must be signed by, instead of the
+  // system's store. "" (the default): $AWS_CA_BUNDLE for s3:// requests, else
+  // $CURL_CA_BUNDLE, else the system's (a private CA's MinIO, a proxy that re-signs).
+  std::string ca_bundle;
   // Transfers at once, each over its own connection: ranges of chunk_bytes downloaded
   // (from one file or several), files uploaded. 0 (the default): $SHARDPACK_CONNECTIONS,
   // else 16 (docs/REMOTE.md has the measurement). 1 to 256.
