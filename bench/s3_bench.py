@@ -20,16 +20,14 @@ link, as a far one's is (moto sets the ceiling of all of them together).
 import argparse
 import os
 import shutil
-import socket
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "interop"))
-from moto_s3 import Moto  # noqa: E402
+from moto_s3 import Moto, Proxy  # noqa: E402
 
 import shardpack  # noqa: E402
 from rates import epoch_rate  # noqa: E402
@@ -37,53 +35,18 @@ from rates import epoch_rate  # noqa: E402
 BUCKET = "shardpack-bench"
 
 
-class RateLimitingProxy:
-    """A TCP relay on a free loopback port to `upstream_port` that sends each connection's
-    responses at most `rate` bytes/s (a thread per direction; requests pass unthrottled):
-    an object store whose single stream is slower than the link, as a far one's is."""
+class RateLimitingProxy(Proxy):
+    """Relays to moto, sending each connection's responses at most `rate` bytes/s
+    (requests pass unthrottled): an object store whose single stream is slower than the
+    link, as a far one's is."""
 
     def __init__(self, upstream_port, rate):
-        self.upstream_port = upstream_port
         self.rate = rate
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
+        super().__init__(upstream_port)
         self.endpoint = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._accept, daemon=True).start()
 
-    def _accept(self):
-        while True:
-            try:
-                client, _ = self.listener.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(("127.0.0.1", self.upstream_port))
-            threading.Thread(target=self._pipe, args=(client, upstream, None),
-                             daemon=True).start()
-            threading.Thread(target=self._pipe, args=(upstream, client, self.rate),
-                             daemon=True).start()
-
-    @staticmethod
-    def _pipe(src, dst, rate):
-        start, sent = time.monotonic(), 0
-        try:
-            while data := src.recv(1 << 18):
-                dst.sendall(data)
-                sent += len(data)
-                if rate:
-                    ahead = sent / rate - (time.monotonic() - start)
-                    if ahead > 0:
-                        time.sleep(ahead)
-        except OSError:
-            pass
-        finally:
-            for sock in (src, dst):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def stop(self):
-        self.listener.close()
+    def serve(self, client, first):
+        self.relay(client, rate=self.rate)
 
 
 def main():
@@ -155,7 +118,7 @@ def main():
             del remote
         finally:
             if proxy:
-                proxy.stop()
+                proxy.close()
             moto.stop()
     w, d = statistics.median(warm), statistics.median(disk)
     print(f"dataset {local}: {samples:,} samples, {total / 1e6:,.0f} MB in {len(files)} files, "

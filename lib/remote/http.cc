@@ -559,6 +559,24 @@ StatusOr<HttpResponse> HttpClient::Send(const std::string& url, const HttpReques
   }
 }
 
+Status RunOverConnections(std::vector<std::unique_ptr<HttpClient>>* clients, size_t n,
+                          const RemoteOptions& options,
+                          const std::function<void(HttpClient*)>& work) {
+  n = std::max<size_t>(n, 1);
+  while (clients->size() < n) {
+    SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options));
+    clients->push_back(std::move(client));
+  }
+  if (n == 1) {
+    work((*clients)[0].get());
+    return Status::Ok();
+  }
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < n; ++t) threads.emplace_back(work, (*clients)[t].get());
+  for (std::thread& t : threads) t.join();
+  return Status::Ok();
+}
+
 std::string EscapePathSegment(std::string_view name) {
   static constexpr char kHex[] = "0123456789ABCDEF";
   std::string out;

@@ -115,6 +115,14 @@ class HttpClient {
   uint64_t requests_ = 0;
 };
 
+// Runs `work` once on each of `n` clients at once, a thread per client (on the calling
+// thread when n is 1), and returns when all have returned; the clients `clients` lacks
+// are created first (with `options`). What the work items are, and how a failure stops
+// the others, is the caller's (remote/shard_cache.cc, remote/s3_upload.cc).
+Status RunOverConnections(std::vector<std::unique_ptr<HttpClient>>* clients, size_t n,
+                          const RemoteOptions& options,
+                          const std::function<void(HttpClient*)>& work);
+
 // `name` with every byte outside RFC 3986's unreserved set percent-encoded, for appending
 // a manifest's file name to a dataset URL.
 std::string EscapePathSegment(std::string_view name);

@@ -6,7 +6,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "format/format.h"
 #include "io/env.h"
@@ -302,11 +301,6 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
     for (size_t p = 0; p < job->parts.size(); ++p) work_items.push_back({job.get(), p});
     jobs.push_back(std::move(job));
   }
-  const size_t n = std::clamp<size_t>(work_items.size(), 1, static_cast<size_t>(connections_));
-  while (clients_.size() < n) {
-    SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
-    clients_.push_back(std::move(client));
-  }
   std::atomic<size_t> next{0};
   std::mutex error_mu;
   Status first_error;
@@ -342,13 +336,9 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
       if (!f.ok() && !stop_.exchange(true)) first_error = std::move(f);
     }
   };
-  if (n == 1) {
-    work(clients_[0].get());
-  } else {
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
-    for (std::thread& t : threads) t.join();
-  }
+  SHARDPACK_RETURN_IF_ERROR(RunOverConnections(
+      &clients_, std::min<size_t>(static_cast<size_t>(connections_), work_items.size()), options_,
+      work));
   // Multipart uploads a stop left unfinished.
   for (const auto& job : jobs) {
     if (!job->finished) Abort(job.get(), clients_[0].get());

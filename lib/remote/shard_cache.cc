@@ -14,7 +14,6 @@
 #include <ctime>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "format/format.h"
 #include "io/env.h"
@@ -407,11 +406,6 @@ class Fetcher {
       job->ranges_left = n;
       jobs.push_back(std::move(job));
     }
-    const size_t n = std::min<size_t>(static_cast<size_t>(connections_), ranges.size());
-    while (clients_.size() < n) {
-      SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
-      clients_.push_back(std::move(client));
-    }
     std::atomic<size_t> next{0};
     Status first_error;
     auto work = [&](HttpClient* client) {
@@ -425,13 +419,9 @@ class Fetcher {
         if (!stop_.exchange(true)) first_error = std::move(s);
       }
     };
-    if (n <= 1) {
-      work(clients_[0].get());
-    } else {
-      std::vector<std::thread> threads;
-      for (size_t t = 0; t < n; ++t) threads.emplace_back(work, clients_[t].get());
-      for (std::thread& t : threads) t.join();
-    }
+    SHARDPACK_RETURN_IF_ERROR(RunOverConnections(
+        &clients_, std::min<size_t>(static_cast<size_t>(connections_), ranges.size()), options_,
+        work));
     // Files left unfinished by a stop.
     for (const auto& job : jobs) {
       if (job->fd >= 0) {
