@@ -1092,7 +1092,9 @@ StatusOr<uint64_t> DeleteReplacedObjects(const std::string& url, const std::stri
   const std::set<std::string> kept = ListedFiles(now);
   uint64_t deleted = 0;
   for (const std::string& name : ListedFiles(*old)) {
-    if (kept.count(name) != 0) continue;
+    // A manifest listing "manifest.json" (edited by hand, or hostile) must not take the new
+    // one with it.
+    if (kept.count(name) != 0 || name == format::kManifestName) continue;
     SHARDPACK_RETURN_IF_ERROR(remote::DeleteObject(url + "/" + name, options));
     ++deleted;
   }

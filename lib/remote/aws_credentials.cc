@@ -23,8 +23,9 @@ constexpr char kContainerHost[] = "http://169.254.170.2";
 constexpr char kInstanceEndpoint[] = "http://169.254.169.254";
 // A credentials answer is a few hundred bytes.
 constexpr uint64_t kMaxAnswerBytes = 64 << 10;
-// Credentials this close to their expiration are fetched again.
-constexpr int64_t kRefreshSeconds = 5 * 60;
+// How long finding no credentials is kept: a slow answer of the instance's service must
+// not make a long-lived process anonymous for good.
+constexpr int64_t kNoneKeptSeconds = 60;
 
 bool IsHttpUrl(const std::string& url) {
   return url.rfind("http://", 0) == 0 || url.rfind("https://", 0) == 0;
@@ -85,6 +86,7 @@ StatusOr<std::string> Fetch(const std::string& method, const std::string& url,
   HttpRequest r;
   r.method = method;
   r.headers = std::move(headers);
+  r.direct = true;  // its tokens go to the endpoint alone: no proxy, no redirect
   r.max_response_bytes = kMaxAnswerBytes;
   SHARDPACK_ASSIGN_OR_RETURN(HttpResponse answer, client->Send(url, r));
   return std::move(answer.body);
@@ -212,12 +214,16 @@ StatusOr<FoundCredentials> FindOtherCredentials(const S3Config& config, const Ge
   const std::string key = config.credential_process + '\n' + config.credential_process_source +
                           '\n' + getenv("AWS_CONTAINER_CREDENTIALS_RELATIVE_URI") + '\n' +
                           getenv("AWS_CONTAINER_CREDENTIALS_FULL_URI") + '\n' +
+                          getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN") + '\n' +
+                          getenv("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE") + '\n' +
                           getenv("AWS_EC2_METADATA_DISABLED") + '\n' +
                           getenv("AWS_EC2_METADATA_SERVICE_ENDPOINT");
   std::lock_guard<std::mutex> lock(mu);
   const int64_t now = static_cast<int64_t>(std::time(nullptr));
   if (auto it = cache.find(key); it != cache.end()) {
-    if (it->second.expires == 0 || it->second.expires - kRefreshSeconds > now) return it->second;
+    if (it->second.expires == 0 || it->second.expires - kCredentialsRefreshSeconds > now) {
+      return it->second;
+    }
     cache.erase(it);
   }
   FoundCredentials found;
@@ -233,7 +239,9 @@ StatusOr<FoundCredentials> FindOtherCredentials(const S3Config& config, const Ge
       if (instance) found = std::move(*instance);
     }
   }
-  cache[key] = found;
+  FoundCredentials kept = found;
+  if (!kept.credentials) kept.expires = now + kCredentialsRefreshSeconds + kNoneKeptSeconds;
+  cache[key] = std::move(kept);
   return found;
 }
 

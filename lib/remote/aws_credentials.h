@@ -22,7 +22,9 @@
 // the command's output. The instance's service failing means there is none: no error.
 //
 // Found credentials are kept for the process (one command run, one metadata round trip,
-// however many connections a download opens) until 5 minutes before their Expiration.
+// however many connections a download opens) until kCredentialsRefreshSeconds before their
+// Expiration (an HttpClient holding them resolves them again then); finding none is kept
+// for a minute.
 //
 // Thread-safety: may be called from any thread; calls wait for one another.
 #ifndef SHARDPACK_REMOTE_AWS_CREDENTIALS_H_
@@ -37,6 +39,8 @@
 #include "shardpack/status.h"
 
 namespace shardpack::remote {
+
+inline constexpr int64_t kCredentialsRefreshSeconds = 5 * 60;
 
 struct FoundCredentials {
   std::optional<S3Credentials> credentials;  // nullopt: none, requests go anonymous

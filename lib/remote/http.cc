@@ -7,9 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <initializer_list>
 #include <mutex>
+#include <system_error>
 #include <thread>
+
+#include "remote/aws_credentials.h"
 
 namespace shardpack::remote {
 
@@ -282,9 +286,11 @@ ErrorOutcome HttpError(long status, const std::string& code, bool ranged, uint64
     }
   } else if (status == 404 || status == 410) {
     return {NotFoundError(what + " (not found)"), false};
-  } else if (status == 401 || status == 403) {
-    return {PermissionDeniedError(what + (status == 401 ? " (unauthorized)" : " (forbidden)")),
-            false};
+  }
+  // Any other refusal (S3's AccountProblem, InvalidObjectState, a plain server's 403).
+  if (status == 401 || status == 403) {
+    if (code.empty()) what += status == 401 ? " (unauthorized)" : " (forbidden)";
+    return {PermissionDeniedError(what), false};
   }
   if (status == 416 && ranged) {
     return {CorruptionError(what +
@@ -301,6 +307,11 @@ ErrorOutcome HttpError(long status, const std::string& code, bool ranged, uint64
 
 StatusOr<HttpClient::Target> HttpClient::Resolve(const std::string& url) {
   if (!IsS3Url(url)) return Target{url, nullptr};
+  // Temporary credentials are fetched again before they expire (a long upload, say).
+  if (s3_ != nullptr && s3_->credentials_expire != 0 &&
+      std::time(nullptr) > s3_->credentials_expire - kCredentialsRefreshSeconds) {
+    s3_.reset();
+  }
   if (s3_ == nullptr) {
     SHARDPACK_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config());
     s3_ = std::make_unique<S3Config>(std::move(config));
@@ -345,13 +356,18 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   };
   if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = env("AWS_CA_BUNDLE");
   if (ca_bundle.empty()) ca_bundle = env("CURL_CA_BUNDLE");
-  if (!ca_bundle.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
+  if (!ca_bundle.empty()) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
+    curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);  // the bundle only, not also the system's
+  }
   // Owned here, freed after the transfer.
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
                                                                       &curl_slist_free_all);
   std::string sigv4;
+  const bool direct = t->send != nullptr && t->send->direct;
+  if (direct) curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
   if (target.s3 == nullptr) {
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 1L);
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, direct ? 0L : 1L);
     curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
     curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
   } else if (const auto& c = target.s3->credentials) {
@@ -572,9 +588,20 @@ Status RunOverConnections(std::vector<std::unique_ptr<HttpClient>>* clients, siz
     return Status::Ok();
   }
   std::vector<std::thread> threads;
-  for (size_t t = 0; t < n; ++t) threads.emplace_back(work, (*clients)[t].get());
+  Status started;
+  for (size_t t = 0; t < n && started.ok(); ++t) {
+    try {
+      threads.emplace_back(work, (*clients)[t].get());
+    } catch (const std::system_error& e) {
+      // Those started finish the work between them; fewer connections, not a failure.
+      if (threads.empty()) {
+        started = ResourceExhaustedError(std::string("no thread for a connection: ") + e.what());
+      }
+      break;
+    }
+  }
   for (std::thread& t : threads) t.join();
-  return Status::Ok();
+  return started;
 }
 
 std::string EscapePathSegment(std::string_view name) {

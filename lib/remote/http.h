@@ -53,6 +53,8 @@ struct HttpRequest {
   std::string method = "PUT";
   // More header lines, "Name: value", sent as they are and never put into a message.
   std::vector<std::string> headers;
+  // No proxy and no redirect: a credentials endpoint's tokens go to it alone.
+  bool direct = false;
   // Appended to the request URL after a '?', as is (already percent-encoded): an s3://
   // URL cannot carry a query itself, its key is encoded whole. "" for none.
   std::string query;

@@ -229,6 +229,7 @@ StatusOr<S3Config> ResolveS3Config() {
                                FindOtherCredentials(config, getenv, io::Env::Posix()));
     config.credentials = std::move(found.credentials);
     config.credentials_source = std::move(found.source);
+    config.credentials_expire = found.credentials ? found.expires : 0;
   }
   return config;
 }

@@ -48,6 +48,9 @@ struct S3Config {
   // it was found, for remote/aws_credentials.h to run.
   std::string credential_process;
   std::string credential_process_source;
+  // Seconds since the epoch when temporary credentials from those sources expire; 0 for
+  // credentials that do not (HttpClient resolves the configuration again before then).
+  int64_t credentials_expire = 0;
   std::string region = "us-east-1";
   // "scheme://host[:port][/path]" without a trailing '/'; "" means AWS
   // (https://s3.REGION.amazonaws.com).

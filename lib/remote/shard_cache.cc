@@ -506,8 +506,11 @@ class Fetcher {
     const std::string publish_as =
         bad ? job->final_path + std::string(kBadSuffix) : job->final_path;
     std::lock_guard<std::mutex> lock(mu_);
-    SHARDPACK_ASSIGN_OR_RETURN(FileLock global,
-                               FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true));
+    auto global = FileLock::Acquire(io::JoinPath(cache_dir_, ".lock"), true);
+    if (!global.ok()) {
+      ::unlink(job->partial.c_str());
+      return global.status();
+    }
     if (::rename(job->partial.c_str(), publish_as.c_str()) != 0) {
       Status e = ErrnoError(job->partial + ": rename to " + publish_as, errno);
       ::unlink(job->partial.c_str());

@@ -152,7 +152,10 @@ TEST_F(OtherCredentialsTest, AContainerEndpointIsAskedWithItsToken) {
                           std::string(R"({"AccessKeyId": "ASIACONTAINER", "SecretAccessKey": ")") +
                               kSecret + R"(", "Token": ")" + kToken +
                               R"(", "Expiration": "2999-01-01T00:00:00Z"})");
-  testing::NginxServer server(root.path(), work.path());
+  // nginx answers only a request carrying the token.
+  testing::NginxServer server(
+      root.path(), work.path(), "", "",
+      "    if ($http_authorization != \"container-token\") { return 403; }\n");
   ASSERT_EQ(server.error(), "");
   vars_["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = server.Url("v2-credentials");
   vars_["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "container-token";
@@ -161,6 +164,15 @@ TEST_F(OtherCredentialsTest, AContainerEndpointIsAskedWithItsToken) {
   ASSERT_TRUE(found->credentials.has_value());
   EXPECT_EQ(found->credentials->access_key_id, "ASIACONTAINER");
   EXPECT_EQ(found->source, "the container's credentials (AWS_CONTAINER_CREDENTIALS_FULL_URI)");
+
+  vars_["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "another-token";
+  auto refused = Find();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kPermissionDenied);
+  EXPECT_NE(refused.status().message().find("HTTP 403 (forbidden)"), std::string::npos)
+      << refused.status().message();
+  EXPECT_EQ(refused.status().message().find("another-token"), std::string::npos);
+  vars_["AWS_CONTAINER_AUTHORIZATION_TOKEN"] = "container-token";
 
   vars_["AWS_CONTAINER_CREDENTIALS_FULL_URI"] = server.Url("no-such-endpoint");
   auto missing = Find();

@@ -66,7 +66,7 @@ std::string Slurp(const std::string& path) {
 }  // namespace
 
 NginxServer::NginxServer(std::string root, std::string work_dir, const std::string& tls_cert,
-                         const std::string& tls_key)
+                         const std::string& tls_key, const std::string& server_config)
     : root_(std::move(root)), work_dir_(std::move(work_dir)) {
   std::string tls;
   if (!tls_cert.empty()) {
@@ -98,7 +98,7 @@ NginxServer::NginxServer(std::string root, std::string work_dir, const std::stri
                       << "  server {\n"
                       << "    listen 127.0.0.1:" << port_ << tls << ";\n"
                       << "    root " << root_ << ";\n"
-                      << "  }\n"
+                      << server_config << "  }\n"
                       << "}\n";
   pid_ = ::fork();
   if (pid_ == 0) {

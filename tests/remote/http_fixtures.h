@@ -19,11 +19,12 @@ inline constexpr char kNginx[] = "/usr/sbin/nginx";
 
 // nginx in the foreground (daemon off, master_process off) on an ephemeral port, serving
 // `root`; all its files (config, logs, pid, temp paths) in `work_dir`. Stopped on
-// destruction. With a certificate and its key (PEM files), it serves HTTPS.
+// destruction. With a certificate and its key (PEM files), it serves HTTPS; `server_config`
+// goes into the server block as it is (e.g. a check of a request header).
 class NginxServer {
  public:
   NginxServer(std::string root, std::string work_dir, const std::string& tls_cert = "",
-              const std::string& tls_key = "");
+              const std::string& tls_key = "", const std::string& server_config = "");
   ~NginxServer();
   NginxServer(const NginxServer&) = delete;
   NginxServer& operator=(const NginxServer&) = delete;

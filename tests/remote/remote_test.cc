@@ -337,6 +337,7 @@ TEST_F(RemoteTest, AFileFailingStopsTheOtherDownloadsLeavingNothingHalfWritten) 
   }
   const std::set<std::string> first = CachedFiles(cache_dir());
   EXPECT_LT(first.size(), 2 * m.shards.size());
+  EXPECT_EQ(first.count(m.shards[5].data.file + "." + m.shards[5].data.xxh3_128), 0u);
   // With the file back, a second open fetches only what the cache lacks.
   fs::rename(moved, Local("ds") + "/" + m.shards[5].data.file);
   auto again = remote::FetchDataset(server_->Url("ds"), options_.remote);
@@ -388,6 +389,21 @@ TEST_F(RemoteTest, HttpsIsReadWithTheCaBundleAskedForAndRefusedWithoutIt) {
   auto from_env = Dataset::Open(https.Url("ds"), options_);
   ::unsetenv("CURL_CA_BUNDLE");
   ASSERT_TRUE(from_env.ok()) << from_env.status().ToString();
+}
+
+TEST_F(RemoteTest, OverOneConnectionNothingIsFetchedAfterAFailure) {
+  testing::TestDatasetSpec spec = Spec();
+  spec.max_shard_records = 1;  // 12 shards: 24 files, the first of them missing
+  Manifest m = Serve("ds", spec);
+  fs::remove(Local("ds") + "/" + m.shards[0].data.file);
+  options_.remote.connections = 1;
+  auto ds = Dataset::Open(server_->Url("ds"), options_);
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kNotFound);
+  // The manifest, the missing file's first range, then the stop: no other file is asked.
+  EXPECT_EQ(server_->CountRequests(".tfrecord"), 1u);
+  EXPECT_EQ(server_->CountRequests(".idx"), 0u);
+  EXPECT_TRUE(CachedFiles(cache_dir()).empty());
 }
 
 TEST_F(RemoteTest, ServerThatAlwaysDropsIsAnIOErrorAfterTheBoundedRetries) {

@@ -8,11 +8,12 @@
 // A dataset path may also be s3://bucket/prefix (AWS S3, or any S3-compatible store at
 // AWS_ENDPOINT_URL): requests are signed with AWS Signature Version 4 using the standard
 // credentials chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN, else
-// AWS_PROFILE in ~/.aws/credentials), or sent unsigned when none is found (public
-// buckets). The cache keys such a dataset by its s3:// URL; messages name s3://bucket/key
-// and S3's error code; no secret appears in any message or file. docs/REMOTE.md, "S3".
-// Convert writes to s3://bucket/prefix through a local staging directory, the manifest
-// uploaded last (shardpack/convert.h; docs/REMOTE.md, "Writing to S3").
+// AWS_PROFILE in ~/.aws/credentials or its credential_process, else a container's or the
+// EC2 instance's role), or sent unsigned when none is found (public buckets). Files move
+// over RemoteOptions::connections connections at once. The cache keys such a dataset by its s3://
+// URL; messages name s3://bucket/key and S3's error code; no secret appears in any message or file.
+// docs/REMOTE.md, "S3". Convert writes to s3://bucket/prefix through a local staging directory, the
+// manifest uploaded last (shardpack/convert.h; docs/REMOTE.md, "Writing to S3").
 //
 //   DatasetOptions o;
 //   o.remote.cache_bytes = 200ull << 30;   // or SHARDPACK_CACHE_BYTES=200G
