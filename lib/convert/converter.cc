@@ -1071,6 +1071,10 @@ StatusOr<std::optional<std::string>> PublishedManifest(const std::string& url,
   return text.status();
 }
 
+// In a staging directory: the manifest of the dataset an overwrite replaces (see
+// ConvertToS3).
+constexpr char kReplacedManifestName[] = ".shardpack-replaced-manifest.json";
+
 // The files a manifest lists: shards, their indexes, the rejects list.
 std::set<std::string> ListedFiles(const Manifest& m) {
   std::set<std::string> names;
@@ -1127,6 +1131,15 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
   }
   io::Env* env = io::Env::Posix();
   const bool kept = env->FileExists(staging);
+  // The manifest an overwrite deleted before its upload failed: kept in the staging
+  // directory, so that this run deletes the objects it listed. Read before converting
+  // (an overwrite converts the staging directory anew).
+  const std::string replaced_path = io::JoinPath(staging, kReplacedManifestName);
+  if (!replaced && env->FileExists(replaced_path)) {
+    SHARDPACK_ASSIGN_OR_RETURN(std::string text,
+                               env->ReadFile(replaced_path, format::kMaxManifestBytes));
+    replaced = std::move(text);
+  }
   // The staging directory is this run's own: an interrupted conversion in it goes on, a
   // complete one is taken as it is (and checked to be of these inputs and options).
   // overwrite converts it anew.
@@ -1146,6 +1159,9 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
   const auto t0 = Clock::now();
   {
     SHARDPACK_ASSIGN_OR_RETURN(auto lock, io::DirLock::Acquire(staging, "shardpack convert"));
+    if (replaced) {
+      SHARDPACK_RETURN_IF_ERROR(io::WriteFileAtomically(env, replaced_path, *replaced));
+    }
     if (published) {
       // Readers must not take the objects about to be replaced for the old dataset.
       SHARDPACK_RETURN_IF_ERROR(
@@ -1160,7 +1176,7 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
     }
     summary.uploaded_files = uploaded->files;
     summary.uploaded_bytes = uploaded->bytes;
-    if (published) {
+    if (replaced) {
       SHARDPACK_ASSIGN_OR_RETURN(Manifest now, ReadManifest(staging));
       auto deleted = DeleteReplacedObjects(url, *replaced, now, o.remote);
       if (!deleted.ok()) {

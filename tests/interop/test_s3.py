@@ -284,6 +284,31 @@ def test_credentials_from_the_instance_a_container_and_a_credential_process_are_
     assert_no_secret_in(env["SHARDPACK_CACHE_DIR"])
 
 
+def test_an_overwrite_whose_upload_failed_still_deletes_the_replaced_objects_on_rerun(
+        cli, image_tree, env, moto, keys, tmp_path):
+    url = f"s3://{BUCKET}/replaced-later"
+    run(cli.binary, "convert", image_tree.root, url, "--size", "16x16", "--shard-records", "4",
+        "--quiet", env=env)
+    args = ["convert", image_tree.root, url, "--size", "16x16", "--shard-records", "12",
+            "--overwrite", "--staging", tmp_path / "staging", "--quiet"]
+    proxy = PutFailingProxy(moto.port, fail="shard-00000-of-00001.tfrecord")
+    try:
+        run(cli.binary, *args, env=dict(env, AWS_ENDPOINT_URL=f"http://127.0.0.1:{proxy.port}"),
+            expect=2)
+    finally:
+        proxy.close()
+    # The old manifest is gone, its shards are not; the staging directory remembers them.
+    left = objects(moto, keys, "replaced-later")
+    assert "manifest.json" not in left and "shard-00002-of-00003.tfrecord" in left, left
+    assert (tmp_path / "staging" / ".shardpack-replaced-manifest.json").is_file()
+    p = run(cli.binary, *args, env=env)
+    assert "deleted: 6 objects of the replaced dataset" in p.stdout, p.stdout
+    assert sorted(objects(moto, keys, "replaced-later")) == [
+        "manifest.json", "rejects.tsv", "shard-00000-of-00001.idx",
+        "shard-00000-of-00001.tfrecord"]
+    assert run(cli.binary, "verify", url, env=env).stdout.startswith(f"{url}: OK: ")
+
+
 def test_s3_over_https_checks_the_certificate_against_aws_ca_bundle(cli, dataset, env, moto,
                                                                     tmp_path):
     """nginx with a self-signed certificate in front of moto (TLS ends there; the Host

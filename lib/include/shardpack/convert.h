@@ -229,8 +229,9 @@ struct ConvertSummary {
 // s3_upload.h; the manifest last). AlreadyExists when the prefix holds a manifest.json
 // and `overwrite` is off (with it, that manifest is deleted first, so that no reader
 // takes the objects being replaced for a dataset, and the files it listed that the new
-// dataset does not are deleted after the new manifest is up); InvalidArgument with
-// part_count > 1.
+// dataset does not are deleted after the new manifest is up; the replaced manifest waits in
+// the staging directory meanwhile, for a rerun after a failed upload); InvalidArgument
+// with part_count > 1.
 // An upload error names the s3:// object and S3's code, and says that the staging
 // directory was kept for a rerun.
 StatusOr<ConvertSummary> Convert(const std::string& src, const std::string& dst,
