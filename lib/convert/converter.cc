@@ -1075,17 +1075,6 @@ StatusOr<std::optional<std::string>> PublishedManifest(const std::string& url,
 // ConvertToS3).
 constexpr char kReplacedManifestName[] = ".shardpack-replaced-manifest.json";
 
-// The files a manifest lists: shards, their indexes, the rejects list.
-std::set<std::string> ListedFiles(const Manifest& m) {
-  std::set<std::string> names;
-  for (const ShardEntry& s : m.shards) {
-    names.insert(s.data.file);
-    if (s.index) names.insert(s.index->file);
-  }
-  if (m.rejects) names.insert(m.rejects->file);
-  return names;
-}
-
 // After an overwrite: deletes the objects the replaced manifest (`old_text`) listed that
 // the new dataset does not. Returns how many. A replaced manifest that does not parse
 // (another version, damaged) names nothing to delete.
@@ -1093,13 +1082,14 @@ StatusOr<uint64_t> DeleteReplacedObjects(const std::string& url, const std::stri
                                          const Manifest& now, const RemoteOptions& options) {
   auto old = ParseManifest(old_text, url + "/" + std::string(format::kManifestName));
   if (!old.ok()) return 0;
-  const std::set<std::string> kept = ListedFiles(now);
+  std::set<std::string> kept;
+  for (const FileEntry* f : ListedFiles(now)) kept.insert(f->file);
   uint64_t deleted = 0;
-  for (const std::string& name : ListedFiles(*old)) {
+  for (const FileEntry* f : ListedFiles(*old)) {
     // A manifest listing "manifest.json" (edited by hand, or hostile) must not take the new
     // one with it.
-    if (kept.count(name) != 0 || name == format::kManifestName) continue;
-    SHARDPACK_RETURN_IF_ERROR(remote::DeleteObject(url + "/" + name, options));
+    if (kept.count(f->file) != 0 || f->file == format::kManifestName) continue;
+    SHARDPACK_RETURN_IF_ERROR(remote::DeleteObject(url + "/" + f->file, options));
     ++deleted;
   }
   return deleted;

@@ -413,4 +413,14 @@ StatusOr<Manifest> ReadManifest(const std::string& dir) {
   return ParseManifest(*text, path);
 }
 
+std::vector<const FileEntry*> ListedFiles(const Manifest& m) {
+  std::vector<const FileEntry*> files;
+  for (const ShardEntry& s : m.shards) {
+    files.push_back(&s.data);
+    if (s.index) files.push_back(&*s.index);
+  }
+  if (m.rejects) files.push_back(&*m.rejects);
+  return files;
+}
+
 }  // namespace shardpack

@@ -350,12 +350,8 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
             false};
   }
   std::string ca_bundle = options_.ca_bundle;
-  auto env = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v != nullptr ? v : "");
-  };
-  if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = env("AWS_CA_BUNDLE");
-  if (ca_bundle.empty()) ca_bundle = env("CURL_CA_BUNDLE");
+  if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = ProcessEnv("AWS_CA_BUNDLE");
+  if (ca_bundle.empty()) ca_bundle = ProcessEnv("CURL_CA_BUNDLE");
   if (!ca_bundle.empty()) {
     curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
     curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);  // the bundle only, not also the system's
@@ -363,6 +359,15 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   // Owned here, freed after the transfer.
   std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
                                                                       &curl_slist_free_all);
+  // Appends a header line; false when out of memory.
+  auto add_header = [&headers](const std::string& line) {
+    curl_slist* list = curl_slist_append(headers.get(), line.c_str());
+    if (list == nullptr) return false;
+    headers.release();
+    headers.reset(list);
+    return true;
+  };
+  const Outcome out_of_memory{InternalError("curl_slist_append: out of memory"), false};
   std::string sigv4;
   const bool direct = t->send != nullptr && t->send->direct;
   if (direct) curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
@@ -382,31 +387,18 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     // S3 refuses a SigV4 request without it. The payload is not hashed into the
     // signature (that would read every uploaded byte once more); uploads are checked by
     // their size after the fact (remote/s3_upload.h).
-    curl_slist* list = curl_slist_append(nullptr, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (list != nullptr && !c->session_token.empty()) {
-      curl_slist* more =
-          curl_slist_append(list, ("x-amz-security-token: " + c->session_token).c_str());
-      if (more == nullptr) curl_slist_free_all(list);
-      list = more;
+    if (!add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD") ||
+        (!c->session_token.empty() && !add_header("x-amz-security-token: " + c->session_token))) {
+      return out_of_memory;
     }
-    if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
-    headers.reset(list);
   }
   const bool sends_body =
       t->send != nullptr && (t->send->method == "PUT" || t->send->method == "POST");
-  if (sends_body) {
-    // Without it libcurl sends a form's type, which is no object's.
-    curl_slist* list = curl_slist_append(headers.get(), "Content-Type: application/octet-stream");
-    if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
-    headers.release();
-    headers.reset(list);
-  }
+  // Without it libcurl sends a form's type, which is no object's.
+  if (sends_body && !add_header("Content-Type: application/octet-stream")) return out_of_memory;
   if (t->send != nullptr) {
     for (const std::string& line : t->send->headers) {
-      curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-      if (list == nullptr) return {InternalError("curl_slist_append: out of memory"), false};
-      headers.release();
-      headers.reset(list);
+      if (!add_header(line)) return out_of_memory;
     }
   }
   if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
@@ -589,7 +581,7 @@ Status RunOverConnections(std::vector<std::unique_ptr<HttpClient>>* clients, siz
   }
   std::vector<std::thread> threads;
   Status started;
-  for (size_t t = 0; t < n && started.ok(); ++t) {
+  for (size_t t = 0; t < n; ++t) {
     try {
       threads.emplace_back(work, (*clients)[t].get());
     } catch (const std::system_error& e) {

@@ -218,15 +218,16 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
   return config;
 }
 
+std::string ProcessEnv(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? v : "";
+}
+
 StatusOr<S3Config> ResolveS3Config() {
-  const GetEnvFn getenv = [](const char* name) {
-    const char* v = std::getenv(name);
-    return std::string(v != nullptr ? v : "");
-  };
-  SHARDPACK_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(getenv, io::Env::Posix()));
+  SHARDPACK_ASSIGN_OR_RETURN(S3Config config, ResolveS3Config(ProcessEnv, io::Env::Posix()));
   if (!config.credentials) {
     SHARDPACK_ASSIGN_OR_RETURN(FoundCredentials found,
-                               FindOtherCredentials(config, getenv, io::Env::Posix()));
+                               FindOtherCredentials(config, ProcessEnv, io::Env::Posix()));
     config.credentials = std::move(found.credentials);
     config.credentials_source = std::move(found.source);
     config.credentials_expire = found.credentials ? found.expires : 0;

@@ -60,6 +60,8 @@ struct S3Config {
 
 // Looks up an environment variable; "" when it is unset.
 using GetEnvFn = std::function<std::string(const char* name)>;
+// The process's environment, as a GetEnvFn.
+std::string ProcessEnv(const char* name);
 
 // The standard chain, as the AWS CLI and SDKs read it:
 //   credentials  AWS_ACCESS_KEY_ID + AWS_SECRET_ACCESS_KEY (+ AWS_SESSION_TOKEN); else

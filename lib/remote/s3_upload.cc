@@ -417,20 +417,11 @@ StatusOr<UploadSummary> UploadDataset(const std::string& dir, const std::string&
                                       const RemoteOptions& options) {
   SHARDPACK_ASSIGN_OR_RETURN(std::string base, NormalizeDatasetUrl(url));
   if (!IsS3Url(base)) return InvalidArgumentError(url + ": not an s3:// URL");
-  SHARDPACK_ASSIGN_OR_RETURN(UploadSizes sizes, ResolveUploadSizes(options, [](const char* name) {
-                               const char* v = std::getenv(name);
-                               return std::string(v != nullptr ? v : "");
-                             }));
+  SHARDPACK_ASSIGN_OR_RETURN(UploadSizes sizes, ResolveUploadSizes(options, ProcessEnv));
   SHARDPACK_ASSIGN_OR_RETURN(Manifest manifest, ReadManifest(dir));
   std::vector<Item> items;
-  for (const ShardEntry& shard : manifest.shards) {
-    items.push_back({shard.data.file, shard.data.bytes, shard.data.xxh3_128});
-    if (shard.index)
-      items.push_back({shard.index->file, shard.index->bytes, shard.index->xxh3_128});
-  }
-  if (manifest.rejects) {
-    items.push_back({manifest.rejects->file, manifest.rejects->bytes, manifest.rejects->xxh3_128});
-  }
+  for (const FileEntry* f : ListedFiles(manifest))
+    items.push_back({f->file, f->bytes, f->xxh3_128});
   SHARDPACK_ASSIGN_OR_RETURN(int connections, ResolveConnections(options));
   Uploader uploader(dir, base, sizes, connections, options);
   UploadSummary summary;

@@ -580,13 +580,11 @@ StatusOr<std::unique_ptr<CachedDataset>> FetchDataset(const std::string& url,
 
 StatusOr<std::string> ResolveCacheDir(const RemoteOptions& options) {
   if (!options.cache_dir.empty()) return options.cache_dir;
-  auto env = [](const char* name) -> std::string {
-    const char* v = std::getenv(name);
-    return v != nullptr ? v : "";
-  };
-  if (std::string d = env("SHARDPACK_CACHE_DIR"); !d.empty()) return d;
-  if (std::string d = env("XDG_CACHE_HOME"); !d.empty()) return io::JoinPath(d, "shardpack");
-  if (std::string d = env("HOME"); !d.empty()) return io::JoinPath(d, ".cache/shardpack");
+  if (std::string d = ProcessEnv("SHARDPACK_CACHE_DIR"); !d.empty()) return d;
+  if (std::string d = ProcessEnv("XDG_CACHE_HOME"); !d.empty()) {
+    return io::JoinPath(d, "shardpack");
+  }
+  if (std::string d = ProcessEnv("HOME"); !d.empty()) return io::JoinPath(d, ".cache/shardpack");
   return InvalidArgumentError(
       "no cache directory for remote datasets: set SHARDPACK_CACHE_DIR (or --cache-dir)");
 }

@@ -119,6 +119,10 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
 // Reads DIR/manifest.json.
 StatusOr<Manifest> ReadManifest(const std::string& dir);
 
+// The files a manifest lists, in its order: each shard's data file and index, then
+// rejects.tsv. Pointers into `m`.
+std::vector<const FileEntry*> ListedFiles(const Manifest& m);
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_MANIFEST_H_
