@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Encoded shards (convert --encoding, docs/FORMAT.md §2.5) against raw ones, on real photos:
 #   - bytes per sample and PSNR against the raw conversion, JPEG at quality 75, 90 and 95
-#     (4:2:0) and PNG;
+#     (4:2:0) and PNG at zlib levels 6 (the default) and 1 (--png-compression), with each
+#     conversion's rate (images/s on all cores);
 #   - the loader's decode rate (shardpack bench, no transform, in the page cache) against
 #     libjpeg-turbo decoding the same JPEG files bare (bench/decode_floor), at 1 and 2
 #     threads, in ROUNDS (default 5) alternating rounds: the loader's cost over the decode;
@@ -42,16 +43,17 @@ if [ ! -d "$images/scale" ]; then
 fi
 
 # ---- conversions ---------------------------------------------------------------------------
-convert() {  # NAME FLAGS...
+convert() {  # NAME FLAGS...: the summary (with its seconds) in $work/NAME.json
   local name=$1
   shift
   "$shardpack" convert "$images/scale" "$work/$name" --size "${size}x${size}" --fit crop \
-    --quiet "$@" > /dev/null
+    --quiet --json "$@" > "$work/$name.json"
 }
-say "converting $images/scale: raw, jpeg q75/q90/q95, png"
+say "converting $images/scale: raw, jpeg q75/q90/q95, png at levels 6 and 1"
 convert raw
 for q in 75 90 95; do convert "jpeg$q" --encoding jpeg --quality "$q"; done
 convert png --encoding png
+convert png1 --encoding png --png-compression 1
 
 # ---- sizes and PSNR ------------------------------------------------------------------------
 python3 - "$work" > "$work/sizes.md" <<'EOF'
@@ -66,10 +68,15 @@ def stored(name):
 
 raw = shardpack.Dataset(f"{work}/raw")
 raw_bytes, n = stored("raw")
-print(f"| encoding | bytes per sample | / raw | PSNR, mean of samples (dB) | PSNR, lowest sample (dB) |")
-print(f"|---|---|---|---|---|")
-print(f"| raw | {raw_bytes:,.0f} | 1.000 | | |")
-for name in ("jpeg75", "jpeg90", "jpeg95", "png"):
+def rate(name):
+    summary = json.load(open(f"{work}/{name}.json"))
+    return summary["written"] / summary["seconds"]
+
+print(f"| encoding | bytes per sample | / raw | PSNR, mean of samples (dB) | PSNR, lowest sample (dB) | convert images/s |")
+print(f"|---|---|---|---|---|---|")
+print(f"| raw | {raw_bytes:,.0f} | 1.000 | | | {rate('raw'):,.0f} |")
+labels = {"png": "png (zlib level 6, the default)", "png1": "png, --png-compression 1"}
+for name in ("jpeg75", "jpeg90", "jpeg95", "png", "png1"):
     ds = shardpack.Dataset(f"{work}/{name}")
     b, m = stored(name)
     assert m == n
@@ -82,8 +89,8 @@ for name in ("jpeg75", "jpeg90", "jpeg95", "png"):
     finite = [p for p in psnr if np.isfinite(p)]
     mean = f"{np.mean(finite):.2f}" if finite else "exact"
     low = f"{min(finite):.2f}" if finite else "exact"
-    label = name if name == "png" else f"jpeg, quality {name[4:]}"
-    print(f"| {label} | {b:,.0f} | {b / raw_bytes:.3f} | {mean} | {low} |")
+    label = labels.get(name, f"jpeg, quality {name[4:]}")
+    print(f"| {label} | {b:,.0f} | {b / raw_bytes:.3f} | {mean} | {low} | {rate(name):,.0f} |")
 print(f"\n{n} samples of {raw[0].pixels.shape}.")
 EOF
 

@@ -24,7 +24,8 @@ struct ConvertArgs {
   std::string src, dst, staging, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
                                  background = "ffffff", list, input = "auto",
                                  lmdb_schema = "example", part, encoding = "raw";
-  int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420;
+  int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420,
+      png_compression = 6;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
        resume = false, overwrite = false, quiet = false, mpi = false, stats = false;
   uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
@@ -148,6 +149,11 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--subsampling", a->subsampling, "--encoding jpeg|mixed: chroma subsampling")
       ->check(CLI::IsMember({444, 422, 420}))
       ->capture_default_str();
+  cmd->add_option("--png-compression", a->png_compression,
+                  "--encoding png: zlib level, 0 (stored) to 9 (smallest); 1 is the fastest "
+                  "that compresses")
+      ->check(Integer<int>(0, 9))
+      ->capture_default_str();
   cmd->add_option("--shard-size", a->shard_size, "Shard size limit in bytes")
       ->check(Integer<uint64_t>(1))
       ->capture_default_str();
@@ -247,6 +253,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.encoding = *ParseImageEncoding(a->encoding);  // checked by NameCheck
     o.jpeg_quality = a->quality;
     o.jpeg_subsampling = a->subsampling;
+    o.png_compression = a->png_compression;
     o.mixed_max_ratio = a->mixed_ratio;
     o.max_shard_bytes = a->shard_size;
     o.max_shard_records = a->shard_records;

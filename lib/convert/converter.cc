@@ -163,6 +163,10 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("JPEG chroma subsampling must be 444, 422 or 420, not " +
                                 std::to_string(o.jpeg_subsampling));
   }
+  if (o.png_compression < 0 || o.png_compression > 9) {
+    return InvalidArgumentError("PNG compression level must be in 0..9, not " +
+                                std::to_string(o.png_compression));
+  }
   if (o.encoding == ImageEncoding::kMixed &&
       !(o.mixed_max_ratio > 0.0 && o.mixed_max_ratio <= 1.0)) {
     char ratio[32];
@@ -241,6 +245,10 @@ std::string OptionsJson(const std::string& src, const ConvertOptions& o, bool tf
       j["jpeg_subsampling"] = o.jpeg_subsampling;
     }
     if (o.encoding == ImageEncoding::kMixed) j["mixed_max_ratio"] = o.mixed_max_ratio;
+    // Only when not libpng's default: a PNG dataset made before the option keeps its bytes.
+    if (o.encoding == ImageEncoding::kPng && o.png_compression != image::kPngDefaultCompression) {
+      j["png_compression"] = o.png_compression;
+    }
   }
   j["orientation"] = o.apply_orientation ? "applied" : "ignored";
   char bg[8];
@@ -856,7 +864,8 @@ Status DecodeStage::Encode(Item* item) const {
                               {.quality = o_.jpeg_quality,
                                .progressive = false,
                                .subsampling = o_.jpeg_subsampling})
-          : image::EncodePng(im.pixels.data(), im.height, im.width, im.channels);
+          : image::EncodePng(im.pixels.data(), im.height, im.width, im.channels,
+                             {.compression_level = o_.png_compression});
   if (!file.ok()) return file.status();
   if (o_.encoding == ImageEncoding::kMixed &&
       static_cast<double>(file->size()) >

@@ -80,6 +80,7 @@ struct PngJob {
   char message[256];
   const uint8_t* pixels;
   int height, width, channels;
+  int compression_level;
   std::string* out;  // appended to by the write callback (no longjmp crosses it)
 };
 
@@ -104,6 +105,11 @@ bool RunPngJob(PngJob* job) {
     return false;
   }
   png_set_write_fn(job->png, job, PngWriteFn, PngFlushFn);
+  // libpng's default is zlib's, 6: leaving it unset keeps the default's bytes by
+  // construction.
+  if (job->compression_level != kPngDefaultCompression) {
+    png_set_compression_level(job->png, job->compression_level);
+  }
   int type = job->channels == 1   ? PNG_COLOR_TYPE_GRAY
              : job->channels == 2 ? PNG_COLOR_TYPE_GRAY_ALPHA
              : job->channels == 3 ? PNG_COLOR_TYPE_RGB
@@ -149,14 +155,20 @@ StatusOr<std::string> EncodeJpeg(const uint8_t* pixels, int height, int width, i
   return out;
 }
 
-StatusOr<std::string> EncodePng(const uint8_t* pixels, int height, int width, int channels) {
+StatusOr<std::string> EncodePng(const uint8_t* pixels, int height, int width, int channels,
+                                const PngEncodeOptions& options) {
   SHARDPACK_RETURN_IF_ERROR(CheckShape(height, width, channels, 4));
+  if (options.compression_level < 0 || options.compression_level > 9) {
+    return InvalidArgumentError("PNG compression level must be in 0..9, not " +
+                                std::to_string(options.compression_level));
+  }
   std::string out;
   auto job = std::make_unique<PngJob>();
   job->pixels = pixels;
   job->height = height;
   job->width = width;
   job->channels = channels;
+  job->compression_level = options.compression_level;
   job->out = &out;
   if (!RunPngJob(job.get())) {
     return InternalError(std::string("PNG encoding failed: ") + job->message);

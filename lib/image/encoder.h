@@ -23,8 +23,20 @@ struct JpegEncodeOptions {
 StatusOr<std::string> EncodeJpeg(const uint8_t* pixels, int height, int width, int channels,
                                  const JpegEncodeOptions& options = {});
 
-// HWC 8-bit pixels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA.
-StatusOr<std::string> EncodePng(const uint8_t* pixels, int height, int width, int channels);
+// libpng's (and zlib's) default compression level.
+inline constexpr int kPngDefaultCompression = 6;
+
+struct PngEncodeOptions {
+  // zlib's level for the image data, 0 (stored) .. 9 (smallest). Filters stay libpng's
+  // choice (adaptive per row for 8-bit images), so the default writes libpng's default
+  // bytes.
+  int compression_level = kPngDefaultCompression;
+};
+
+// HWC 8-bit pixels: 1 gray, 2 gray+alpha, 3 RGB, 4 RGBA. InvalidArgument for a
+// compression level outside 0..9.
+StatusOr<std::string> EncodePng(const uint8_t* pixels, int height, int width, int channels,
+                                const PngEncodeOptions& options = {});
 
 }  // namespace shardpack::image
 

@@ -235,6 +235,7 @@ def convert(
     encoding="raw",
     quality=90,
     subsampling=420,
+    png_compression=6,
     mixed_ratio=0.5,
     shard_size=64 << 20,
     shard_records=0,
@@ -264,7 +265,8 @@ def convert(
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
-    "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png", or "mixed" (the
+    "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png" (deflated at
+    zlib level ``png_compression`` 0..9; 1 is the fastest that compresses), or "mixed" (the
     JPEG where it is at most ``mixed_ratio`` of the raw bytes, else the raw pixels): how
     samples store the resized image (docs/FORMAT.md §2.5; :class:`Dataset` and
     :class:`Loader` decode encoded images). ``part=(i, n)`` (or
@@ -301,6 +303,7 @@ def convert(
     o.encoding = enum_member(_shardpack.ImageEncoding, encoding, "encoding")
     o.jpeg_quality = integer(quality, "quality", 1, 100)
     o.jpeg_subsampling = integer(subsampling, "subsampling", 420, 444)
+    o.png_compression = integer(png_compression, "png_compression", 0, 9)
     if isinstance(mixed_ratio, bool) or not isinstance(mixed_ratio, numbers.Real) or not (
             0.0 < float(mixed_ratio) <= 1.0):
         raise InvalidArgumentError(f"mixed_ratio must be a number in (0, 1], not {mixed_ratio!r}")

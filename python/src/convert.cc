@@ -94,6 +94,7 @@ void BindConvert(nb::module_& m) {
       .def_rw("encoding", &ConvertOptions::encoding)
       .def_rw("jpeg_quality", &ConvertOptions::jpeg_quality)
       .def_rw("jpeg_subsampling", &ConvertOptions::jpeg_subsampling)
+      .def_rw("png_compression", &ConvertOptions::png_compression)
       .def_rw("mixed_max_ratio", &ConvertOptions::mixed_max_ratio)
       .def_rw("max_shard_bytes", &ConvertOptions::max_shard_bytes)
       .def_rw("max_shard_records", &ConvertOptions::max_shard_records)

@@ -48,6 +48,21 @@ def test_loader_batches_of_a_png_dataset_equal_the_raw_ones(raw_and_png):
         np.testing.assert_array_equal(b, a)
 
 
+def test_png_compression_changes_the_files_not_the_pixels(raw_and_png, image_folder, tmp_path):
+    fast = str(tmp_path / "fast")
+    shardpack.convert(image_folder, fast, size=32, format="lmdb", shard_records=25,
+                      encoding="png", png_compression=1)
+    with open(os.path.join(fast, "manifest.json")) as f:
+        assert json.load(f)["options"]["png_compression"] == 1
+    a, b = shardpack.Dataset(raw_and_png[1]), shardpack.Dataset(fast)
+    assert len(a) == len(b) > 0
+    for i in range(len(a)):
+        np.testing.assert_array_equal(b[i].pixels, a[i].pixels)
+    with pytest.raises(ValueError, match="png_compression"):
+        shardpack.convert(image_folder, str(tmp_path / "bad"), size=32, encoding="png",
+                          png_compression=10)
+
+
 def test_jpeg_dataset_decodes_close_to_the_raw_pixels(image_folder, tmp_path):
     raw, jpeg = str(tmp_path / "raw"), str(tmp_path / "jpeg")
     shardpack.convert(image_folder, raw, size=32)

@@ -629,6 +629,51 @@ TEST(ConvertEncodedTest, PngHoldsTheRawPixelsAndJpegBytesDoNotDependOnThreads) {
   }
 }
 
+// --png-compression: another deflate stream of the same pixels. The options record a
+// level other than libpng's default 6 (so a resumed or merged run with another level is
+// another conversion); the default is not recorded, so PNG datasets made before the
+// option keep their bytes. Outside 0..9 is refused before anything is written.
+TEST(ConvertEncodedTest, PngCompressionChangesTheFilesNotThePixels) {
+  Tree tree;
+  TempDir def_out, fast_out, bad_out;
+  ConvertOptions o = Options16();
+  o.encoding = ImageEncoding::kPng;
+  auto by_default = Convert(tree.dir.path(), def_out.path(), o);
+  ASSERT_OK(by_default.status());
+  EXPECT_EQ(by_default->manifest.options_json.find("png_compression"), std::string::npos)
+      << by_default->manifest.options_json;
+  o.png_compression = 1;
+  auto fast = Convert(tree.dir.path(), fast_out.path(), o);
+  ASSERT_OK(fast.status());
+  EXPECT_NE(fast->manifest.options_json.find("\"png_compression\":1"), std::string::npos)
+      << fast->manifest.options_json;
+  auto a = Dataset::Open(def_out.path());
+  auto b = Dataset::Open(fast_out.path());
+  ASSERT_OK(a.status());
+  ASSERT_OK(b.status());
+  ASSERT_EQ((*b)->size(), (*a)->size());
+  std::vector<uint8_t> pa(16 * 16 * 3), pb(16 * 16 * 3);
+  bool some_file_differs = false;
+  for (uint64_t i = 0; i < (*a)->size(); ++i) {
+    SampleView va, vb;
+    ASSERT_OK((*a)->GetPixels(i, pa, &va));
+    ASSERT_OK((*b)->GetPixels(i, pb, &vb));
+    EXPECT_EQ(pa, pb) << "sample " << i;
+    some_file_differs |= std::string(va.encoded.begin(), va.encoded.end()) !=
+                         std::string(vb.encoded.begin(), vb.encoded.end());
+  }
+  EXPECT_TRUE(some_file_differs);
+  for (int level : {-1, 10}) {
+    o.png_compression = level;
+    auto bad = Convert(tree.dir.path(), bad_out.Join("d"), o);
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << level;
+    EXPECT_NE(bad.status().message().find("PNG compression level must be in 0..9"),
+              std::string::npos)
+        << bad.status().message();
+    EXPECT_FALSE(fs::exists(bad_out.Join("d")));
+  }
+}
+
 // --encoding mixed: each record is the JPEG where it is at most mixed_max_ratio of the
 // raw bytes, else the raw pixels, checked here by encoding the raw conversion's pixels
 // again. The smooth test photos compress; a noise image does not and stays raw. The

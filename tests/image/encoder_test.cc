@@ -23,6 +23,36 @@ TEST(EncoderTest, PngRoundTripsExactly) {
   }
 }
 
+// The compression level changes the deflate stream, never the pixels; the default is
+// libpng's own (no call to png_set_compression_level), and 6 says so explicitly.
+TEST(EncoderTest, PngCompressionLevelsAllRoundTripExactly) {
+  std::vector<uint8_t> px = testing::Pattern(64, 48, 3, 3);
+  auto by_default = EncodePng(px.data(), 64, 48, 3);
+  ASSERT_TRUE(by_default.ok());
+  std::vector<std::string> files;
+  for (int level = 0; level <= 9; ++level) {
+    auto png = EncodePng(px.data(), 64, 48, 3, {.compression_level = level});
+    ASSERT_TRUE(png.ok()) << level;
+    DecodeOptions o;
+    o.channels = 3;
+    auto img = Decode(reinterpret_cast<const uint8_t*>(png->data()), png->size(), o);
+    ASSERT_TRUE(img.ok()) << level << ": " << img.status().ToString();
+    EXPECT_EQ(img->pixels, px) << level;
+    files.push_back(*png);
+  }
+  EXPECT_EQ(files[6], *by_default);
+  EXPECT_NE(files[0], files[6]);
+  EXPECT_NE(files[1], files[6]);
+  // Level 0 stores: at least the filtered rows (a filter byte each) plus zlib's framing.
+  EXPECT_GT(files[0].size(), px.size());
+  EXPECT_LT(files[9].size(), files[0].size());
+  for (int level : {-1, 10}) {
+    auto bad = EncodePng(px.data(), 64, 48, 3, {.compression_level = level});
+    EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument) << level;
+    EXPECT_NE(bad.status().message().find("0..9"), std::string::npos) << bad.status().message();
+  }
+}
+
 TEST(EncoderTest, JpegRoundTripsCloselyAtHighQuality) {
   std::vector<uint8_t> px = testing::Pattern(32, 48, 3, 1);
   auto jpg = EncodeJpeg(px.data(), 32, 48, 3, {.quality = 98, .subsampling = 444});

@@ -234,6 +234,8 @@ TEST(CliTest, NumbersAreParsedStrictlyAndTheErrorStatesValueAndRange) {
        "hexadecimal digits"},
       {"--size 8x8 --part +1/2", "--part +1/2: expected I/N"},
       {"--size 8x8 --threads 2.0", "--threads: \"2.0\" is not a whole number"},
+      {"--size 8x8 --encoding png --png-compression 10",
+       "--png-compression: 10 is out of range; expected an integer from 0 to 9"},
   };
   for (const auto& [args, message] : refused) {
     CliRun r = Shardpack(convert + args);
@@ -243,6 +245,11 @@ TEST(CliTest, NumbersAreParsedStrictlyAndTheErrorStatesValueAndRange) {
   EXPECT_FALSE(std::filesystem::exists(dir.Join("out")));
   CliRun ok = Shardpack(convert + "--size 8x8 --seed 18446744073709551615 --quiet");
   EXPECT_EQ(ok.code, 0) << ok.out;
+  CliRun png = Shardpack("convert " + src.path() + " " + dir.Join("png") +
+                         " --size 8x8 --encoding png --png-compression 1 --quiet");
+  EXPECT_EQ(png.code, 0) << png.out;
+  EXPECT_NE(testing::ReadFileOrDie(dir.Join("png/manifest.json")).find("\"png_compression\": 1"),
+            std::string::npos);
 
   CliRun batch = Shardpack("bench " + dir.Join("out") + " --batch-size 2.5");
   EXPECT_EQ(batch.code, 2);
