@@ -882,27 +882,57 @@ Status DecodeStage::Encode(Item* item) const {
 
 WriteStage::WriteStage(const ConvertOptions& o, ShardWriter* writer, RunState* state, uint64_t done,
                        uint64_t total, std::chrono::steady_clock::time_point start)
-    : o_(o), writer_(writer), state_(state), done_(done), total_(total), start_(start) {}
+    : o_(o),
+      writer_(writer),
+      placed_(o.backend == Backend::kTfrecord),
+      state_(state),
+      done_(done),
+      total_(total),
+      start_(start) {}
 
-Status WriteStage::Consume(const Item& item) {
+namespace {
+
+SampleInput SampleOf(const Item& item) {
+  const image::Image& im = item.image;
+  return {.pixels = im.pixels,
+          .encoded = {reinterpret_cast<const uint8_t*>(item.encoded.data()), item.encoded.size()},
+          .height = im.height,
+          .width = im.width,
+          .channels = im.channels,
+          .label = item.input->label,
+          .filename = item.filename};
+}
+
+}  // namespace
+
+void WriteStage::Place(Item* item) {
+  if (!placed_ || !item->status.ok() || !item->write_status.ok()) return;
+  const auto t0 = Clock::now();
+  item->write_status = writer_->Reserve(SampleOf(*item), &item->reservation);
+  item->write_seconds += SecondsSince(t0);
+}
+
+void WriteStage::Write(Item* item) const {
+  if (!placed_ || !item->status.ok() || !item->write_status.ok()) return;
+  const auto t0 = Clock::now();
+  item->write_status = writer_->Write(item->reservation);
+  item->write_seconds += SecondsSince(t0);
+}
+
+Status WriteStage::Commit(const Item& item) {
+  SHARDPACK_RETURN_IF_ERROR(item.write_status);
   state_->position = item.position;
   stages_.read += item.read_seconds;
   stages_.decode += item.decode_seconds;
   stages_.resize += item.resize_seconds;
   stages_.encode += item.encode_seconds;
   if (item.status.ok()) {
-    const image::Image& im = item.image;
     const auto t0 = Clock::now();
-    Status added = writer_->Add(
-        {.pixels = im.pixels,
-         .encoded = {reinterpret_cast<const uint8_t*>(item.encoded.data()), item.encoded.size()},
-         .height = im.height,
-         .width = im.width,
-         .channels = im.channels,
-         .label = item.input->label,
-         .filename = item.filename});
-    stages_.write += SecondsSince(t0);
-    SHARDPACK_RETURN_IF_ERROR(added);
+    // An LMDB shard is written here whole: its shards are staged in order, with the
+    // progress record's position.
+    Status committed = placed_ ? writer_->Commit(item.reservation) : writer_->Add(SampleOf(item));
+    stages_.write += item.write_seconds + SecondsSince(t0);
+    SHARDPACK_RETURN_IF_ERROR(committed);
   } else {
     state_->rejects.push_back({EscapeBytes(item.input->relative), item.status.ToString()});
     SHARDPACK_RETURN_IF_ERROR(CheckRejects(state_->rejects, o_));
@@ -915,6 +945,12 @@ Status WriteStage::Consume(const Item& item) {
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count()});
   }
   return Status::Ok();
+}
+
+Status WriteStage::Consume(Item* item) {
+  Place(item);
+  Write(item);
+  return Commit(*item);
 }
 
 int PipelineThreads(const ConvertOptions& o) {
@@ -954,10 +990,20 @@ Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uin
     if (!stop.load()) decode.Process(item, &scratches.local());
     return item;
   };
-  auto sink = [&](Item* item) {
+  // Placing and committing in order, the writes between them on any thread: the copy
+  // into the page cache, most of a write's time, is then no longer one thread's work.
+  auto place = [&](Item* item) {
+    if (!stop.load()) write->Place(item);
+    return item;
+  };
+  auto write_out = [&](Item* item) {
+    if (!stop.load()) write->Write(item);
+    return item;
+  };
+  auto commit = [&](Item* item) {
     std::unique_ptr<Item> owned(item);
     if (stop.load()) return;
-    Status s = write->Consume(*item);
+    Status s = write->Commit(*item);
     if (!s.ok()) {
       failure = s;
       stop = true;
@@ -973,7 +1019,9 @@ Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uin
         PipelineTokens(o, threads),
         tbb::make_filter<void, Item*>(tbb::filter_mode::serial_in_order, source) &
             tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel, process) &
-            tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, sink));
+            tbb::make_filter<Item*, Item*>(tbb::filter_mode::serial_in_order, place) &
+            tbb::make_filter<Item*, Item*>(tbb::filter_mode::parallel, write_out) &
+            tbb::make_filter<Item*, void>(tbb::filter_mode::serial_in_order, commit));
   });
   return failure;
 }

@@ -124,7 +124,12 @@ struct Item {
   std::string filename;  // stored as image/filename: a TFRecord input's own, else the path
   // Seconds this item spent in each stage (ConvertStageSeconds), on the thread that
   // processed it.
-  double read_seconds = 0, decode_seconds = 0, resize_seconds = 0, encode_seconds = 0;
+  double read_seconds = 0, decode_seconds = 0, resize_seconds = 0, encode_seconds = 0,
+         write_seconds = 0;
+  // The write stage's: the sample's place in the output, and a failure to place or
+  // write it (which stops the conversion, unlike `status`).
+  ShardWriter::Reservation reservation;
+  Status write_status;
 };
 
 // Reads, decodes and resizes inputs as the options say. Thread-safe: any number of
@@ -149,16 +154,26 @@ class DecodeStage {
 
 // ---- 4. Write ---------------------------------------------------------------------------
 
-// Takes the items in write order. Not thread-safe: the pipeline's serial, in-order stage.
+// Writes the items of a TFRecord output in three steps (ShardWriter::Reserve, Write,
+// Commit): Place and Commit take them in write order, one thread at a time; Write may run
+// on any thread between them, for several items at once. An LMDB output's items are
+// written whole by Commit (ShardWriter::Add); Place and Write do nothing there.
 class WriteStage {
  public:
   // `done` inputs of the run's `total` are finished already (a resumed run's).
   WriteStage(const ConvertOptions& o, ShardWriter* writer, RunState* state, uint64_t done,
              uint64_t total, std::chrono::steady_clock::time_point start);
 
-  // The item's image into the writer, or its failure into the rejects; then progress. An
-  // error stops the conversion: the writer's, or rejects past the limits.
-  Status Consume(const Item& item);
+  // The item's image reserved in the writer (nothing for a failed input). A failure goes
+  // to item->write_status.
+  void Place(Item* item);
+  // The reserved image written. Thread-safe. A failure goes to item->write_status.
+  void Write(Item* item) const;
+  // The item committed, or its failure into the rejects; then progress. An error stops
+  // the conversion: the writer's (write_status first), or rejects past the limits.
+  Status Commit(const Item& item);
+  // Place, Write and Commit.
+  Status Consume(Item* item);
 
   uint64_t bytes_in() const { return bytes_in_; }
   // The items' stage seconds summed, and the write stage's own (ConvertStageSeconds: read
@@ -168,6 +183,8 @@ class WriteStage {
  private:
   const ConvertOptions& o_;
   ShardWriter* writer_;
+  // TFRecord: written in three steps (ShardWriter::Reserve); LMDB: by Add in Commit.
+  bool placed_;
   RunState* state_;
   uint64_t done_;
   uint64_t total_;
@@ -182,8 +199,8 @@ class WriteStage {
 int PipelineThreads(const ConvertOptions& o);
 
 // Stages 3 and 4 over positions [first, end) of `order`: PipelineThreads(o) workers
-// decode, one writes in order. The first error of the write stage stops the pipeline and is
-// returned.
+// decode and write; placing and committing go in order. The first error of the write stage
+// stops the pipeline and is returned.
 Status RunPipeline(const InputSet& inputs, const std::vector<size_t>& order, uint64_t first,
                    uint64_t end, const DecodeStage& decode, WriteStage* write,
                    const ConvertOptions& o);

@@ -12,11 +12,24 @@
 #include "util/crc32c.h"
 #include "util/hash.h"
 
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
 #include <set>
 
 namespace shardpack {
 
+// A sample placed by Reserve: its record's place in a TFRecord shard, to be written.
+struct ShardWriter::Reservation::Placed {
+  format::TfrecordShardWriter* shard = nullptr;
+  uint64_t number = 0;  // the shard's index in the dataset
+  format::PlacedRecord record;
+};
+
 class ShardWriter::Impl {
+  using Placed = Reservation::Placed;
+
  public:
   Impl(std::string dir, ShardWriterOptions options, io::Env* env)
       : dir_(std::move(dir)), options_(std::move(options)), env_(env) {
@@ -29,6 +42,7 @@ class ShardWriter::Impl {
     // Without Finish(), nothing is published: drop the open shard, and the staged ones
     // unless the caller records progress to resume from them.
     tfrecord_.reset();
+    sealed_.clear();
     lmdb_.reset();
     if (!finished_ && !options_.on_shard_staged) {
       for (size_t i = 0; i < shards_.size(); ++i) {
@@ -112,26 +126,64 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
-  // `image` is the sample's pixels, or the file of an encoded image (`image_key`
-  // image/encoded).
-  Status AddEncoded(std::string_view entries, std::span<const uint8_t> image, uint32_t image_crc,
-                    int64_t label, std::string_view image_key = format::kKeyRaw) {
-    if (!failed_.ok()) return failed_;
+  // What a TFRecord or Example-schema LMDB record holds of a sample: its features, and
+  // `image`, the sample's pixels or the file of an encoded image (`key` image/encoded).
+  struct Record {
+    std::string entries;
+    std::span<const uint8_t> image;
+    uint32_t crc = 0;  // of `image`
+    std::string_view key = format::kKeyRaw;
+    int64_t label = 0;
+  };
+
+  Record MakeRecord(const SampleInput& s) const {
+    format::SampleMeta meta{s.height, s.width, s.channels, s.label, ClassName(s.label), s.filename};
+    if (StoresFile(s)) {
+      const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
+      const ImageEncoding e = encoding();
+      const ImageEncoding file = e == ImageEncoding::kMixed ? ImageEncoding::kJpeg : e;
+      return {format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,
+              format::kKeyEncoded, s.label};
+    }
+    const uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
+    return {format::EncodeFeatureEntries(meta, crc), s.pixels, crc, format::kKeyRaw, s.label};
+  }
+
+  // The record appended (Add), or placed in the open TFRecord shard (Reserve, `placed`
+  // not null) to be written by WritePlaced.
+  Status AddRecord(const Record& r, Placed* placed) {
+    SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
-    SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
-    Status s = Append(entries, image, image_crc, image_key);
+    SHARDPACK_RETURN_IF_ERROR(CheckMode(placed != nullptr));
+    SHARDPACK_RETURN_IF_ERROR(CheckLabel(r.label));
+    Status s = Append(r, placed);
     if (!s.ok()) {
-      failed_ = s;
+      Fail(s);
       return s;
     }
-    ++class_counts_[static_cast<size_t>(label)];
+    ++class_counts_[static_cast<size_t>(r.label)];
     ++samples_;
+    return Status::Ok();
+  }
+
+  // Reserve's Commit: stages the shards sealed before `placed`'s (all their records are
+  // written once the caller commits `placed`), then hints the written bytes' writeback.
+  Status Commit(const Placed& placed) {
+    SHARDPACK_RETURN_IF_ERROR(Failed());
+    while (std::optional<Sealed> sealed = PopSealed(placed.number)) {
+      Status s = StageShard(sealed->writer.get(), nullptr, sealed->class_counts, sealed->samples);
+      if (!s.ok()) {
+        Fail(s);
+        return s;
+      }
+    }
+    placed.shard->WrittenBefore(placed.record.end());
     return Status::Ok();
   }
 
   // A Caffe-schema sample: the Datum under its key (both from format/caffe_datum.h).
   Status AddCaffe(std::string key, std::string value, int64_t label) {
-    if (!failed_.ok()) return failed_;
+    SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
     SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
     if (samples_ >= format::kCaffeMaxRecords) {
@@ -155,7 +207,7 @@ class ShardWriter::Impl {
     if (s.ok() && !lmdb_) s = OpenShard();
     if (s.ok()) s = lmdb_->AppendValue(std::move(key), std::move(value));
     if (!s.ok()) {
-      failed_ = s;
+      Fail(s);
       return s;
     }
     ++class_counts_[static_cast<size_t>(label)];
@@ -163,17 +215,18 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
+  bool IsTfrecord() const { return options_.backend == Backend::kTfrecord; }
   bool IsCaffe() const {
     return options_.backend == Backend::kLmdb && options_.lmdb_schema == LmdbSchema::kCaffe;
   }
 
   StatusOr<Manifest> Finish() {
-    if (!failed_.ok()) return failed_;
+    SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": finished twice");
     Status s = CloseShard();
     if (s.ok()) s = PublishFinalNames();
     if (!s.ok()) {
-      failed_ = s;
+      Fail(s);
       return s;
     }
     Manifest m;
@@ -198,7 +251,7 @@ class ShardWriter::Impl {
     s = io::WriteFileAtomically(env_, io::JoinPath(dir_, format::kManifestName),
                                 SerializeManifest(m));
     if (!s.ok()) {
-      failed_ = s;
+      Fail(s);
       return s;
     }
     finished_ = true;
@@ -216,30 +269,48 @@ class ShardWriter::Impl {
   }
 
  private:
-  bool IsTfrecord() const { return options_.backend == Backend::kTfrecord; }
+  // A writer takes Add's samples or Reserve's, never both in one dataset: appended and
+  // placed records would overwrite each other in a shard.
+  Status CheckMode(bool reserving) {
+    const Mode mode = reserving ? Mode::kReserve : Mode::kAdd;
+    if (mode_ == Mode::kNone) mode_ = mode;
+    if (mode_ != mode) {
+      return FailedPreconditionError(dir_ +
+                                     ": samples are added with Add or with Reserve, not both");
+    }
+    return Status::Ok();
+  }
 
-  Status Append(std::string_view entries, std::span<const uint8_t> pixels, uint32_t crc,
-                std::string_view image_key) {
-    std::string_view px(reinterpret_cast<const char*>(pixels.data()), pixels.size());
+  Status Append(const Record& r, Placed* placed) {
+    std::string_view px(reinterpret_cast<const char*>(r.image.data()), r.image.size());
     uint64_t records =
         IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0) : (lmdb_ ? lmdb_->records() : 0);
     uint64_t bytes =
         IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0) : (lmdb_ ? lmdb_->bytes() : 0);
     uint64_t next = IsTfrecord() ? format::TfrecordShardWriter::RecordSizeBound(
-                                       entries, px.size(), options_.pixel_alignment)
+                                       r.entries, px.size(), options_.pixel_alignment)
                                  : format::LmdbShardWriter::RecordSizeBound(
-                                       entries, px.size(), options_.pixel_alignment);
+                                       r.entries, px.size(), options_.pixel_alignment);
     bool full =
         records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
                         bytes + next > options_.max_shard_bytes);
-    if (full) SHARDPACK_RETURN_IF_ERROR(CloseShard());
+    if (full && placed != nullptr) {
+      // Its records may still be being written: staged by the Commit of a later record.
+      std::lock_guard<std::mutex> l(mu_);
+      sealed_.push_back({std::move(tfrecord_), opened_ - 1, class_counts_, samples_});
+    } else if (full) {
+      SHARDPACK_RETURN_IF_ERROR(CloseShard());
+    }
     if (!tfrecord_ && !lmdb_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
-    return IsTfrecord() ? tfrecord_->Append(entries, px, crc, image_key)
-                        : lmdb_->Append(entries, px, crc, image_key);
+    if (!IsTfrecord()) return lmdb_->Append(r.entries, px, r.crc, r.key);
+    if (placed == nullptr) return tfrecord_->Append(r.entries, px, r.crc, r.key);
+    placed->shard = tfrecord_.get();
+    placed->number = opened_ - 1;
+    return tfrecord_->Place(r.entries, px, r.crc, r.key, &placed->record);
   }
 
   Status OpenShard() {
-    const uint64_t n = shards_.size();
+    const uint64_t n = opened_;
     std::string path = io::JoinPath(dir_, format::StagedShardFileName(n, options_.backend));
     if (IsTfrecord()) {
       auto w = format::TfrecordShardWriter::Create(
@@ -254,29 +325,40 @@ class ShardWriter::Impl {
       if (!w.ok()) return w.status();
       lmdb_ = std::move(w).value();
     }
+    ++opened_;
     return Status::Ok();
   }
 
+  // Stages the shards sealed by Reserve, then the open one.
   Status CloseShard() {
+    while (std::optional<Sealed> sealed = PopSealed(UINT64_MAX)) {
+      SHARDPACK_RETURN_IF_ERROR(
+          StageShard(sealed->writer.get(), nullptr, sealed->class_counts, sealed->samples));
+    }
+    if (!tfrecord_ && !lmdb_) return Status::Ok();
+    Status s = StageShard(tfrecord_.get(), lmdb_.get(), class_counts_, samples_);
+    tfrecord_.reset();
+    lmdb_.reset();
+    return s;
+  }
+
+  // Finishes one shard (one of the two writers) under its staged name and records it;
+  // `class_counts` and `samples` count the samples of every shard up to this one.
+  Status StageShard(format::TfrecordShardWriter* tfrecord, format::LmdbShardWriter* lmdb,
+                    const std::vector<uint64_t>& class_counts, uint64_t samples) {
     ShardEntry e;
     e.first_sample = shards_.empty() ? 0 : shards_.back().first_sample + shards_.back().records;
-    if (tfrecord_) {
-      e.records = tfrecord_->records();
+    if (tfrecord != nullptr) {
+      e.records = tfrecord->records();
       FileEntry index;
-      SHARDPACK_RETURN_IF_ERROR(tfrecord_->Finish(&e.data, &index));
+      SHARDPACK_RETURN_IF_ERROR(tfrecord->Finish(&e.data, &index));
       e.index = std::move(index);
-      tfrecord_.reset();
-    } else if (lmdb_) {
-      e.records = lmdb_->records();
-      SHARDPACK_RETURN_IF_ERROR(lmdb_->Finish(&e.data));
-      lmdb_.reset();
     } else {
-      return Status::Ok();
+      e.records = lmdb->records();
+      SHARDPACK_RETURN_IF_ERROR(lmdb->Finish(&e.data));
     }
     shards_.push_back(std::move(e));
-    if (options_.on_shard_staged) {
-      return options_.on_shard_staged({shards_, class_counts_, samples_});
-    }
+    if (options_.on_shard_staged) return options_.on_shard_staged({shards_, class_counts, samples});
     return Status::Ok();
   }
 
@@ -284,6 +366,7 @@ class ShardWriter::Impl {
   // Resume: adopt what an earlier writer staged.
   void Adopt(const ShardWriterState& state) {
     shards_ = state.shards;
+    opened_ = shards_.size();
     class_counts_ = state.class_counts;
     samples_ = state.samples;
   }
@@ -311,12 +394,46 @@ class ShardWriter::Impl {
   std::string dir_;
   ShardWriterOptions options_;
   io::Env* env_;
+  // A TFRecord shard that Reserve closed to new records, until Commit stages it.
+  struct Sealed {
+    std::unique_ptr<format::TfrecordShardWriter> writer;
+    uint64_t number = 0;  // its index among the dataset's shards
+    std::vector<uint64_t> class_counts;
+    uint64_t samples = 0;
+  };
+  enum class Mode { kNone, kAdd, kReserve };
+
+  // The first sealed shard if its number is below `before` (taken off the list).
+  std::optional<Sealed> PopSealed(uint64_t before) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (sealed_.empty() || sealed_.front().number >= before) return std::nullopt;
+    Sealed sealed = std::move(sealed_.front());
+    sealed_.pop_front();
+    return sealed;
+  }
+
+  Status Failed() {
+    std::lock_guard<std::mutex> l(mu_);
+    return failed_;
+  }
+  void Fail(const Status& s) {
+    std::lock_guard<std::mutex> l(mu_);
+    if (failed_.ok()) failed_ = s;
+  }
+
+  // Reserve's calls and Commit's may run at the same time (on two threads): what both
+  // touch is under mu_ (sealed_, failed_). Reserve's side alone: the open shard, opened_,
+  // the counts; Commit's alone: shards_ and on_shard_staged.
+  std::mutex mu_;
   std::unique_ptr<format::TfrecordShardWriter> tfrecord_;
   std::unique_ptr<format::LmdbShardWriter> lmdb_;
+  std::deque<Sealed> sealed_;  // in shard order
+  uint64_t opened_ = 0;        // shards opened, staged or not: the next one's number
+  Mode mode_ = Mode::kNone;
   std::vector<ShardEntry> shards_;
   std::vector<uint64_t> class_counts_;
   uint64_t samples_ = 0;
-  Status failed_;
+  Status failed_;  // under mu_
   bool finished_ = false;
   std::optional<FileEntry> rejects_;  // named in the manifest (SetRejectsFile)
 };
@@ -454,17 +571,36 @@ Status ShardWriter::Add(const SampleInput& s) {
             : format::EncodeCaffeDatum(s.pixels.data(), s.height, s.width, s.channels, s.label),
         s.label);
   }
-  format::SampleMeta meta{s.height,  s.width, s.channels, s.label, impl_->ClassName(s.label),
-                          s.filename};
-  if (impl_->StoresFile(s)) {
-    const ImageEncoding encoding = impl_->encoding();
-    const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
-    const ImageEncoding file = encoding == ImageEncoding::kMixed ? ImageEncoding::kJpeg : encoding;
-    return impl_->AddEncoded(format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,
-                             s.label, format::kKeyEncoded);
+  return impl_->AddRecord(impl_->MakeRecord(s), nullptr);
+}
+
+ShardWriter::Reservation::Reservation() = default;
+ShardWriter::Reservation::~Reservation() = default;
+ShardWriter::Reservation::Reservation(Reservation&&) noexcept = default;
+ShardWriter::Reservation& ShardWriter::Reservation::operator=(Reservation&&) noexcept = default;
+
+Status ShardWriter::Reserve(const SampleInput& s, Reservation* reservation) {
+  reservation->placed_.reset();
+  if (!impl_->IsTfrecord()) {
+    return FailedPreconditionError("Reserve writes TFRecord shards; LMDB shards take Add");
   }
-  uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
-  return impl_->AddEncoded(format::EncodeFeatureEntries(meta, crc), s.pixels, crc, s.label);
+  SHARDPACK_RETURN_IF_ERROR(impl_->Validate(s));
+  auto placed = std::make_unique<Reservation::Placed>();
+  SHARDPACK_RETURN_IF_ERROR(impl_->AddRecord(impl_->MakeRecord(s), placed.get()));
+  reservation->placed_ = std::move(placed);
+  return Status::Ok();
+}
+
+Status ShardWriter::Write(const Reservation& reservation) const {
+  const Reservation::Placed* p = reservation.placed_.get();
+  if (p == nullptr) return FailedPreconditionError("Write of a sample that was not reserved");
+  return p->shard->WritePlaced(p->record);
+}
+
+Status ShardWriter::Commit(const Reservation& reservation) {
+  const Reservation::Placed* p = reservation.placed_.get();
+  if (p == nullptr) return FailedPreconditionError("Commit of a sample that was not reserved");
+  return impl_->Commit(*p);
 }
 
 StatusOr<Manifest> ShardWriter::Finish() { return impl_->Finish(); }

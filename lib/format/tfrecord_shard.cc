@@ -33,37 +33,50 @@ void TfrecordShardWriter::Abandon() {
   env_->RemoveFile(index_path_ + ".tmp").IgnoreError();
 }
 
-Status TfrecordShardWriter::Write(std::string_view bytes) {
-  hasher_.Update(bytes);
-  offset_ += bytes.size();
-  return file_->Append(bytes);
-}
-
 uint64_t TfrecordShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
                                               uint32_t pixel_alignment) {
   return kRecordOverhead + EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + 32 +
          2ull * pixel_alignment + 8 + pixel_bytes;
 }
 
-Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pixels,
-                                   uint32_t pixel_crc, std::string_view image_key) {
+Status TfrecordShardWriter::Place(std::string_view entries, std::string_view pixels,
+                                  uint32_t pixel_crc, std::string_view image_key,
+                                  PlacedRecord* record) {
   if (done_) return FailedPreconditionError(path_ + ": append after finish");
-  const uint64_t record_offset = offset_;
+  record->offset = offset_;
   std::string prefix = EncodePayloadPrefix(
-      entries, pixels.size(), record_offset + kRecordHeaderSize, alignment_, image_key);
-  const uint64_t length = prefix.size() + pixels.size();
+      entries, pixels.size(), record->offset + kRecordHeaderSize, alignment_, image_key);
   uint8_t header[kRecordHeaderSize];
-  EncodeRecordHeader(length, header);
-  uint32_t payload_crc = crc32c::Combine(crc32c::Value(prefix), pixel_crc, pixels.size());
-  uint8_t footer[kRecordFooterSize];
-  EncodeRecordFooter(payload_crc, footer);
-  SHARDPACK_RETURN_IF_ERROR(Write({reinterpret_cast<const char*>(header), sizeof header}));
-  SHARDPACK_RETURN_IF_ERROR(Write(prefix));
-  SHARDPACK_RETURN_IF_ERROR(Write(pixels));
-  SHARDPACK_RETURN_IF_ERROR(Write({reinterpret_cast<const char*>(footer), sizeof footer}));
-  AppendIndexLine(&index_, {record_offset, offset_ - record_offset});
+  EncodeRecordHeader(prefix.size() + pixels.size(), header);
+  record->head.reserve(sizeof header + prefix.size());
+  record->head.assign(reinterpret_cast<const char*>(header), sizeof header);
+  record->head += prefix;
+  record->image = pixels;
+  const uint32_t payload_crc = crc32c::Combine(crc32c::Value(prefix), pixel_crc, pixels.size());
+  EncodeRecordFooter(payload_crc, reinterpret_cast<uint8_t*>(record->footer.data()));
+  const std::string_view footer(record->footer.data(), record->footer.size());
+  hasher_.Update(record->head);
+  hasher_.Update(pixels);
+  hasher_.Update(footer);
+  offset_ = record->end();
+  AppendIndexLine(&index_, {record->offset, offset_ - record->offset});
   ++records_;
   return Status::Ok();
+}
+
+Status TfrecordShardWriter::WritePlaced(const PlacedRecord& record) const {
+  const std::string_view pieces[] = {
+      record.head, record.image, {record.footer.data(), record.footer.size()}};
+  return file_->WriteAt(record.offset, pieces);
+}
+
+Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pixels,
+                                   uint32_t pixel_crc, std::string_view image_key) {
+  PlacedRecord record;
+  SHARDPACK_RETURN_IF_ERROR(Place(entries, pixels, pixel_crc, image_key, &record));
+  SHARDPACK_RETURN_IF_ERROR(file_->Append(record.head));
+  SHARDPACK_RETURN_IF_ERROR(file_->Append(pixels));
+  return file_->Append({record.footer.data(), record.footer.size()});
 }
 
 Status TfrecordShardWriter::Finish(FileEntry* data, FileEntry* index) {

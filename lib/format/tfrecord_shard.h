@@ -2,6 +2,7 @@
 #ifndef SHARDPACK_FORMAT_TFRECORD_SHARD_H_
 #define SHARDPACK_FORMAT_TFRECORD_SHARD_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -14,10 +15,28 @@
 
 namespace shardpack::format {
 
+// A record placed in a shard by TfrecordShardWriter::Place: where it goes and its bytes,
+// the framing and the caller's image between them.
+struct PlacedRecord {
+  uint64_t offset = 0;
+  std::string head;              // the record header and the payload up to the image
+  std::string_view image;        // the caller's bytes
+  std::array<char, 4> footer{};  // the payload's masked crc32c
+
+  uint64_t end() const { return offset + head.size() + image.size() + footer.size(); }
+};
+
 // Writes records to "<final>.tmp"; Finish() fsyncs it, writes the index the same way, and
 // renames both to their final names, so that a shard or index that exists under its final
 // name is complete. Abandon() (or destruction without Finish) removes the temporary files.
-// Not thread-safe: one writer per shard, called from one thread at a time.
+// Not thread-safe: one writer per shard, called from one thread at a time, except
+// WritePlaced (below).
+//
+// Two ways to write records, not mixed in one shard: Append, or Place then WritePlaced.
+// Place does everything but the write, in order (the record's offset, the file's hash, the
+// index); WritePlaced writes a placed record at its offset and may run on several threads
+// at once, alongside Place, for records placed earlier. Every WritePlaced has returned
+// before Finish.
 class TfrecordShardWriter {
  public:
   static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env, std::string path,
@@ -31,6 +50,16 @@ class TfrecordShardWriter {
   // file of an encoded image (EncodeEncodedFeatureEntries; the writer's alignment is 1).
   Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc,
                 std::string_view image_key = kKeyRaw);
+
+  // Append's arguments; the record is placed in *record (its image a view of `pixels`,
+  // which must stay valid until WritePlaced returns) and nothing is written.
+  Status Place(std::string_view entries, std::string_view pixels, uint32_t pixel_crc,
+               std::string_view image_key, PlacedRecord* record);
+  // Writes a record that Place placed here. Thread-safe (see above).
+  Status WritePlaced(const PlacedRecord& record) const;
+  // Every placed record that ends at or before `end` has been written: lets the file start
+  // writing them back (io::WritableFile::WrittenBefore).
+  void WrittenBefore(uint64_t end) { file_->WrittenBefore(end); }
 
   // Bytes the record for this sample will take, padding included (an upper bound).
   static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
@@ -46,7 +75,6 @@ class TfrecordShardWriter {
  private:
   TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,
                       uint32_t pixel_alignment, std::unique_ptr<io::WritableFile> file);
-  Status Write(std::string_view bytes);
 
   io::Env* env_;
   std::string path_, index_path_;

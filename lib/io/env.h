@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,13 +22,23 @@ namespace shardpack::io {
 // (fsync). Close flushes and releases the handle; a Close that fails means the bytes may
 // not be in the file. The destructor closes without reporting: callers that care about
 // the data call Close() and check it.
+//
+// Positional writes: a file written only through WriteAt (never Append) may have
+// several WriteAt calls running at once, from any threads, for ranges that do not overlap;
+// Sync and Close come after the last of them has returned.
 class WritableFile {
  public:
   virtual ~WritableFile() = default;
   virtual Status Append(std::string_view data) = 0;
+  // Writes `pieces` one after another, starting at byte `offset` of the file (a file
+  // grows to hold them), unbuffered. A failure names the file and the offset.
+  virtual Status WriteAt(uint64_t offset, std::span<const std::string_view> pieces) = 0;
+  // Every byte before `end` has been written with WriteAt: a hint that the file may start
+  // writing them back to the disk, as Append does on its own. One thread at a time.
+  virtual void WrittenBefore(uint64_t end) { (void)end; }
   virtual Status Sync() = 0;
   virtual Status Close() = 0;
-  // Bytes appended so far.
+  // Bytes appended so far (Append only).
   virtual uint64_t Size() const = 0;
 };
 

@@ -18,6 +18,20 @@ class MemWritableFile final : public WritableFile {
     data_->append(d);
     return Status::Ok();
   }
+  // Counts as an append (FaultOp::kAppend); a failed one writes nothing.
+  Status WriteAt(uint64_t offset, std::span<const std::string_view> pieces) override {
+    if (closed_) return FailedPreconditionError(path_ + ": write after close");
+    SHARDPACK_RETURN_IF_ERROR(
+        env_->Tick(FaultOp::kAppend, path_ + ": write at offset " + std::to_string(offset)));
+    std::lock_guard<std::mutex> l(env_->mu_);
+    for (std::string_view p : pieces) {
+      if (p.empty()) continue;
+      if (data_->size() < offset + p.size()) data_->resize(offset + p.size());
+      std::memcpy(data_->data() + offset, p.data(), p.size());
+      offset += p.size();
+    }
+    return Status::Ok();
+  }
   Status Sync() override { return env_->Tick(FaultOp::kSync, path_ + ": fsync"); }
   Status Close() override {
     if (closed_) return Status::Ok();

@@ -89,6 +89,43 @@ class PosixWritableFile final : public WritableFile {
     return Status::Ok();
   }
 
+  Status WriteAt(uint64_t offset, std::span<const std::string_view> pieces) override {
+    if (fd_ < 0) return FailedPreconditionError(path_ + ": write after close");
+    constexpr size_t kMaxPieces = 8;
+    if (pieces.size() > kMaxPieces) return InvalidArgumentError(path_ + ": too many pieces");
+    iovec iov[kMaxPieces];
+    size_t count = 0;
+    for (std::string_view p : pieces) {
+      if (!p.empty()) iov[count++] = {const_cast<char*>(p.data()), p.size()};
+    }
+    size_t first = 0;
+    while (first < count) {
+      const ssize_t w =
+          ::pwritev(fd_, iov + first, static_cast<int>(count - first), static_cast<off_t>(offset));
+      if (w < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoError(path_ + ": write at offset " + std::to_string(offset), errno);
+      }
+      // A short write: go on after what went.
+      offset += static_cast<uint64_t>(w);
+      for (size_t n = static_cast<size_t>(w); n > 0;) {
+        const size_t take = std::min(n, iov[first].iov_len);
+        iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + take;
+        iov[first].iov_len -= take;
+        n -= take;
+        if (iov[first].iov_len == 0) ++first;
+      }
+    }
+    return Status::Ok();
+  }
+
+  void WrittenBefore(uint64_t end) override {
+    if (fd_ < 0 || end < handed_ + kWritebackChunk) return;
+    (void)::sync_file_range(fd_, static_cast<off_t>(handed_), static_cast<off_t>(end - handed_),
+                            SYNC_FILE_RANGE_WRITE);
+    handed_ = end;
+  }
+
   Status Sync() override {
     SHARDPACK_RETURN_IF_ERROR(Flush());
     // An fsync error means the data may be lost whatever a retry says (fsyncgate): it is

@@ -211,7 +211,7 @@ TEST(ConvertStagesTest, WriteStageWritesInOrderAndCountsRejectsAgainstTheLimit) 
   good.decode_seconds = 1.5;
   good.resize_seconds = 0.5;
   good.encode_seconds = 0.125;
-  ASSERT_OK(write.Consume(good));
+  ASSERT_OK(write.Consume(&good));
   EXPECT_EQ((*writer)->samples(), 1u);
   // The items' stage times add up, and the write is timed by the stage itself.
   EXPECT_EQ(write.stages().read, 0.25);
@@ -225,7 +225,7 @@ TEST(ConvertStagesTest, WriteStageWritesInOrderAndCountsRejectsAgainstTheLimit) 
   failed.input = &b;
   failed.bytes_in = 5;
   failed.status = CorruptionError("truncated");
-  ASSERT_OK(write.Consume(failed));
+  ASSERT_OK(write.Consume(&failed));
   ASSERT_EQ(state.rejects.size(), 1u);
   EXPECT_EQ(state.rejects[0].path, "c/b.png");
   EXPECT_EQ(state.rejects[0].reason, "Corruption: truncated");
@@ -233,7 +233,7 @@ TEST(ConvertStagesTest, WriteStageWritesInOrderAndCountsRejectsAgainstTheLimit) 
 
   failed.position = 2;
   failed.input = &c;
-  Status s = write.Consume(failed);
+  Status s = write.Consume(&failed);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("more than the limit of 1"), std::string::npos) << s.ToString();
   EXPECT_EQ((*writer)->samples(), 1u);

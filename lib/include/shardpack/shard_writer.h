@@ -14,7 +14,7 @@
 // manifest exists the directory is not a dataset. A writer destroyed without Finish()
 // removes its temporary files and publishes nothing.
 //
-// Thread-safety: one thread at a time.
+// Thread-safety: one thread at a time, except Write (of Reserve's three steps, below).
 #ifndef SHARDPACK_SHARD_WRITER_H_
 #define SHARDPACK_SHARD_WRITER_H_
 
@@ -110,6 +110,36 @@ class ShardWriter {
   // Appends one sample. InvalidArgument when it breaks the shape contract or its label is
   // not a class; an I/O error leaves the writer failed (every later call returns it).
   Status Add(const SampleInput& sample);
+
+  // Add in three steps, for a caller that makes its samples on several threads and has
+  // them written there too (the converter's pipeline). Same bytes as Add.
+  //   1. Reserve(sample, &r), one thread at a time, in the samples' order: what Add does
+  //      (the checks, the errors, the sample's place and checksums), except the write.
+  //      The sample's bytes must stay valid until its Write returns.
+  //   2. Write(r) writes the sample. Any thread, at the same time as other Writes and as
+  //      later Reserve and Commit calls.
+  //   3. Commit(r), one thread at a time, in the order of Reserve, after its Write
+  //      succeeded: stages each shard whose samples are all written (fsync, rename,
+  //      on_shard_staged), as Add does when a shard is full.
+  // Finish comes after the last Commit. After a failed Write the dataset is incomplete:
+  // destroy the writer (its temporary files go). A writer takes samples through Add or
+  // through Reserve, not both, and Reserve only for TFRecord shards (LMDB writes through
+  // one transaction at a time): FailedPrecondition otherwise.
+  class Reservation {
+   public:
+    Reservation();
+    ~Reservation();
+    Reservation(Reservation&&) noexcept;
+    Reservation& operator=(Reservation&&) noexcept;
+
+   private:
+    friend class ShardWriter;
+    struct Placed;
+    std::unique_ptr<Placed> placed_;  // null: nothing left to write
+  };
+  Status Reserve(const SampleInput& sample, Reservation* reservation);
+  Status Write(const Reservation& reservation) const;
+  Status Commit(const Reservation& reservation);
 
   // Replaces ShardWriterOptions::options_json, for facts known only at the end (counts).
   // InvalidArgument when it is not a JSON object text.
