@@ -169,10 +169,11 @@ struct ConvertReject {
 // rejects.tsv, the last shard's fsync and the manifest). read to write are seconds summed
 // over the threads that spent them, inside the pipeline: read the input files, decode
 // (orientation and colour conversion included; a TFRecord input's record read too),
-// resize, encode (`encoding` jpeg, png or mixed), write (the in-order stage: checksums,
-// framing, the shard files' writes and, when a shard fills, its fsync). A pipeline of
-// `threads` threads has threads x pipeline thread-seconds: what the stages did not use of
-// them is idle (waiting for the in-order write stage, or for work).
+// resize, encode (`encoding` jpeg, png or mixed), write (in order: checksums, framing,
+// the file's hash and, when a shard fills, its fsync; on any thread: the record's write
+// into its shard file). A pipeline of `threads` threads has threads x pipeline
+// thread-seconds: what the stages did not use of them is idle (waiting for the in-order
+// steps, or for work).
 struct ConvertStageSeconds {
   double scan = 0, plan = 0, pipeline = 0, publish = 0;
   int threads = 0;
