@@ -928,8 +928,8 @@ Status WriteStage::Commit(const Item& item) {
   stages_.encode += item.encode_seconds;
   if (item.status.ok()) {
     const auto t0 = Clock::now();
-    // An LMDB shard is written here whole: its shards are staged in order, with the
-    // progress record's position.
+    // LMDB: the whole Add runs here, in order, so that a shard it stages is recorded with
+    // the progress record's current position.
     Status committed = placed_ ? writer_->Commit(item.reservation) : writer_->Add(SampleOf(item));
     stages_.write += item.write_seconds + SecondsSince(t0);
     SHARDPACK_RETURN_IF_ERROR(committed);

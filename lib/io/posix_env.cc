@@ -106,6 +106,8 @@ class PosixWritableFile final : public WritableFile {
         if (errno == EINTR) continue;
         return ErrnoError(path_ + ": write at offset " + std::to_string(offset), errno);
       }
+      if (w == 0)
+        return IOError(path_ + ": write at offset " + std::to_string(offset) + " wrote nothing");
       // A short write: go on after what went.
       offset += static_cast<uint64_t>(w);
       for (size_t n = static_cast<size_t>(w); n > 0;) {
