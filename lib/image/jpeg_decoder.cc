@@ -75,6 +75,8 @@ struct Session {
   bool cmyk;                // libjpeg produces CMYK; converted here row by row
   bool adobe_inverted;      // CMYK is Adobe (Photoshop) inverted
   unsigned scale_denom;
+  bool block_smoothing;  // libjpeg's do_block_smoothing (its default, TRUE, but for a
+                         // stream without some AC scans: WithoutDcOnlyAcScans)
   // The part decoded: libjpeg's output columns [crop_x, crop_x + crop_width) (set to the
   // iMCU-aligned ones by jpeg_crop_scanline) and rows [row_begin, row_end). Of those,
   // columns [keep_x0, keep_x1) and rows [keep_y0, keep_y1) are stored in `pixels`.
@@ -175,6 +177,7 @@ void ConfigureStep(Session* s) {
   s->cinfo.out_color_space = s->out_space;
   s->cinfo.scale_num = 1;
   s->cinfo.scale_denom = s->scale_denom;
+  s->cinfo.do_block_smoothing = s->block_smoothing ? TRUE : FALSE;
   jpeg_calc_output_dimensions(&s->cinfo);
 }
 
@@ -309,6 +312,7 @@ class JpegDecompressor {
     std::memset(&s_, 0, sizeof s_);
     s_.data = data;
     s_.size = size;
+    s_.block_smoothing = true;
     s_.max_scans = limits.max_scans;
     s_.max_memory = limits.max_memory_bytes > static_cast<uint64_t>(LONG_MAX)
                         ? LONG_MAX
@@ -472,11 +476,90 @@ int ChooseJpegScaleDenominator(int width, int height, bool transpose, int min_he
 
 namespace {
 
+// Whether libjpeg, as configured in `cinfo` (after jpeg_calc_output_dimensions), makes
+// component `c` from its DC coefficient alone: an inverse DCT of 1x1 (DCT scaling at 1/8
+// of a component at full sampling).
+bool DecodedFromDcAlone(const jpeg_component_info& c) {
+#if JPEG_LIB_VERSION >= 70
+  return c.DCT_h_scaled_size == 1 && c.DCT_v_scaled_size == 1;
+#else
+  return c.DCT_scaled_size == 1;
+#endif
+}
+
+// A progressive JPEG (`cinfo` configured, header read) without the AC scans of the
+// components that libjpeg makes from their DC alone: the same pixels from a fraction of
+// the entropy decoding (at 1/8, the AC scans of the luma are most of a progressive file's
+// bytes and of its decode time). Every other marker segment and scan is kept as it is.
+// Empty when there is nothing to drop, when the file has more than `max_scans` scans (if
+// positive), or when the markers do not parse from SOI to EOI (a truncated or malformed
+// file): the caller then decodes the whole file, which fails as it would have.
+std::string WithoutDcOnlyAcScans(const uint8_t* data, size_t size,
+                                 const jpeg_decompress_struct& cinfo, int max_scans) {
+  bool dc_only[256] = {};
+  bool any = false;
+  for (int i = 0; i < cinfo.num_components; ++i) {
+    const jpeg_component_info& c = cinfo.comp_info[i];
+    dc_only[c.component_id & 0xff] = DecodedFromDcAlone(c);
+    any = any || dc_only[c.component_id & 0xff];
+  }
+  if (!any || size < 4 || data[0] != 0xFF || data[1] != 0xD8) return {};
+  std::string out(reinterpret_cast<const char*>(data), 2);
+  bool dropped = false;
+  int scans = 0;
+  size_t p = 2;
+  while (p < size) {
+    if (data[p] != 0xFF) return {};
+    const size_t start = p;
+    while (p < size && data[p] == 0xFF) ++p;  // fill bytes
+    if (p >= size) return {};
+    const uint8_t marker = data[p++];
+    if (marker == 0xD9) {  // EOI
+      if (!dropped) return {};
+      out.append("\xFF\xD9", 2);
+      return out;
+    }
+    if (marker == 0x00 || marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7)) return {};
+    if (size - p < 2) return {};
+    const size_t length = (static_cast<size_t>(data[p]) << 8) | data[p + 1];
+    if (length < 2 || size - p < length) return {};
+    size_t end = p + length;
+    bool keep = true;
+    if (marker == 0xDA) {  // SOS: Ns, Ns x (Cs, Td/Ta), Ss, Se, Ah/Al, then the scan's data
+      if (length < 3) return {};
+      const size_t ns = data[p + 2];
+      if (ns == 0 || length != 6 + 2 * ns) return {};
+      if (max_scans > 0 && ++scans > max_scans) return {};
+      const uint8_t ss = data[p + 3 + 2 * ns];
+      bool all_dc_only = true;
+      for (size_t k = 0; k < ns; ++k) all_dc_only = all_dc_only && dc_only[data[p + 3 + 2 * k]];
+      keep = ss == 0 || !all_dc_only;
+      // The entropy-coded data runs to the next marker: 0xFF followed by neither a stuffed
+      // 0x00 nor a restart marker.
+      for (;; ++end) {
+        if (size - end < 2) return {};
+        if (data[end] == 0xFF && data[end + 1] != 0x00 &&
+            !(data[end + 1] >= 0xD0 && data[end + 1] <= 0xD7)) {
+          break;
+        }
+      }
+    }
+    if (keep) {
+      out.append(reinterpret_cast<const char*>(data + start), end - start);
+    } else {
+      dropped = true;
+    }
+    p = end;
+  }
+  return {};
+}
+
 // DecodeJpegRaw, decoding only `needed` of the image (not null) when the image is stored
-// upright; *window gets the pixels and where they sit.
+// upright; *window gets the pixels and where they sit. `whole_stream`: false for the
+// stream WithoutDcOnlyAcScans made (decoded without block smoothing, never reduced again).
 Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& options,
                       const NeededRegion* needed, bool* region_applied, int* exif_orientation,
-                      ImageWindow* window) {
+                      ImageWindow* window, bool whole_stream = true) {
   if (region_applied != nullptr) *region_applied = false;
   if (exif_orientation != nullptr) *exif_orientation = 1;
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(options));
@@ -504,7 +587,24 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
   s.scale_denom = static_cast<unsigned>(ChooseJpegScaleDenominator(
       static_cast<int>(s.cinfo.image_width), static_cast<int>(s.cinfo.image_height), transpose,
       options.min_height, options.min_width));
+  s.block_smoothing = whole_stream;
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ConfigureStep));
+  // A progressive JPEG at 1/8 (what a large photo resized to a small output gets): its
+  // full-sampling components come from their DC alone, so their AC scans, most of the
+  // file, need not be decoded. The pixels are the whole stream's (tested); what is lost is
+  // the check of those scans' entropy-coded data, which cannot change these pixels. Any
+  // failure: the whole stream, whose error names offsets in the file itself.
+  if (whole_stream && s.cinfo.progressive_mode && s.scale_denom == 8) {
+    const std::string reduced = WithoutDcOnlyAcScans(data, size, s.cinfo, options.limits.max_scans);
+    if (!reduced.empty() &&
+        DecodeJpegInto(reinterpret_cast<const uint8_t*>(reduced.data()), reduced.size(), options,
+                       needed, region_applied, exif_orientation, window,
+                       /*whole_stream=*/false)
+            .ok()) {
+      return Status::Ok();
+    }
+    if (exif_orientation != nullptr) *exif_orientation = orientation;
+  }
 
   const int width = static_cast<int>(s.cinfo.output_width);
   const int height = static_cast<int>(s.cinfo.output_height);

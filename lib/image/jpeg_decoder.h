@@ -12,7 +12,11 @@
 //     of a progressive or multi-scan file) but not the output Image (0: no limit, as in
 //     libjpeg).
 //   - libjpeg warnings are errors (djpeg -strict): a truncated file or a corrupt entropy
-//     segment fails instead of returning a partly grey image.
+//     segment fails instead of returning a partly grey image. One exception: a
+//     progressive JPEG decoded at 1/8 is given to libjpeg without the AC scans of the
+//     components its 1x1 inverse DCT makes from the DC alone (same pixels, a fraction of
+//     the work), so damage inside those scans' entropy data is not seen at that scale;
+//     a file whose markers do not parse to EOI is decoded whole and fails as ever.
 //   - libjpeg's setjmp/longjmp never crosses a C++ frame; each decode owns its own
 //     libjpeg state, so every function here is reentrant.
 //

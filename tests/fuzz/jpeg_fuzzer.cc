@@ -5,10 +5,13 @@
 // the scaled IDCTs run, and a window of it (DecodeJpegWindow: cropped columns, skipped
 // rows), whose pixels must be exactly the full decode's; EXIF orientation is applied each
 // time. An image that comes back has the promised layout, and all its bytes are read
-// (ASan/MSan see any that were never written).
+// (ASan/MSan see any that were never written). The scaled decode, as stored, must equal
+// libjpeg's decode of the whole stream where both succeed (a progressive file at 1/8
+// skips the AC scans its pixels do not read).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "fuzz_check.h"
 #include "image/image.h"
@@ -74,5 +77,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(scaled->height <= full->height && scaled->width <= full->width);
   FUZZ_CHECK(scaled->height >= std::min(8, full->height) &&
              scaled->width >= std::min(8, full->width));
+
+  // As stored (no orientation), the scaled decode's pixels are libjpeg's decode of the
+  // whole stream (DecodeJpegExact), which a progressive file at 1/8 does not read whole:
+  // where both succeed, they agree.
+  gray.apply_orientation = false;
+  int orientation = 1;
+  auto stored = shardpack::image::DecodeJpegRaw(data, size, gray, &orientation);
+  if (!stored.ok()) return 0;
+  rgb.apply_orientation = false;
+  auto whole = shardpack::image::DecodeJpegRaw(data, size, rgb, &orientation);
+  if (!whole.ok()) return 0;
+  const int denom =
+      shardpack::image::ChooseJpegScaleDenominator(whole->width, whole->height, false, 8, 8);
+  std::vector<uint8_t> exact(stored->pixels.size());
+  FUZZ_CHECK(shardpack::image::ScaledSide(whole->height, denom) == stored->height &&
+             shardpack::image::ScaledSide(whole->width, denom) == stored->width);
+  if (shardpack::image::DecodeJpegExact(data, size, whole->height, whole->width, 1, denom,
+                                        exact.data())
+          .ok()) {
+    FUZZ_CHECK(exact == stored->pixels);
+  }
   return 0;
 }

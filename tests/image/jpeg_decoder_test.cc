@@ -271,6 +271,108 @@ TEST(JpegDecoderTest, ProgressiveDecodesCloseToSource) {
   EXPECT_LT(MeanAbsError(image->pixels, source), 3.0);
 }
 
+// Options that make DecodeJpeg pick DCT scaling at 1/8 for any image.
+DecodeOptions OneEighth(int channels = 3) {
+  DecodeOptions options = Options(channels);
+  options.min_height = options.min_width = 1;
+  return options;
+}
+
+// libjpeg's own decode of the whole stream at 1/8 (DecodeJpegExact never drops scans).
+Bytes WholeStreamAtOneEighth(const Bytes& jpeg, int height, int width, int channels) {
+  Bytes out(static_cast<size_t>(ScaledSide(height, 8)) * ScaledSide(width, 8) * channels);
+  EXPECT_OK(DecodeJpegExact(jpeg.data(), jpeg.size(), height, width, channels, 8, out.data()));
+  return out;
+}
+
+// The offset of the entropy-coded data of the first AC scan (Ss > 0) of the component
+// with id `component`, and the offset of the marker that ends it.
+std::pair<size_t, size_t> AcScanData(const Bytes& jpeg, int component) {
+  for (size_t i = 0; i + 4 < jpeg.size(); ++i) {
+    if (jpeg[i] != 0xFF || jpeg[i + 1] != 0xDA) continue;
+    const size_t length = (jpeg[i + 2] << 8) | jpeg[i + 3];
+    const int ns = jpeg[i + 4];
+    const int ss = jpeg[i + 5 + 2 * ns];
+    if (ns != 1 || jpeg[i + 5] != component || ss == 0) continue;
+    const size_t begin = i + 2 + length;
+    size_t end = begin;
+    while (end + 1 < jpeg.size() &&
+           !(jpeg[end] == 0xFF && jpeg[end + 1] != 0 && (jpeg[end + 1] & 0xF8) != 0xD0)) {
+      ++end;
+    }
+    return {begin, end};
+  }
+  return {0, 0};
+}
+
+// A progressive JPEG decoded at 1/8 skips the AC scans of its full-sampling components
+// (their 1x1 inverse DCT reads the DC alone): the pixels are those of the whole stream, for
+// 4:2:0, 4:4:4, gray and CMYK, three channels and one.
+TEST(JpegDecoderTest, ProgressiveAtOneEighthGivesTheWholeStreamsPixels) {
+  struct Case {
+    const char* name;
+    J_COLOR_SPACE in_space;
+    int samp;
+  };
+  for (const Case& c : {Case{"4:2:0", JCS_RGB, 2}, Case{"4:4:4", JCS_RGB, 1},
+                        Case{"gray", JCS_GRAYSCALE, 1}, Case{"cmyk", JCS_CMYK, 1}}) {
+    EncodeSpec spec;
+    spec.progressive = true;
+    spec.in_space = c.in_space;
+    spec.h_samp = spec.v_samp = c.samp;
+    const int components = ComponentsOf(c.in_space);
+    const Bytes jpeg = Encode(Pattern(200, 136, components), 200, 136, spec);
+    for (int channels : {3, 1}) {
+      auto image = DecodeBytes(jpeg, OneEighth(channels));
+      ASSERT_TRUE(image.ok()) << c.name << ": " << image.status().ToString();
+      ASSERT_EQ(image->width, 25) << c.name;
+      ASSERT_EQ(image->height, 17) << c.name;
+      EXPECT_EQ(image->pixels, WholeStreamAtOneEighth(jpeg, 136, 200, channels))
+          << c.name << ", " << channels << " channels";
+    }
+  }
+}
+
+// What skipping those scans gives up, and what it keeps: the luma's AC data is not decoded
+// at 1/8, so damage there (all-ones bits: no Huffman code) fails the full-size decode and
+// not the 1/8 one, whose pixels are the intact file's. A file cut short, or with more
+// scans than max_scans, fails at 1/8 as it does at full size.
+TEST(JpegDecoderTest, ProgressiveAtOneEighthSkipsOnlyWhatItsPixelsDoNotRead) {
+  EncodeSpec spec;
+  spec.progressive = true;
+  spec.h_samp = spec.v_samp = 2;
+  const Bytes jpeg = ColourJpeg(200, 136, spec);
+  const Bytes intact = WholeStreamAtOneEighth(jpeg, 136, 200, 3);
+  const auto [begin, end] = AcScanData(jpeg, 1);  // libjpeg numbers Y, Cb, Cr from 1
+  ASSERT_LT(begin + 40, end);
+  Bytes damaged = jpeg;
+  size_t at = begin + (end - begin) / 3;
+  while (damaged[at - 1] == 0xFF) ++at;
+  for (int k = 0; k < 8; ++k) {
+    damaged[at + 2 * k] = 0xFF;
+    damaged[at + 2 * k + 1] = 0x00;
+  }
+  auto full = DecodeBytes(damaged);
+  ASSERT_FALSE(full.ok());
+  EXPECT_EQ(full.status().code(), StatusCode::kCorruption) << full.status().ToString();
+  auto small = DecodeBytes(damaged, OneEighth());
+  ASSERT_TRUE(small.ok()) << small.status().ToString();
+  EXPECT_EQ(small->pixels, intact);
+
+  for (size_t size = 0; size < jpeg.size(); size += 97) {
+    const Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(size));
+    EXPECT_FALSE(DecodeBytes(cut, OneEighth()).ok()) << size << " of " << jpeg.size();
+  }
+  const Bytes no_eoi(jpeg.begin(), jpeg.end() - 2);
+  EXPECT_FALSE(DecodeBytes(no_eoi, OneEighth()).ok());
+
+  DecodeOptions limited = OneEighth();
+  limited.limits.max_scans = CountScans(jpeg) - 1;
+  auto over = DecodeBytes(jpeg, limited);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), StatusCode::kResourceExhausted) << over.status().ToString();
+}
+
 TEST(JpegDecoderTest, GrayscaleDecodesToOneChannel) {
   const Bytes source = Pattern(40, 24, 1);
   EncodeSpec spec;
@@ -594,6 +696,7 @@ TEST(JpegDecoderTest, ByteFlipsNeverCrash) {
     for (int f = 0; f < flips; ++f) jpeg[2 + rng() % (jpeg.size() - 2)] = rng() & 0xFF;
     options.channels = i % 3 ? 3 : 1;
     options.min_width = i % 5 ? 0 : 10;
+    options.min_height = i % 7 ? 0 : 1;  // 1/8 of a progressive file: its AC scans dropped
     auto image = DecodeBytes(jpeg, options);
     if (image.ok()) {
       ASSERT_EQ(image->pixels.size(),
