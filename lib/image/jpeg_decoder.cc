@@ -531,9 +531,13 @@ std::string WithoutDcOnlyAcScans(const uint8_t* data, size_t size,
       if (ns == 0 || length != 6 + 2 * ns) return {};
       if (max_scans > 0 && ++scans > max_scans) return {};
       const uint8_t ss = data[p + 3 + 2 * ns];
-      bool all_dc_only = true;
-      for (size_t k = 0; k < ns; ++k) all_dc_only = all_dc_only && dc_only[data[p + 3 + 2 * k]];
-      keep = ss == 0 || !all_dc_only;
+      const uint8_t se = data[p + 4 + 2 * ns];
+      const uint8_t ah_al = data[p + 5 + 2 * ns];
+      // Dropped: an AC scan (one component, as progressive AC scans are) of a DC-only
+      // component. A scan whose parameters are out of range is kept, for libjpeg to refuse.
+      const bool well_formed =
+          ns == 1 && ss <= se && se <= 63 && (ah_al >> 4) <= 13 && (ah_al & 15) <= 13;
+      keep = ss == 0 || !well_formed || !dc_only[data[p + 3]];
       // The entropy-coded data runs to the next marker: 0xFF followed by neither a stuffed
       // 0x00 nor a restart marker.
       for (;; ++end) {
