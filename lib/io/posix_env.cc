@@ -121,6 +121,8 @@ class PosixWritableFile final : public WritableFile {
     return Status::Ok();
   }
 
+  // Hands the pages written since the last call to the disk once kWritebackChunk of them
+  // are dirty. A hint: where it fails (a file system without it), Sync still does the work.
   void WrittenBefore(uint64_t end) override {
     if (fd_ < 0 || end < handed_ + kWritebackChunk) return;
     (void)::sync_file_range(fd_, static_cast<off_t>(handed_), static_cast<off_t>(end - handed_),
@@ -154,15 +156,8 @@ class PosixWritableFile final : public WritableFile {
     return s;
   }
 
-  // Hands the pages written since the last call to the disk once kWritebackChunk of them
-  // are dirty. A hint: where it fails (a file system without it), Sync still does the work.
-  void StartWriteback() {
-    const uint64_t written = size_ - buffer_.size();
-    if (written - handed_ < kWritebackChunk) return;
-    (void)::sync_file_range(fd_, static_cast<off_t>(handed_), static_cast<off_t>(written - handed_),
-                            SYNC_FILE_RANGE_WRITE);
-    handed_ = written;
-  }
+  // After an Append's bytes reached the file: the same hint for what has been written.
+  void StartWriteback() { WrittenBefore(size_ - buffer_.size()); }
 
   std::string path_;
   int fd_;
