@@ -18,6 +18,7 @@
 
 #include <jerror.h>
 
+#include "image/jpeg_memory.h"
 #include "image/orientation.h"
 
 namespace shardpack::image {
@@ -45,15 +46,17 @@ enum class Failure : int {
   kInternal,      // libjpeg produced something other than what was configured
 };
 
-// Everything libjpeg touches during one decode. Plain C data, no constructors or
-// destructors, so that a longjmp over the frames that use it skips nothing; it lives
-// in a JpegDecompressor that outlives every guarded step.
+// Everything libjpeg touches during a decode. Plain C data, no constructors or
+// destructors, so that a longjmp over the frames that use it skips nothing; it is kept
+// with its libjpeg decompressor from one decode to the next (KeptSessions) and lent to
+// a JpegDecompressor, which outlives every guarded step.
 struct Session {
   jpeg_decompress_struct cinfo;
   jpeg_error_mgr err;
   jpeg_progress_mgr progress;
   std::jmp_buf jump;
   bool armed;  // a RunGuarded frame is live: longjmp is allowed
+  bool ready;  // cinfo is created and set up (CreateStep), and may decode again
 
   const uint8_t* data;
   size_t size;
@@ -159,13 +162,37 @@ bool RunGuarded(Session* s, void (*step)(Session*)) {
 
 // The steps. Each runs inside RunGuarded and holds only trivially destructible locals.
 
+// Readies the decompressor for s->data: creates it the first time, and otherwise takes
+// it back to what a new one would be for this stream.
 void CreateStep(Session* s) {
-  jpeg_create_decompress(&s->cinfo);
-  // jpeg_create_decompress zeroes everything but err and client_data.
-  s->cinfo.progress = &s->progress;
+  auto* common = reinterpret_cast<j_common_ptr>(&s->cinfo);
+  if (!s->ready) {
+    jpeg_create_decompress(&s->cinfo);
+    // jpeg_create_decompress zeroes everything but err and client_data.
+    s->cinfo.progress = &s->progress;
+    // Arenas kept from one image to the next: no heap allocation per decode once a
+    // decompressor has seen an image of the size (jpeg_memory.h).
+    InstallJpegArenaMemory(common);
+    jpeg_mem_src(&s->cinfo, s->data, static_cast<unsigned long>(s->size));
+    jpeg_save_markers(&s->cinfo, JPEG_APP0 + 1, 0xffff);
+    MarkJpegArenaSetUp(common);
+    s->ready = true;
+  } else {
+    // libjpeg keeps the quantisation and Huffman tables of the last image (an abbreviated
+    // stream may use them); a stream without its own tables must fail here as it does in
+    // a new decompressor, not decode with another image's.
+    for (auto*& table : s->cinfo.quant_tbl_ptrs) table = nullptr;
+    for (auto*& table : s->cinfo.dc_huff_tbl_ptrs) table = nullptr;
+    for (auto*& table : s->cinfo.ac_huff_tbl_ptrs) table = nullptr;
+    ResetJpegArenaTables(common);
+    // What a failure report reads (NoteFailure, FailureStatus) and libjpeg sets only once
+    // the decode gets there: zero in a new decompressor, the last image's here.
+    s->cinfo.output_width = 0;
+    s->cinfo.output_height = 0;
+    s->cinfo.output_scanline = 0;
+    jpeg_mem_src(&s->cinfo, s->data, static_cast<unsigned long>(s->size));
+  }
   s->cinfo.mem->max_memory_to_use = s->max_memory;
-  jpeg_mem_src(&s->cinfo, s->data, static_cast<unsigned long>(s->size));
-  jpeg_save_markers(&s->cinfo, JPEG_APP0 + 1, 0xffff);
 }
 
 void HeaderStep(Session* s) {
@@ -301,48 +328,116 @@ void ReadStep(Session* s) {
 
 void DestroyStep(Session* s) { jpeg_destroy_decompress(&s->cinfo); }
 
-// Owns one libjpeg decompressor and its Session: Run(CreateStep) creates it, the
-// destructor destroys it through a guarded step too, so that no libjpeg call ever runs
-// without a live setjmp.
+// Returns the decompressor to its idle state after a decode, finished or failed (as
+// libjpeg allows after an error), freeing the image's pool.
+void AbortStep(Session* s) { jpeg_abort_decompress(&s->cinfo); }
+
+// A new Session, its decompressor not yet created; nullptr when out of memory.
+Session* NewSession() {
+  auto* s = static_cast<Session*>(std::calloc(1, sizeof(Session)));
+  if (s == nullptr) return nullptr;
+  // Zeroed: jpeg_destroy_decompress is then safe even when CreateStep never ran or failed.
+  s->cinfo.err = jpeg_std_error(&s->err);
+  s->err.error_exit = ErrorExit;
+  s->err.emit_message = EmitMessage;
+  s->err.output_message = OutputMessage;
+  s->progress.progress_monitor = ProgressMonitor;
+  s->cinfo.client_data = s;
+  return s;
+}
+
+// Destroys the decompressor through a guarded step, so that no libjpeg call ever runs
+// without a live setjmp, and frees the Session.
+void DeleteSession(Session* s) {
+  if (s == nullptr) return;
+  RunGuarded(s, DestroyStep);
+  std::free(s);
+}
+
+// The idle decompressors of this thread: one decompressor per thread, reused by its
+// decodes; a second for the decode of a reduced progressive stream that runs inside
+// another (DecodeJpegInto).
+struct KeptSessions {
+  Session* idle[2] = {nullptr, nullptr};
+  ~KeptSessions() {
+    for (Session* s : idle) DeleteSession(s);
+  }
+  Session* Take() {
+    for (Session*& s : idle) {
+      if (s != nullptr) return std::exchange(s, nullptr);
+    }
+    return NewSession();
+  }
+  // Keeps `s` for the next decode if it can decode again and there is room.
+  void Give(Session* s) {
+    if (s->ready && RunGuarded(s, AbortStep)) {
+      for (Session*& slot : idle) {
+        if (slot == nullptr) {
+          slot = s;
+          return;
+        }
+      }
+    }
+    DeleteSession(s);
+  }
+};
+thread_local KeptSessions t_kept_sessions;
+
+// Lends this thread's decompressor and its Session to one decode, set for `data` and
+// the limits; Run(CreateStep) readies it.
 class JpegDecompressor {
  public:
-  JpegDecompressor(const uint8_t* data, size_t size, const DecodeLimits& limits) {
-    // Zeroed: jpeg_destroy_decompress in the destructor is then safe even when Create()
-    // was never called or failed.
-    std::memset(&s_, 0, sizeof s_);
-    s_.data = data;
-    s_.size = size;
-    s_.block_smoothing = true;
-    s_.max_scans = limits.max_scans;
-    s_.max_memory = limits.max_memory_bytes > static_cast<uint64_t>(LONG_MAX)
-                        ? LONG_MAX
-                        : static_cast<long>(limits.max_memory_bytes);
-    s_.cinfo.err = jpeg_std_error(&s_.err);
-    s_.err.error_exit = ErrorExit;
-    s_.err.emit_message = EmitMessage;
-    s_.err.output_message = OutputMessage;
-    s_.progress.progress_monitor = ProgressMonitor;
-    s_.cinfo.client_data = &s_;
+  JpegDecompressor(const uint8_t* data, size_t size, const DecodeLimits& limits)
+      : s_(t_kept_sessions.Take()) {
+    if (s_ == nullptr) return;
+    Session& s = *s_;
+    s.data = data;
+    s.size = size;
+    s.block_smoothing = true;
+    s.max_scans = limits.max_scans;
+    s.max_memory = limits.max_memory_bytes > static_cast<uint64_t>(LONG_MAX)
+                       ? LONG_MAX
+                       : static_cast<long>(limits.max_memory_bytes);
+    s.failure = Failure::kNone;
+    s.msg_code = 0;
+    s.warning = false;
+    s.offset = 0;
+    s.scan = 0;
+    s.row = 0;
+    s.message[0] = '\0';
+    s.out_space = JCS_UNKNOWN;
+    s.out_channels = 0;
+    s.cmyk = false;
+    s.adobe_inverted = false;
+    s.scale_denom = 1;
+    s.crop_x = s.crop_width = s.row_begin = s.row_end = 0;
+    s.keep_x0 = s.keep_x1 = s.keep_y0 = s.keep_y1 = 0;
+    s.pixels = nullptr;
+    s.spare_rows = nullptr;
   }
-  ~JpegDecompressor() { RunGuarded(&s_, DestroyStep); }
+  ~JpegDecompressor() {
+    if (s_ != nullptr) t_kept_sessions.Give(s_);
+  }
   JpegDecompressor(const JpegDecompressor&) = delete;
   JpegDecompressor& operator=(const JpegDecompressor&) = delete;
 
   // Runs `step`; a non-OK Status describes why it stopped.
   Status Run(void (*step)(Session*)) {
-    if (RunGuarded(&s_, step)) return Status::Ok();
+    if (s_ == nullptr) return ResourceExhaustedError("JPEG: cannot allocate a decompressor");
+    if (RunGuarded(s_, step)) return Status::Ok();
     return FailureStatus();
   }
-  Session& Get() { return s_; }
+  // Valid after Run(CreateStep) succeeded.
+  Session& Get() { return *s_; }
 
  private:
   Status FailureStatus() const;
 
-  Session s_;
+  Session* s_;
 };
 
 Status JpegDecompressor::FailureStatus() const {
-  const Session& s = s_;
+  const Session& s = *s_;
   // libjpeg's entropy decoders advance the source position once per MCU, so the offset
   // can lag the byte that failed by up to one MCU.
   std::string where = " near byte offset " + std::to_string(s.offset);
@@ -580,8 +675,8 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
   }
 
   JpegDecompressor decompressor(data, size, options.limits);
-  Session& s = decompressor.Get();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(CreateStep));
+  Session& s = decompressor.Get();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(HeaderStep));
   const int orientation = OrientationFromMarkers(s.cinfo);
   if (exif_orientation != nullptr) *exif_orientation = orientation;
@@ -680,8 +775,8 @@ Status DecodeJpegExact(const uint8_t* data, size_t size, int height, int width, 
     return CorruptionError("JPEG: not a JPEG file (no SOI marker)");
   }
   JpegDecompressor decompressor(data, size, options.limits);
-  Session& s = decompressor.Get();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(CreateStep));
+  Session& s = decompressor.Get();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(HeaderStep));
   if (s.cinfo.image_width != static_cast<JDIMENSION>(width) ||
       s.cinfo.image_height != static_cast<JDIMENSION>(height)) {

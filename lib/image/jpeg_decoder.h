@@ -17,8 +17,12 @@
 //     components its 1x1 inverse DCT makes from the DC alone (same pixels, a fraction of
 //     the work), so damage inside those scans' entropy data is not seen at that scale;
 //     a file whose markers do not parse to EOI is decoded whole and fails as ever.
-//   - libjpeg's setjmp/longjmp never crosses a C++ frame; each decode owns its own
-//     libjpeg state, so every function here is reentrant.
+//   - libjpeg's setjmp/longjmp never crosses a C++ frame. Each thread keeps its libjpeg
+//     decompressors and lends one to one decode at a time (a decode inside another takes
+//     another), so every function here is reentrant. A kept decompressor is taken back to
+//     what a new one would be before each decode (no tables or state of the last image),
+//     and its memory is arenas kept from image to image (image/jpeg_memory.h): decoding
+//     allocates nothing on the heap once a thread has decoded an image of the size.
 //
 // Status codes:
 //   InvalidArgument   options.channels is not 1 or 3, or a minimum size is negative.

@@ -1113,5 +1113,118 @@ TEST(JpegDecoderTest, EmptyOrOutsideRegionMeansTheWholeImage) {
   EXPECT_TRUE(none->image.pixels == whole->pixels);
 }
 
+// --- One decompressor per thread, reused (image/jpeg_memory.h) ------------------------
+
+// What DecodeBytes gives on a thread of its own, whose decompressor is new.
+StatusOr<Image> DecodeOnANewThread(const Bytes& jpeg, const DecodeOptions& options = Options()) {
+  StatusOr<Image> result = InternalError("not run");
+  std::thread([&] { result = DecodeBytes(jpeg, options); }).join();
+  return result;
+}
+
+// libjpeg on its own, with its own memory manager: the reference for the arena manager.
+void FailPlainDecode(j_common_ptr cinfo) {
+  char message[JMSG_LENGTH_MAX];
+  (*cinfo->err->format_message)(cinfo, message);
+  std::fprintf(stderr, "reference decoder: %s\n", message);
+  std::abort();
+}
+
+Bytes PlainLibjpegRgb(const Bytes& jpeg, unsigned scale_denom) {
+  jpeg_decompress_struct cinfo;
+  jpeg_error_mgr err;
+  cinfo.err = jpeg_std_error(&err);
+  err.error_exit = FailPlainDecode;
+  jpeg_create_decompress(&cinfo);
+  jpeg_mem_src(&cinfo, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(&cinfo, TRUE);
+  cinfo.out_color_space = JCS_RGB;
+  cinfo.scale_num = 1;
+  cinfo.scale_denom = scale_denom;
+  jpeg_start_decompress(&cinfo);
+  const size_t stride = static_cast<size_t>(cinfo.output_width) * 3;
+  Bytes pixels(stride * cinfo.output_height);
+  while (cinfo.output_scanline < cinfo.output_height) {
+    JSAMPROW row = pixels.data() + cinfo.output_scanline * stride;
+    jpeg_read_scanlines(&cinfo, &row, 1);
+  }
+  jpeg_finish_decompress(&cinfo);
+  jpeg_destroy_decompress(&cinfo);
+  return pixels;
+}
+
+// One thread decodes images of every kind and size one after another, from small to a
+// progressive one whose coefficients (about 9 MB) are over what a pool keeps, and back:
+// each gives libjpeg's own pixels, at full size and DCT-scaled.
+TEST(JpegDecoderTest, AReusedDecompressorGivesLibjpegsPixelsImageAfterImage) {
+  struct Case {
+    int width, height;
+    EncodeSpec spec;
+  };
+  EncodeSpec progressive_420;
+  progressive_420.progressive = true;
+  progressive_420.h_samp = progressive_420.v_samp = 2;
+  EncodeSpec baseline_422;
+  baseline_422.h_samp = 2;
+  EncodeSpec progressive_444;
+  progressive_444.progressive = true;
+  const Case cases[] = {{32, 24, {}},
+                        {200, 136, progressive_420},
+                        {1536, 1024, progressive_444},
+                        {48, 40, baseline_422},
+                        {33, 17, progressive_420},
+                        {1536, 1024, progressive_444},
+                        {32, 24, {}}};
+  for (const Case& c : cases) {
+    const Bytes jpeg = ColourJpeg(c.width, c.height, c.spec);
+    for (int scale : {1, 2, 8}) {
+      SCOPED_TRACE(std::to_string(c.width) + "x" + std::to_string(c.height) +
+                   (c.spec.progressive ? " progressive" : " baseline") + " at 1/" +
+                   std::to_string(scale));
+      const Bytes expected = PlainLibjpegRgb(jpeg, static_cast<unsigned>(scale));
+      Bytes pixels(expected.size());
+      ASSERT_OK(
+          DecodeJpegExact(jpeg.data(), jpeg.size(), c.height, c.width, 3, scale, pixels.data()));
+      EXPECT_TRUE(pixels == expected);
+    }
+  }
+}
+
+// libjpeg keeps an image's tables for the next one (an abbreviated stream may use them):
+// a stream without its quantisation tables fails after one with them as it fails first.
+TEST(JpegDecoderTest, AStreamWithoutItsTablesFailsAfterOneWithThem) {
+  const Bytes whole = ColourJpeg(32, 24);
+  Bytes stripped = whole;
+  for (size_t at = FindMarker(stripped, 0xDB); at != std::string::npos;
+       at = FindMarker(stripped, 0xDB)) {
+    const size_t length = (size_t{stripped[at + 2]} << 8) | stripped[at + 3];
+    stripped.erase(stripped.begin() + static_cast<std::ptrdiff_t>(at),
+                   stripped.begin() + static_cast<std::ptrdiff_t>(at + 2 + length));
+  }
+  ASSERT_NE(stripped.size(), whole.size());
+  const auto first = DecodeOnANewThread(stripped);
+  ASSERT_FALSE(first.ok());
+  EXPECT_NE(first.status().message().find("JERR_NO_QUANT_TABLE"), std::string::npos)
+      << first.status().message();
+  ASSERT_TRUE(DecodeBytes(whole).ok());
+  const auto after = DecodeBytes(stripped);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().ToString(), first.status().ToString());
+}
+
+// A failure report names the row reached in this image, never the last image's.
+TEST(JpegDecoderTest, AFailureAfterAnotherImageIsReportedAsOnANewDecompressor) {
+  EncodeSpec spec;
+  spec.progressive = true;
+  const Bytes jpeg = ColourJpeg(64, 48, spec);
+  const Bytes cut(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(jpeg.size() * 3 / 4));
+  const auto first = DecodeOnANewThread(cut);
+  ASSERT_FALSE(first.ok());
+  ASSERT_TRUE(DecodeBytes(ColourJpeg(40, 40)).ok());
+  const auto after = DecodeBytes(cut);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().ToString(), first.status().ToString());
+}
+
 }  // namespace
 }  // namespace shardpack::image

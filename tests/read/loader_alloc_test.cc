@@ -147,6 +147,29 @@ TEST(LoaderAllocationTest, TransformsAndNormalisationAllocateNothingPerBatch) {
       o);
 }
 
+// Encoded samples: each worker's JPEG decompressor is kept and its libjpeg memory is
+// arenas kept from one image to the next (image/jpeg_memory.h), so a JPEG dataset decodes
+// with no allocation per sample, straight into the ring and DCT-scaled through a transform.
+TEST(LoaderAllocationTest, JpegSamplesDecodeWithoutAllocating) {
+  for (bool transform : {false, true}) {
+    LoaderOptions o;
+    o.batch_size = 8;
+    o.num_threads = 2;
+    if (transform) {
+      o.output_height = 8;
+      o.output_width = 8;
+      o.transform = Transform::kCenterCrop;
+    }
+    SCOPED_TRACE(transform ? "center crop, decoded at 1/2" : "no transform");
+    ExpectNoAllocationsAfterWarmUp({.samples = 96,
+                                    .height = 32,
+                                    .width = 24,
+                                    .max_shard_records = 25,
+                                    .encoding = ImageEncoding::kJpeg},
+                                   o);
+  }
+}
+
 TEST(LoaderAllocationTest, TheCounterSeesAllocations) {
   const uint64_t before = g_allocations.load();
   auto* v = new std::vector<int>(100);
