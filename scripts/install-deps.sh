@@ -21,6 +21,8 @@ packages=(
   libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light openssl
   # the loader's read-ahead path (docs/LOADER.md): io_uring
   liburing-dev
+  # scripts/device-kit.sh (docs/GPU.md): the kit's programs find their libraries beside them
+  patchelf
 )
 
 missing=()

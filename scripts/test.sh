@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs, builds and runs every test: the C++ suite (ctest, with the fuzz corpus
 # replayed), the Python package's (pytest, after scripts/install-python.sh installs it into
-# pyenv's python3), and the interoperability tests against TensorFlow, DALI and
-# python-lmdb (scripts/test-interop.sh, in the venv out/venv-interop).
+# pyenv's python3), the GPU check kit's (tests/device_kit_test.sh: it builds, its programs
+# and extension stand alone; docs/GPU.md), and the interoperability tests against
+# TensorFlow, DALI and python-lmdb (scripts/test-interop.sh, in the venv out/venv-interop).
 # Run as root on a fresh Debian 12 machine: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,5 +14,7 @@ echo "test: C++ suite passed ($((SECONDS - start)) s)"
 bash scripts/install-python.sh
 python3 -m pytest python/tests -q
 echo "test: Python package passed ($((SECONDS - start)) s)"
+bash tests/device_kit_test.sh
+echo "test: GPU check kit passed ($((SECONDS - start)) s)"
 bash scripts/test-interop.sh
 echo "test: everything passed in $((SECONDS - start)) s"

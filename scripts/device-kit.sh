@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Builds the GPU check kit (docs/GPU.md): everything the check of the CUDA path needs on a
+# bare GPU machine (no Debian libraries, no network), in one folder of at most 60 MiB.
+#   bin/      the CLI, the test binary and make_images (stripped), with an $ORIGIN/../lib
+#             rpath; lib/ holds their shared libraries (the ldd closure minus glibc).
+#   python/   the package's Python files and tests, the extension's sources, the public
+#             headers and the library built with -fPIC, and a CMake project that builds
+#             the extension there, against that machine's Python and nanobind.
+#   samples/  the Python samples (train_torch.py); gpu-check/ the ImageFolder + DataLoader
+#             reference.
+#   gpu-check.sh, which runs the check and writes report.md and report.json.
+# Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
+# library of scripts/install-python.sh (python/build/), and makes them when missing.
+# Usage: bash scripts/device-kit.sh OUT      (OUT must not exist, or be an empty folder)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+out=${1:?usage: bash scripts/device-kit.sh OUT}
+limit_mib=60
+
+if [ -e "$out" ] && [ -n "$(ls -A "$out")" ]; then
+  echo "device-kit: $out exists and is not empty" >&2
+  exit 2
+fi
+command -v patchelf >/dev/null || bash scripts/install-deps.sh
+[ -x build/tools/shardpack ] && [ -x build/tests/shardpack_tests ] && [ -x build/samples/make_images ] ||
+  bash scripts/build.sh
+if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
+  echo "device-kit: build/ has no CUDA (no nvcc found by CMake): the kit would have no GPU code" >&2
+  exit 2
+fi
+pic_lib=$(ls python/build/*/shardpack/lib/libshardpack.a 2>/dev/null | head -1 || true)
+if [ -z "$pic_lib" ]; then
+  bash scripts/install-python.sh
+  pic_lib=$(ls python/build/*/shardpack/lib/libshardpack.a | head -1)
+fi
+
+mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
+for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images; do
+  strip -o "$out/bin/$(basename "$program")" "$program"
+done
+
+# The shared libraries: the ldd closure of the programs, minus glibc's own (the loader,
+# libc, libm, libpthread, libdl, librt, libresolv) and the C++ runtime (libstdc++,
+# libgcc_s), which every Linux machine with Python has: the machine's own, newer, serve
+# these programs, and a kit's older libstdc++ loaded first into Python would refuse
+# PyTorch.
+glibc='^(ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libmvec|libstdc\+\+|libgcc_s)\.so'
+for program in "$out"/bin/*; do
+  ldd "$program" | awk '$2 == "=>" && $3 ~ /^\// {print $3}'
+done | sort -u | while read -r so; do
+  name=$(basename "$so")
+  [[ "$name" =~ $glibc ]] && continue
+  cp -L "$so" "$out/lib/$name"
+done
+for program in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$program"; done
+for so in "$out"/lib/*; do patchelf --set-rpath '$ORIGIN' "$so"; done
+
+# The Python extension is built on the GPU machine (its Python 3.12 and nanobind): the
+# sources, the public headers, the static library and the libraries it links.
+cp -r python/shardpack python/src "$out/python/"
+mkdir -p "$out/python/tests" "$out/python/include"
+cp python/tests/*.py "$out/python/tests/"
+cp -r lib/include/shardpack "$out/python/include/"
+cp "$pic_lib" "$out/python/libshardpack.a"
+cudart_static=$(sed -n 's/^CUDA_cudart_static_LIBRARY:FILEPATH=//p' "$(dirname "$pic_lib")/../../CMakeCache.txt")
+cp "${cudart_static:-/usr/local/cuda/lib64/libcudart_static.a}" "$out/python/libcudart_static.a"
+[ -e "$out/lib/libxxhash.so.0" ] || cp -L /usr/lib/x86_64-linux-gnu/libxxhash.so.0 "$out/lib/"
+cp tools/gpu-check/CMakeLists.txt "$out/python/CMakeLists.txt"
+find "$out/python" -name __pycache__ -prune -exec rm -rf {} +
+cp samples/*.py "$out/samples/"
+cp tools/gpu-check/imagefolder_reference.py "$out/gpu-check/"
+cp tools/gpu-check/gpu-check.sh "$out/gpu-check.sh"
+chmod +x "$out/gpu-check.sh"
+# The test runner for the Python tests, as wheels for the machine's Python 3.12 (pytest
+# is not among its packages). Not fatal: without them the check skips that step.
+mkdir -p "$out/wheels"
+python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:all: \
+  --python-version 3.12 --implementation cp --platform manylinux_2_17_x86_64 \
+  --platform manylinux2014_x86_64 -d "$out/wheels" \
+  pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4 pygments==2.19.2 \
+  psutil==7.2.2 ||
+  echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
+git rev-parse --short HEAD > "$out/REVISION" 2>/dev/null || echo unknown > "$out/REVISION"
+
+bytes=$(du -sb "$out" | cut -f1)
+echo "device-kit: $out, $((bytes >> 20)) MiB ($bytes bytes; limit $limit_mib MiB)"
+if [ "$bytes" -gt $((limit_mib << 20)) ]; then
+  echo "device-kit: over $limit_mib MiB" >&2
+  exit 1
+fi

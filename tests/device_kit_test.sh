@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Tests of the GPU check kit (scripts/device-kit.sh, tools/gpu-check/), here, without a GPU:
+#   - the kit builds and stays under its 60 MiB (the script checks and fails over it);
+#   - its programs resolve every library from the kit, glibc and the C++ runtime aside,
+#     and convert, verify and read a small dataset with an empty environment;
+#   - the Python extension builds from the kit alone (this machine's Python and nanobind)
+#     and imports;
+#   - gpu-check.sh without a GPU says so and exits with 3, with its report written.
+# Run by scripts/test.sh after the Python package's tests (it uses their PIC library).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tmp=$(mktemp -d /tmp/shardpack-kit-test.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+fail() { echo "device_kit_test: FAILED: $*" >&2; exit 1; }
+
+bash scripts/device-kit.sh "$tmp/kit"
+kit=$tmp/kit
+for f in bin/shardpack bin/shardpack_tests bin/make_images gpu-check.sh python/libshardpack.a \
+         python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
+         samples/train_torch.py gpu-check/imagefolder_reference.py REVISION; do
+  [ -e "$kit/$f" ] || fail "the kit has no $f"
+done
+
+system='^(linux-vdso|ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libmvec|libstdc\+\+|libgcc_s)\.so'
+for program in "$kit"/bin/*; do
+  readelf -d "$program" | grep -q 'R.*PATH.*\$ORIGIN/../lib' || fail "$program has no \$ORIGIN rpath"
+  env -i ldd "$program" > "$tmp/ldd"
+  ! grep -q "not found" "$tmp/ldd" || fail "$program: $(grep 'not found' "$tmp/ldd")"
+  while read -r name _ path _; do
+    [[ "$name" =~ $system ]] && continue
+    [[ "$(realpath "$path")" == "$(realpath "$kit/lib")/"* ]] ||
+      fail "$program takes $name from $path, not from the kit"
+  done < <(awk '$2 == "=>" {print $1, $2, $3}' "$tmp/ldd")
+done
+echo "device_kit_test: every program resolves its libraries from the kit"
+
+# quietly CMD...: runs CMD with an empty environment; its output only when it fails.
+quietly() { env -i "$@" > "$tmp/log" 2>&1 || fail "$* exited with $?: $(tail -5 "$tmp/log")"; }
+quietly "$kit/bin/make_images" "$tmp/images" --classes 2 --per-class 6
+quietly "$kit/bin/shardpack" convert "$tmp/images" "$tmp/ds" --size 32x32
+quietly "$kit/bin/shardpack" verify "$tmp/ds"
+quietly "$kit/bin/shardpack" bench --threads 1 --epochs 2 --batch-size 4 "$tmp/ds"
+quietly "$kit/bin/shardpack_tests" --gtest_filter='CudaTest.*'
+echo "device_kit_test: the kit's programs convert, verify and read a dataset"
+
+STEPS="python-build" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-python" ||
+  fail "the extension did not build from the kit: $(tail -20 "$tmp/report-python/python-build.log")"
+PYTHONPATH="$kit/python" python3 -c "import shardpack; print(shardpack.Dataset('$tmp/ds'))" > /dev/null
+echo "device_kit_test: the Python extension builds from the kit and imports"
+
+if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then
+  echo "device_kit_test: this machine has a GPU: the no-GPU exit is not tested here"
+else
+  set +e
+  WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report" > "$tmp/out" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 3 ] || fail "gpu-check.sh without a GPU exited with $rc, not 3: $(cat "$tmp/out")"
+  grep -q "no GPU here" "$tmp/out" || fail "gpu-check.sh did not say there is no GPU: $(cat "$tmp/out")"
+  [ -s "$tmp/report/report.md" ] && [ -s "$tmp/report/report.json" ] || fail "no report written"
+  echo "device_kit_test: gpu-check.sh without a GPU exits with 3 and says why"
+fi
+echo "device_kit_test: passed"

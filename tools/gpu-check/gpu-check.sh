@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The GPU check of shardpack (docs/GPU.md), run from the kit that scripts/device-kit.sh
+# builds, on a bare GPU machine: nothing is installed, nothing is downloaded. Each step
+# runs on its own (one failing does not stop the others) under a time limit, and its log
+# goes to REPORT/<step>.log; REPORT/report.md and REPORT/report.json sum them up.
+#
+#   gpu          nvidia-smi: the device, driver and memory
+#   libraries    every program of the kit resolves its libraries from the kit (or glibc)
+#   cuda-tests   the CUDA gtests: ring, streams and events, H2D, kernels against the CPU
+#                reference, CUDA errors as Status
+#   memcheck, racecheck   the same under compute-sanitizer (skipped where it is missing or
+#                refuses the device, "Device not supported")
+#   dataset      make_images + shardpack convert (224x224) + verify
+#   bench        shardpack bench --device 0: H2D against a bare pinned cudaMemcpyAsync,
+#                the overlap of batch k+1's copy with work on batch k
+#   python-build the extension, with this machine's Python and nanobind
+#   python-tests the package's tests (torch on cuda among them)
+#   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
+#                DataLoader (pin_memory, num_workers = cores) on the same images:
+#                images/s, data wait, GPU utilisation sampled by nvidia-smi
+#
+# Usage: bash gpu-check.sh [REPORT]   (default ./gpu-report; WORK=/tmp/shardpack-gpu-check,
+#        PYTHON=python3, STEPS="gpu libraries ..." to run some)
+# Exit: 0 every step passed or was skipped with its reason; 1 a step failed; 3 no GPU
+# (nothing else is run).
+set -uo pipefail
+kit=$(cd "$(dirname "$0")" && pwd)
+report=$(mkdir -p "${1:-gpu-report}" && cd "${1:-gpu-report}" && pwd)
+work=${WORK:-/tmp/shardpack-gpu-check}
+py=${PYTHON:-python3}
+cores=$(nproc)
+all_steps="gpu libraries cuda-tests memcheck racecheck dataset bench python-build python-tests train"
+steps=${STEPS:-$all_steps}
+rm -rf "$work" && mkdir -p "$work"
+: > "$work/results"
+cuda_filter='Cuda*:LoaderGpu*:*NormalizeAsync*'
+sp="$kit/bin/shardpack"
+
+# summary TEXT: the one line a step's report row shows.
+summary() { echo "$*" > "$work/summary"; }
+skip() { summary "$*"; return 77; }
+
+step_gpu() {
+  command -v nvidia-smi >/dev/null || { summary "no nvidia-smi"; return 3; }
+  nvidia-smi || { summary "nvidia-smi failed"; return 3; }
+  local gpus
+  gpus=$(nvidia-smi --query-gpu=name,driver_version,memory.total,compute_cap --format=csv,noheader)
+  [ -n "$gpus" ] || { summary "nvidia-smi lists no GPU"; return 3; }
+  summary "$gpus"
+}
+
+step_libraries() {
+  local missing=0 program
+  for program in "$kit"/bin/*; do
+    echo "== $program"
+    env -u LD_LIBRARY_PATH ldd "$program" | tee "$work/ldd"
+    if grep -q "not found" "$work/ldd"; then missing=1; fi
+  done
+  [ $missing -eq 0 ] || { summary "a library is not found (see the log)"; return 1; }
+  summary "every program resolves its libraries"
+}
+
+gtest_counts() {  # the gtest log's tallies: the lines that end a test, "(N ms)"
+  local passed skipped failed
+  passed=$(grep -c '^\[       OK \] .* ([0-9]* ms)$' "$1")
+  skipped=$(grep -c '^\[  SKIPPED \] .* ([0-9]* ms)$' "$1")
+  failed=$(grep -c '^\[  FAILED  \] .* ([0-9]* ms)$' "$1")
+  echo "$passed passed, $skipped skipped, $failed failed"
+}
+
+step_cuda_tests() {
+  "$kit/bin/shardpack_tests" --gtest_filter="$cuda_filter" --gtest_brief=0 \
+    --gtest_output="json:$report/cuda-tests.json" 2>&1 | tee "$work/gtest"
+  local rc=${PIPESTATUS[0]}
+  summary "$(gtest_counts "$work/gtest")"
+  return "$rc"
+}
+
+sanitizer() {
+  local tool=$1 cs
+  cs=$(command -v compute-sanitizer || ls /usr/local/cuda*/bin/compute-sanitizer 2>/dev/null | head -1)
+  [ -n "$cs" ] || { skip "compute-sanitizer not on this machine"; return; }
+  "$cs" --tool "$tool" --error-exitcode 9 "$kit/bin/shardpack_tests" \
+    --gtest_filter="$cuda_filter" 2>&1 | tee "$work/cs"
+  local rc=${PIPESTATUS[0]}
+  if grep -q "Device not supported" "$work/cs"; then
+    skip "compute-sanitizer: Device not supported"
+    return
+  fi
+  summary "$(grep -o 'ERROR SUMMARY: [0-9]* error[s]*' "$work/cs" | tail -1); $(gtest_counts "$work/cs")"
+  return "$rc"
+}
+step_memcheck() { sanitizer memcheck; }
+step_racecheck() { sanitizer racecheck; }
+
+step_dataset() {
+  "$kit/bin/make_images" "$work/images" --classes 10 --per-class 300 || return 1
+  "$sp" convert "$work/images" "$work/ds" --size 224x224 || return 1
+  "$sp" verify "$work/ds" || return 1
+  # The files convert rejected (a truncated JPEG and a text file, on purpose) would stop
+  # ImageFolder: the reference reads what the dataset holds.
+  tail -n +2 "$work/ds/rejects.tsv" | cut -f1 | while read -r f; do rm -f "$work/images/$f"; done
+  summary "$(find "$work/images" -type f | wc -l) images converted and verified"
+}
+
+step_bench() {
+  [ -f "$work/ds/manifest.json" ] || { skip "no dataset (step dataset)"; return; }
+  "$sp" bench --device 0 --threads "$cores" --epochs 3 "$work/ds" | tee "$work/bench"
+  local rc=${PIPESTATUS[0]}
+  summary "$(grep -i -E 'cudaMemcpyAsync|overlap' "$work/bench" | tr '\n' ' ' | cut -c1-400)"
+  return "$rc"
+}
+
+step_python_build() {
+  command -v "$py" >/dev/null || { skip "no $py"; return; }
+  "$py" -m nanobind --cmake_dir >/dev/null 2>&1 || { skip "nanobind is not installed for $py"; return; }
+  cmake -S "$kit/python" -B "$work/python-build" -DPython_EXECUTABLE="$(command -v "$py")" &&
+    cmake --build "$work/python-build" -j "$cores" || return 1
+  PYTHONPATH="$kit/python" "$py" -c "import shardpack; print(shardpack.__file__)" || return 1
+  summary "built with $("$py" --version 2>&1)"
+}
+
+step_python_tests() {
+  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  # pytest from the kit's wheels, into a folder of its own (the machine's packages stay).
+  local site="$work/site"
+  if ls "$kit"/wheels/*.whl >/dev/null 2>&1; then
+    "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$kit"/wheels/*.whl ||
+      return 1
+  fi
+  PYTHONPATH="$site" "$py" -c "import pytest" 2>/dev/null || { skip "no pytest for $py"; return; }
+  (cd "$kit/python" && PYTHONPATH="$kit/python:$site" "$py" -m pytest -q -p no:cacheprovider tests) |
+    tee "$work/pytest"
+  local rc=${PIPESTATUS[0]}
+  summary "$(tail -1 "$work/pytest")"
+  return "$rc"
+}
+
+# Samples GPU utilisation every 250 ms while "$@" runs; prints the mean (percent).
+with_utilisation() {
+  nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 250 \
+    > "$work/util" 2>/dev/null &
+  local sampler=$!
+  "$@"
+  local rc=$?
+  kill "$sampler" 2>/dev/null
+  wait "$sampler" 2>/dev/null
+  awk '{s += $1; n++} END {printf "GPU utilisation (nvidia-smi, mean of %d samples): %.0f%%\n", n, n ? s / n : 0}' "$work/util"
+  return $rc
+}
+
+step_train() {
+  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  [ -f "$work/ds/manifest.json" ] || { skip "no dataset (step dataset)"; return; }
+  echo "== shardpack.Loader, samples/train_torch.py"
+  PYTHONPATH="$kit/python" with_utilisation "$py" "$kit/samples/train_torch.py" "$work/ds" \
+    --device cuda --epochs 3 --batch-size 256 --size 224 --threads "$cores" | tee "$work/train"
+  local rc=${PIPESTATUS[0]}
+  echo "== torchvision ImageFolder + DataLoader"
+  with_utilisation "$py" "$kit/gpu-check/imagefolder_reference.py" "$work/images" \
+    --epochs 2 --batch-size 256 --size 224 --workers "$cores" | tee "$work/reference"
+  local rc2=${PIPESTATUS[0]}
+  summary "shardpack: $(grep 'images/s' "$work/train" | tail -1 | cut -c1-120); ImageFolder: $(grep 'images/s' "$work/reference" | tail -1 | cut -c1-120)"
+  [ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ]
+}
+
+declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [train]=600)
+failed=0
+for name in $steps; do
+  fn=step_${name//-/_}
+  declare -F "$fn" >/dev/null || { echo "gpu-check: no step $name" >&2; exit 2; }
+  : > "$work/summary"
+  start=$SECONDS
+  # The time limit: the step runs in a subshell that timeout can stop with all it started.
+  export -f "$fn" summary skip gtest_counts sanitizer with_utilisation
+  export kit report work py cores cuda_filter sp
+  timeout --kill-after=10 "${limits[$name]}" bash -c "$fn" > "$report/$name.log" 2>&1
+  rc=$?
+  seconds=$((SECONDS - start))
+  text=$(cat "$work/summary")
+  case $rc in
+    0) status=passed ;;
+    77) status=skipped ;;
+    124 | 137) status=failed; text="over its ${limits[$name]} s limit. $text" ;;
+    3) status=failed ;;
+    *) status=failed ;;
+  esac
+  [ -n "$text" ] || text="exit status $rc (see $name.log)"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$seconds" "$text" >> "$work/results"
+  printf 'gpu-check: %-13s %-8s %4d s  %s\n' "$name" "$status" "$seconds" "$text"
+  if [ "$name" = gpu ] && [ $rc -ne 0 ]; then
+    echo "gpu-check: no GPU here ($text): nothing else is run" >&2
+    failed=3
+    break
+  fi
+  [ "$status" = failed ] && failed=1
+done
+
+# The report: Markdown for people, JSON for tools.
+{
+  echo "# shardpack GPU check"
+  echo
+  echo "Kit revision $(cat "$kit/REVISION" 2>/dev/null), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), $cores cores."
+  echo
+  echo "| step | status | seconds | result |"
+  echo "|---|---|---|---|"
+  while IFS=$'\t' read -r name status seconds text; do
+    echo "| $name | $status | $seconds | ${text//|//} |"
+  done < "$work/results"
+} > "$report/report.md"
+"${py}" - "$work/results" "$report/report.json" "$(cat "$kit/REVISION" 2>/dev/null)" <<'PY' 2>/dev/null ||
+import json, sys
+rows = [line.rstrip("\n").split("\t", 3) for line in open(sys.argv[1]) if line.strip()]
+steps = [{"step": r[0], "status": r[1], "seconds": int(r[2]), "result": r[3]} for r in rows]
+json.dump({"revision": sys.argv[3], "steps": steps}, open(sys.argv[2], "w"), indent=2)
+PY
+  awk -F'\t' 'BEGIN {printf "{\"steps\": ["} {printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s}", NR > 1 ? ", " : "", $1, $2, $3} END {print "]}"}' \
+    "$work/results" > "$report/report.json"
+echo "gpu-check: report in $report/report.md"
+exit $failed
