@@ -8,8 +8,6 @@
 #   libraries    every program of the kit resolves its libraries from the kit (or glibc)
 #   cuda-tests   the CUDA gtests: ring, streams and events, H2D, kernels against the CPU
 #                reference, CUDA errors as Status
-#   memcheck, racecheck   the same under compute-sanitizer (skipped where it is missing or
-#                refuses the device, "Device not supported")
 #   dataset      make_images + shardpack convert (224x224) + verify
 #   bench        shardpack bench --device 0: H2D against a bare pinned cudaMemcpyAsync,
 #                the overlap of batch k+1's copy with work on batch k
@@ -18,9 +16,15 @@
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
 #                DataLoader (pin_memory, num_workers = cores) on the same images:
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
+#   memcheck, racecheck   the CUDA gtests under compute-sanitizer (skipped where it is
+#                missing or refuses the device, "Device not supported")
+#
+# The whole check keeps within BUDGET seconds (default 540, under the device tool's 600 s
+# a command): a step gets at most what is left, one with under 20 s left is skipped, and
+# the report is rewritten after every step.
 #
 # Usage: bash gpu-check.sh [REPORT]   (default ./gpu-report; WORK=/tmp/shardpack-gpu-check,
-#        PYTHON=python3, STEPS="gpu libraries ..." to run some)
+#        PYTHON=python3, BUDGET=540, STEPS="gpu libraries ..." to run some)
 # Exit: 0 every step passed or was skipped with its reason; 1 a step failed; 3 no GPU
 # (nothing else is run).
 set -uo pipefail
@@ -29,7 +33,8 @@ report=$(mkdir -p "${1:-gpu-report}" && cd "${1:-gpu-report}" && pwd)
 work=${WORK:-/tmp/shardpack-gpu-check}
 py=${PYTHON:-python3}
 cores=$(nproc)
-all_steps="gpu libraries cuda-tests memcheck racecheck dataset bench python-build python-tests train"
+budget=${BUDGET:-540}
+all_steps="gpu libraries cuda-tests dataset bench python-build python-tests train memcheck racecheck"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work"
 : > "$work/results"
@@ -164,6 +169,31 @@ step_train() {
   [ "$rc" -eq 0 ] && [ "$rc2" -eq 0 ]
 }
 
+# The report, Markdown for people and JSON for tools, from the results so far.
+write_report() {
+  {
+    echo "# shardpack GPU check"
+    echo
+    echo "Kit revision $(cat "$kit/REVISION" 2>/dev/null), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), $cores cores."
+    echo
+    echo "| step | status | seconds | result |"
+    echo "|---|---|---|---|"
+    while IFS=$'\t' read -r name status seconds text; do
+      echo "| $name | $status | $seconds | ${text//|//} |"
+    done < "$work/results"
+  } > "$report/report.md"
+  "$py" - "$work/results" "$report/report.json" "$(cat "$kit/REVISION" 2>/dev/null)" \
+    2>/dev/null <<'PY' && return
+import json, sys
+rows = [line.rstrip("\n").split("\t", 3) for line in open(sys.argv[1]) if line.strip()]
+steps = [{"step": r[0], "status": r[1], "seconds": int(r[2]), "result": r[3]} for r in rows]
+json.dump({"revision": sys.argv[3], "steps": steps}, open(sys.argv[2], "w"), indent=2)
+PY
+  # No Python: the same without the result texts.
+  awk -F'\t' 'BEGIN {printf "{\"steps\": ["} {printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s}", NR > 1 ? ", " : "", $1, $2, $3} END {print "]}"}' \
+    "$work/results" > "$report/report.json"
+}
+
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
                    [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [train]=600)
 failed=0
@@ -172,23 +202,31 @@ for name in $steps; do
   declare -F "$fn" >/dev/null || { echo "gpu-check: no step $name" >&2; exit 2; }
   : > "$work/summary"
   start=$SECONDS
+  left=$((budget - SECONDS))
+  limit=${limits[$name]}
+  [ "$left" -lt "$limit" ] && limit=$left
   # The time limit: the step runs in a subshell that timeout can stop with all it started.
   export -f "$fn" summary skip gtest_counts sanitizer with_utilisation
   export kit report work py cores cuda_filter sp
-  timeout --kill-after=10 "${limits[$name]}" bash -c "$fn" > "$report/$name.log" 2>&1
-  rc=$?
+  if [ "$limit" -lt 20 ]; then
+    echo "only $left s left of the check's $budget s" > "$work/summary"
+    rc=77
+  else
+    timeout --kill-after=10 "$limit" bash -c "$fn" > "$report/$name.log" 2>&1
+    rc=$?
+  fi
   seconds=$((SECONDS - start))
   text=$(cat "$work/summary")
   case $rc in
     0) status=passed ;;
     77) status=skipped ;;
-    124 | 137) status=failed; text="over its ${limits[$name]} s limit. $text" ;;
-    3) status=failed ;;
+    124 | 137) status=failed; text="over its $limit s limit. $text" ;;
     *) status=failed ;;
   esac
   [ -n "$text" ] || text="exit status $rc (see $name.log)"
   printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$seconds" "$text" >> "$work/results"
   printf 'gpu-check: %-13s %-8s %4d s  %s\n' "$name" "$status" "$seconds" "$text"
+  write_report
   if [ "$name" = gpu ] && [ $rc -ne 0 ]; then
     echo "gpu-check: no GPU here ($text): nothing else is run" >&2
     failed=3
@@ -197,25 +235,5 @@ for name in $steps; do
   [ "$status" = failed ] && failed=1
 done
 
-# The report: Markdown for people, JSON for tools.
-{
-  echo "# shardpack GPU check"
-  echo
-  echo "Kit revision $(cat "$kit/REVISION" 2>/dev/null), $(date -u +%Y-%m-%dT%H:%M:%SZ), $(hostname), $cores cores."
-  echo
-  echo "| step | status | seconds | result |"
-  echo "|---|---|---|---|"
-  while IFS=$'\t' read -r name status seconds text; do
-    echo "| $name | $status | $seconds | ${text//|//} |"
-  done < "$work/results"
-} > "$report/report.md"
-"${py}" - "$work/results" "$report/report.json" "$(cat "$kit/REVISION" 2>/dev/null)" <<'PY' 2>/dev/null ||
-import json, sys
-rows = [line.rstrip("\n").split("\t", 3) for line in open(sys.argv[1]) if line.strip()]
-steps = [{"step": r[0], "status": r[1], "seconds": int(r[2]), "result": r[3]} for r in rows]
-json.dump({"revision": sys.argv[3], "steps": steps}, open(sys.argv[2], "w"), indent=2)
-PY
-  awk -F'\t' 'BEGIN {printf "{\"steps\": ["} {printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s}", NR > 1 ? ", " : "", $1, $2, $3} END {print "]}"}' \
-    "$work/results" > "$report/report.json"
 echo "gpu-check: report in $report/report.md"
 exit $failed
