@@ -5,7 +5,8 @@
 #     and convert, verify and read a small dataset with an empty environment;
 #   - the Python extension builds from the kit alone (this machine's Python and nanobind)
 #     and imports;
-#   - gpu-check.sh without a GPU says so and exits with 3, with its report written.
+#   - gpu-check.sh without a GPU says so and exits with 3, with its report written; a
+#     failing step makes it exit with 1 and the steps after it still run.
 # Run by scripts/test.sh after the Python package's tests (it uses their PIC library).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -59,5 +60,18 @@ else
   grep -q "no GPU here" "$tmp/out" || fail "gpu-check.sh did not say there is no GPU: $(cat "$tmp/out")"
   [ -s "$tmp/report/report.md" ] && [ -s "$tmp/report/report.json" ] || fail "no report written"
   echo "device_kit_test: gpu-check.sh without a GPU exits with 3 and says why"
+  # A failing step (bench --device 0 without a GPU) fails the check, and the steps after
+  # it still run; a skipped one does not fail it.
+  set +e
+  STEPS="dataset bench memcheck libraries" PER_CLASS=2 WORK="$tmp/work" \
+    bash "$kit/gpu-check.sh" "$tmp/report2" \
+    > "$tmp/out" 2>&1
+  rc=$?
+  set -e
+  [ $rc -eq 1 ] || fail "a failed step: gpu-check.sh exited with $rc, not 1: $(cat "$tmp/out")"
+  grep -q '^| bench | failed |' "$tmp/report2/report.md" &&
+    grep -q '^| libraries | passed |' "$tmp/report2/report.md" ||
+    fail "the report does not show the failed step and the one after: $(cat "$tmp/report2/report.md")"
+  echo "device_kit_test: a failed step fails the check, and the others still run"
 fi
 echo "device_kit_test: passed"

@@ -24,7 +24,8 @@
 # the report is rewritten after every step.
 #
 # Usage: bash gpu-check.sh [REPORT]   (default ./gpu-report; WORK=/tmp/shardpack-gpu-check,
-#        PYTHON=python3, BUDGET=540, STEPS="gpu libraries ..." to run some)
+#        PYTHON=python3, BUDGET=540, PER_CLASS=300 images in each of the dataset's 10
+#        classes, STEPS="gpu libraries ..." to run some)
 # Exit: 0 every step passed or was skipped with its reason; 1 a step failed; 3 no GPU
 # (nothing else is run).
 set -uo pipefail
@@ -32,6 +33,7 @@ kit=$(cd "$(dirname "$0")" && pwd)
 report=$(mkdir -p "${1:-gpu-report}" && cd "${1:-gpu-report}" && pwd)
 work=${WORK:-/tmp/shardpack-gpu-check}
 py=${PYTHON:-python3}
+per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
 all_steps="gpu libraries cuda-tests dataset bench python-build python-tests train memcheck racecheck"
@@ -99,7 +101,7 @@ step_memcheck() { sanitizer memcheck; }
 step_racecheck() { sanitizer racecheck; }
 
 step_dataset() {
-  "$kit/bin/make_images" "$work/images" --classes 10 --per-class 300 || return 1
+  "$kit/bin/make_images" "$work/images" --classes 10 --per-class "$per_class" || return 1
   "$sp" convert "$work/images" "$work/ds" --size 224x224 || return 1
   "$sp" verify "$work/ds" || return 1
   # The files convert rejected (a truncated JPEG and a text file, on purpose) would stop
@@ -171,6 +173,7 @@ step_train() {
 
 # The report, Markdown for people and JSON for tools, from the results so far.
 write_report() {
+  local name status seconds text
   {
     echo "# shardpack GPU check"
     echo
@@ -207,7 +210,7 @@ for name in $steps; do
   [ "$left" -lt "$limit" ] && limit=$left
   # The time limit: the step runs in a subshell that timeout can stop with all it started.
   export -f "$fn" summary skip gtest_counts sanitizer with_utilisation
-  export kit report work py cores cuda_filter sp
+  export kit report work py cores cuda_filter sp per_class
   if [ "$limit" -lt 20 ]; then
     echo "only $left s left of the check's $budget s" > "$work/summary"
     rc=77
