@@ -7,7 +7,7 @@
 #             headers and the library built with -fPIC, and a CMake project that builds
 #             the extension there, against that machine's Python and nanobind.
 #   samples/  the Python samples (train_torch.py); gpu-check/ the ImageFolder + DataLoader
-#             reference.
+#             reference and the loader's throughput on the GPU.
 #   gpu-check.sh, which runs the check and writes report.md and report.json.
 # Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
 # library of scripts/install-python.sh (python/build/), and makes them when missing.
@@ -68,7 +68,7 @@ cp "${cudart_static:-/usr/local/cuda/lib64/libcudart_static.a}" "$out/python/lib
 cp tools/gpu-check/CMakeLists.txt "$out/python/CMakeLists.txt"
 find "$out/python" -name __pycache__ -prune -exec rm -rf {} +
 cp samples/*.py "$out/samples/"
-cp tools/gpu-check/imagefolder_reference.py "$out/gpu-check/"
+cp tools/gpu-check/imagefolder_reference.py tools/gpu-check/loader_throughput.py "$out/gpu-check/"
 cp tools/gpu-check/gpu-check.sh "$out/gpu-check.sh"
 chmod +x "$out/gpu-check.sh"
 # The test runner for the Python tests, as wheels for the machine's Python 3.12 (pytest

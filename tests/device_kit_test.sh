@@ -18,7 +18,8 @@ bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
 for f in bin/shardpack bin/shardpack_tests bin/make_images gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
-         samples/train_torch.py gpu-check/imagefolder_reference.py REVISION; do
+         samples/train_torch.py gpu-check/imagefolder_reference.py \
+         gpu-check/loader_throughput.py REVISION; do
   [ -e "$kit/$f" ] || fail "the kit has no $f"
 done
 

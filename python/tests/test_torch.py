@@ -1,6 +1,7 @@
 """PyTorch: training on loader batches, the DataLoader adapter, torchrun, the GPU path."""
 
 import pickle
+import time
 
 import numpy as np
 import pytest
@@ -177,3 +178,39 @@ def test_gpu_batches_equal_host_batches(dataset_path):
     for (hx, hy), (gx, gy) in zip(host, gpu):
         assert gx.device.type == "cuda" and gy.device.type == "cuda"
         assert torch.equal(gx.cpu(), hx) and torch.equal(gy.cpu(), hy)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_gpu_batches_are_ready_on_torchs_current_stream(dataset_path):
+    # Consumed on a stream other than the default: the conversion makes torch's current
+    # stream wait for the batch's copy and kernel, so every value is the host path's.
+    options = dict(batch_size=8, seed=3, normalize="imagenet", dtype="float16")
+    host = shardpack.Loader(dataset_path, **options)
+    gpu = shardpack.Loader(dataset_path, device="cuda:0", **options)
+    side = torch.cuda.Stream()
+    sums = []
+    with torch.cuda.stream(side):
+        for gx, _ in gpu:
+            sums.append(gx.float().sum(dim=(1, 2, 3)))
+    side.synchronize()
+    expected = [hx.float().sum(dim=(1, 2, 3)) for hx, _ in host]
+    assert len(sums) == len(expected)
+    for got, want in zip(sums, expected):
+        assert torch.equal(got.cpu(), want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_taking_a_prepared_gpu_batch_does_not_wait_for_the_gpu(dataset_path):
+    # No synchronisation per batch: while the current stream is busy with a long kernel
+    # (about a second), next() hands over a batch the workers already prepared.
+    gpu = shardpack.Loader(dataset_path, device="cuda:0", batch_size=4, prefetch=2, seed=1)
+    batches = iter(gpu)
+    next(batches)
+    torch.cuda.synchronize()
+    time.sleep(0.5)  # the workers fill the ring
+    torch.cuda._sleep(2_000_000_000)
+    start = time.perf_counter()
+    next(batches)
+    waited = time.perf_counter() - start
+    torch.cuda.synchronize()
+    assert waited < 0.3, waited

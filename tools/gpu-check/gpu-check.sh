@@ -13,6 +13,8 @@
 #                the overlap of batch k+1's copy with work on batch k
 #   python-build the extension, with this machine's Python and nanobind
 #   python-tests the package's tests (torch on cuda among them)
+#   loader       the Python loader: host, cuda (uint8) and cuda + the normalise kernel,
+#                samples/s each, and the kernel's batches against the CPU normaliser's
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
 #                DataLoader (pin_memory, num_workers = cores) on the same images:
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
@@ -36,7 +38,7 @@ py=${PYTHON:-python3}
 per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
-all_steps="gpu libraries cuda-tests dataset bench python-build python-tests train memcheck racecheck"
+all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train memcheck racecheck"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work"
 : > "$work/results"
@@ -143,6 +145,16 @@ step_python_tests() {
   return "$rc"
 }
 
+step_loader() {
+  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  [ -f "$work/ds/manifest.json" ] || { skip "no dataset (step dataset)"; return; }
+  PYTHONPATH="$kit/python" "$py" "$kit/gpu-check/loader_throughput.py" "$work/ds" \
+    --threads "$cores" | tee "$work/loader"
+  local rc=${PIPESTATUS[0]}
+  summary "$(tr '\n' ';' < "$work/loader" | cut -c1-400)"
+  return "$rc"
+}
+
 # Samples GPU utilisation every 250 ms while "$@" runs; prints the mean (percent).
 with_utilisation() {
   nvidia-smi --query-gpu=utilization.gpu --format=csv,noheader,nounits -lms 250 \
@@ -198,7 +210,7 @@ PY
 }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [train]=600)
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600)
 failed=0
 for name in $steps; do
   fn=step_${name//-/_}
