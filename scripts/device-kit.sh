@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU check kit (docs/GPU.md): everything the check of the CUDA path needs on a
 # bare GPU machine (no Debian libraries, no network), in one folder of at most 60 MiB.
-#   bin/      the CLI, the test binary and make_images (stripped), with an $ORIGIN/../lib
-#             rpath; lib/ holds their shared libraries (the ldd closure minus glibc).
+#   bin/      the CLI, the test binary, make_images and decode_floor (stripped), with an
+#             $ORIGIN/../lib rpath; lib/ holds their shared libraries (the ldd closure
+#             minus glibc and the C++ runtime).
 #   python/   the package's Python files and tests, the extension's sources, the public
 #             headers and the library built with -fPIC, and a CMake project that builds
 #             the extension there, against that machine's Python and nanobind.
@@ -22,7 +23,8 @@ if [ -e "$out" ] && [ -n "$(ls -A "$out")" ]; then
   exit 2
 fi
 command -v patchelf >/dev/null || bash scripts/install-deps.sh
-[ -x build/tools/shardpack ] && [ -x build/tests/shardpack_tests ] && [ -x build/samples/make_images ] ||
+[ -x build/tools/shardpack ] && [ -x build/tests/shardpack_tests ] && [ -x build/samples/make_images ] &&
+  [ -x build/bench/decode_floor ] ||
   bash scripts/build.sh
 if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
   echo "device-kit: build/ has no CUDA (no nvcc found by CMake): the kit would have no GPU code" >&2
@@ -35,7 +37,8 @@ if [ -z "$pic_lib" ]; then
 fi
 
 mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
-for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images; do
+for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images \
+               build/bench/decode_floor; do
   strip -o "$out/bin/$(basename "$program")" "$program"
 done
 

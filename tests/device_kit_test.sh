@@ -16,7 +16,7 @@ fail() { echo "device_kit_test: FAILED: $*" >&2; exit 1; }
 
 bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
-for f in bin/shardpack bin/shardpack_tests bin/make_images gpu-check.sh python/libshardpack.a \
+for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
          samples/train_torch.py gpu-check/imagefolder_reference.py \
          gpu-check/loader_throughput.py REVISION; do

@@ -11,6 +11,8 @@
 #   dataset      make_images + shardpack convert (224x224) + verify
 #   bench        shardpack bench --device 0: H2D against a bare pinned cudaMemcpyAsync,
 #                the overlap of batch k+1's copy with work on batch k
+#   convert-scaling  shardpack convert of the dataset's JPEGs at 1, 2, 4, 8, 16 threads
+#                against libjpeg-turbo's bare decode of the same files (decode_floor)
 #   python-build the extension, with this machine's Python and nanobind
 #   python-tests the package's tests (torch on cuda among them)
 #   loader       the Python loader: host, cuda (uint8) and cuda + the normalise kernel,
@@ -38,7 +40,7 @@ py=${PYTHON:-python3}
 per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
-all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train memcheck racecheck"
+all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling memcheck racecheck"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work"
 : > "$work/results"
@@ -118,6 +120,37 @@ step_bench() {
   local rc=${PIPESTATUS[0]}
   summary "$(grep -i -E 'cudaMemcpyAsync|overlap' "$work/bench" | tr '\n' ' ' | cut -c1-400)"
   return "$rc"
+}
+
+step_convert_scaling() {
+  [ -d "$work/images" ] || { skip "no images (step dataset)"; return; }
+  # The JPEGs, by their first bytes (the floor decodes JPEGs only; make_images names one
+  # PNG .JPEG), as convert --list takes them. The shards go to memory where it can, as
+  # bench/convert_bench.sh does: the converter is measured, not the disk.
+  local f out=/dev/shm/shardpack-gpu-check-scaling n t floor line t0 t1 rate ratios=""
+  [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
+  (cd "$work/images" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
+    [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
+  done) > "$work/jpegs.list"
+  n=$(wc -l < "$work/jpegs.list")
+  for t in 1 2 4 8 16; do
+    [ "$t" -le "$cores" ] || break
+    floor=$("$kit/bin/decode_floor" --root "$work/images" --list "$work/jpegs.list" --threads "$t" \
+      --reps 1 | grep '^decode_floor threads=') || return 1
+    rm -rf "$out"
+    t0=$EPOCHREALTIME
+    "$sp" convert "$work/images" "$out" --list "$work/jpegs.list" --size 256x256 \
+      --fit crop --threads "$t" --json > "$work/scaling.json" || return 1
+    t1=$EPOCHREALTIME
+    rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
+    line=$(awk -v t="$t" -v r="$rate" '{for (i = 2; i <= NF; i++) {split($i, kv, "="); f[kv[1]] = kv[2]}}
+      END {printf "%d threads: convert %d images/s, bare decode %.0f, ratio %.2f", t, r,
+           f["images"] / f["seconds"], r / (f["images"] / f["seconds"])}' <<< "$floor")
+    echo "$line"
+    ratios="$ratios${ratios:+; }$line"
+  done
+  rm -rf "$out"
+  summary "$n JPEGs to 256x256: $ratios"
 }
 
 step_python_build() {
@@ -210,7 +243,7 @@ PY
 }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600)
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300)
 failed=0
 for name in $steps; do
   fn=step_${name//-/_}
