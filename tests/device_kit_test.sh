@@ -51,7 +51,7 @@ quietly "$kit/bin/shardpack_tests" --gtest_filter='CudaTest.*'
 echo "device_kit_test: the kit's programs convert, verify and read a dataset"
 
 STEPS="python-build" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-python" ||
-  fail "the extension did not build from the kit: $(tail -20 "$tmp/report-python/python-build.log")"
+  fail "the extension did not build from the kit: $(tail -20 "$tmp/work/logs/python-build.log")"
 PYTHONPATH="$kit/python" python3 -c "import shardpack; print(shardpack.Dataset('$tmp/ds'))" > /dev/null
 echo "device_kit_test: the Python extension builds from the kit and imports"
 
@@ -65,6 +65,8 @@ else
   [ $rc -eq 3 ] || fail "gpu-check.sh without a GPU exited with $rc, not 3: $(cat "$tmp/out")"
   grep -q "no GPU here" "$tmp/out" || fail "gpu-check.sh did not say there is no GPU: $(cat "$tmp/out")"
   [ -s "$tmp/report/report.md" ] && [ -s "$tmp/report/report.json" ] || fail "no report written"
+  [ "$(ls "$tmp/report" | wc -l)" -eq 3 ] && tar -tzf "$tmp/report/logs.tar.gz" | grep -q '^logs/gpu.log$' ||
+    fail "the report is not report.md, report.json and logs.tar.gz with the logs: $(ls "$tmp/report")"
   echo "device_kit_test: gpu-check.sh without a GPU exits with 3 and says why"
   # A failing step (bench --device 0 without a GPU) fails the check, and the steps after
   # it still run; a skipped one does not fail it.

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check of shardpack (docs/GPU.md), run from the kit that scripts/device-kit.sh
 # builds, on a bare GPU machine: nothing is installed, nothing is downloaded. Each step
-# runs on its own (one failing does not stop the others) under a time limit, and its log
-# goes to REPORT/<step>.log; REPORT/report.md and REPORT/report.json sum them up.
+# runs on its own (one failing does not stop the others) under a time limit. REPORT gets
+# three files (the device tool brings back at most eight): report.md and report.json,
+# which sum the steps up, and logs.tar.gz, each step's log (logs/<step>.log) and the CUDA
+# gtests' JSON.
 #
 #   gpu          nvidia-smi: the device, driver and memory
 #   libraries    every program of the kit resolves its libraries from the kit (or glibc)
@@ -11,8 +13,6 @@
 #   dataset      make_images + shardpack convert (224x224) + verify
 #   bench        shardpack bench --device 0: H2D against a bare pinned cudaMemcpyAsync,
 #                the overlap of batch k+1's copy with work on batch k
-#   convert-scaling  shardpack convert of the dataset's JPEGs at 1, 2, 4, 8, 16 threads
-#                against libjpeg-turbo's bare decode of the same files (decode_floor)
 #   python-build the extension, with this machine's Python and nanobind
 #   python-tests the package's tests (torch on cuda among them)
 #   loader       the Python loader: host, cuda (uint8) and cuda + the normalise kernel,
@@ -20,6 +20,8 @@
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
 #                DataLoader (pin_memory, num_workers = cores) on the same images:
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
+#   convert-scaling  shardpack convert of the dataset's JPEGs at 1, 2, 4, 8, 16 threads
+#                against libjpeg-turbo's bare decode of the same files (decode_floor)
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer (skipped where it is
 #                missing or refuses the device, "Device not supported")
 #
@@ -42,7 +44,7 @@ cores=$(nproc)
 budget=${BUDGET:-540}
 all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling memcheck racecheck"
 steps=${STEPS:-$all_steps}
-rm -rf "$work" && mkdir -p "$work"
+rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
 cuda_filter='Cuda*:LoaderGpu*:*NormalizeAsync*'
 sp="$kit/bin/shardpack"
@@ -67,7 +69,7 @@ step_libraries() {
     env -u LD_LIBRARY_PATH ldd "$program" | tee "$work/ldd"
     if grep -q "not found" "$work/ldd"; then missing=1; fi
   done
-  [ $missing -eq 0 ] || { summary "a library is not found (see the log)"; return 1; }
+  [ $missing -eq 0 ] || { summary "a library is not found (see logs/libraries.log)"; return 1; }
   summary "every program resolves its libraries"
 }
 
@@ -81,7 +83,7 @@ gtest_counts() {  # the gtest log's tallies: the lines that end a test, "(N ms)"
 
 step_cuda_tests() {
   "$kit/bin/shardpack_tests" --gtest_filter="$cuda_filter" --gtest_brief=0 \
-    --gtest_output="json:$report/cuda-tests.json" 2>&1 | tee "$work/gtest"
+    --gtest_output="json:$work/logs/cuda-tests.json" 2>&1 | tee "$work/gtest"
   local rc=${PIPESTATUS[0]}
   summary "$(gtest_counts "$work/gtest")"
   return "$rc"
@@ -230,6 +232,7 @@ write_report() {
       echo "| $name | $status | $seconds | ${text//|//} |"
     done < "$work/results"
   } > "$report/report.md"
+  write_logs
   "$py" - "$work/results" "$report/report.json" "$(cat "$kit/REVISION" 2>/dev/null)" \
     2>/dev/null <<'PY' && return
 import json, sys
@@ -241,6 +244,9 @@ PY
   awk -F'\t' 'BEGIN {printf "{\"steps\": ["} {printf "%s{\"step\": \"%s\", \"status\": \"%s\", \"seconds\": %s}", NR > 1 ? ", " : "", $1, $2, $3} END {print "]}"}' \
     "$work/results" > "$report/report.json"
 }
+
+# The logs so far, in one file.
+write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
                    [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300)
@@ -260,7 +266,7 @@ for name in $steps; do
     echo "only $left s left of the check's $budget s" > "$work/summary"
     rc=77
   else
-    timeout --kill-after=10 "$limit" bash -c "$fn" > "$report/$name.log" 2>&1
+    timeout --kill-after=10 "$limit" bash -c "$fn" > "$work/logs/$name.log" 2>&1
     rc=$?
   fi
   seconds=$((SECONDS - start))
@@ -271,7 +277,7 @@ for name in $steps; do
     124 | 137) status=failed; text="over its $limit s limit. $text" ;;
     *) status=failed ;;
   esac
-  [ -n "$text" ] || text="exit status $rc (see $name.log)"
+  [ -n "$text" ] || text="exit status $rc (see logs/$name.log)"
   printf '%s\t%s\t%s\t%s\n' "$name" "$status" "$seconds" "$text" >> "$work/results"
   printf 'gpu-check: %-13s %-8s %4d s  %s\n' "$name" "$status" "$seconds" "$text"
   write_report
