@@ -11,7 +11,8 @@
 #             reference and the loader's throughput on the GPU.
 #   gpu-check.sh, which runs the check and writes report.md and report.json.
 # Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
-# library of scripts/install-python.sh (python/build/), and makes them when missing.
+# library of scripts/install-python.sh (python/build/), brought up to date first, or made
+# when missing.
 # Usage: bash scripts/device-kit.sh OUT      (OUT must not exist, or be an empty folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,18 +24,24 @@ if [ -e "$out" ] && [ -n "$(ls -A "$out")" ]; then
   exit 2
 fi
 command -v patchelf >/dev/null || bash scripts/install-deps.sh
-[ -x build/tools/shardpack ] && [ -x build/tests/shardpack_tests ] && [ -x build/samples/make_images ] &&
-  [ -x build/bench/decode_floor ] ||
+# The programs and the PIC library, brought up to date with the sources (incremental).
+if [ -f build/CMakeCache.txt ]; then
+  cmake --build build -j "$(nproc)" --target shardpack_cli shardpack_tests make_images decode_floor
+else
   bash scripts/build.sh
+fi
 if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
   echo "device-kit: build/ has no CUDA (no nvcc found by CMake): the kit would have no GPU code" >&2
   exit 2
 fi
-pic_lib=$(ls python/build/*/shardpack/lib/libshardpack.a 2>/dev/null | head -1 || true)
-if [ -z "$pic_lib" ]; then
+pic_build=$(ls -d python/build/*/ 2>/dev/null | head -1 || true)
+if [ -n "$pic_build" ]; then
+  cmake --build "$pic_build" --target shardpack
+else
   bash scripts/install-python.sh
-  pic_lib=$(ls python/build/*/shardpack/lib/libshardpack.a | head -1)
+  pic_build=$(ls -d python/build/*/ | head -1)
 fi
+pic_lib=${pic_build}shardpack/lib/libshardpack.a
 
 mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
 for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images \
@@ -65,7 +72,7 @@ mkdir -p "$out/python/tests" "$out/python/include"
 cp python/tests/*.py "$out/python/tests/"
 cp -r lib/include/shardpack "$out/python/include/"
 cp "$pic_lib" "$out/python/libshardpack.a"
-cudart_static=$(sed -n 's/^CUDA_cudart_static_LIBRARY:FILEPATH=//p' "$(dirname "$pic_lib")/../../CMakeCache.txt")
+cudart_static=$(sed -n 's/^CUDA_cudart_static_LIBRARY:FILEPATH=//p' "${pic_build}CMakeCache.txt")
 cp "${cudart_static:-/usr/local/cuda/lib64/libcudart_static.a}" "$out/python/libcudart_static.a"
 [ -e "$out/lib/libxxhash.so.0" ] || cp -L /usr/lib/x86_64-linux-gnu/libxxhash.so.0 "$out/lib/"
 cp tools/gpu-check/CMakeLists.txt "$out/python/CMakeLists.txt"
