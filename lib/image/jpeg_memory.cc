@@ -31,10 +31,9 @@ struct Arena {
   Block* newest;
   size_t handed_out;  // bytes handed out since the last Reset, alignment included
 
-  Block* NewBlock(size_t capacity, uint64_t* heap_blocks) {
+  Block* NewBlock(size_t capacity) {
     void* raw = std::malloc(sizeof(Block) + kAlign + capacity);
     if (raw == nullptr) return nullptr;
-    ++*heap_blocks;
     Block* block = static_cast<Block*>(raw);
     block->older = newest;
     block->capacity = capacity;
@@ -45,11 +44,11 @@ struct Arena {
 
   // `n` bytes at a kAlign boundary; nullptr when the heap refuses. n is a multiple of
   // kAlign and at most max_alloc_chunk (callers check).
-  void* Allocate(size_t n, uint64_t* heap_blocks) {
+  void* Allocate(size_t n) {
     Block* block = newest;
     if (block == nullptr || block->capacity - block->used < n) {
       const size_t grown = block == nullptr ? kFirstBlockBytes : 2 * block->capacity;
-      block = NewBlock(n > grown ? n : grown, heap_blocks);
+      block = NewBlock(n > grown ? n : grown);
       if (block == nullptr) return nullptr;
     }
     void* p = block->Data() + block->used;
@@ -70,7 +69,7 @@ struct Arena {
   // Frees everything handed out. Memory is kept as one block of what was used, so that
   // the same allocations fit again without the heap, unless that is over the retain
   // limit.
-  void Reset(uint64_t* heap_blocks) {
+  void Reset() {
     const size_t used = handed_out;
     if (newest != nullptr && newest->older == nullptr &&
         newest->capacity <= kJpegArenaRetainBytes) {
@@ -80,7 +79,7 @@ struct Arena {
     }
     FreeAll();
     // On failure the next Allocate takes a new block as usual.
-    if (used > 0 && used <= kJpegArenaRetainBytes) NewBlock(used, heap_blocks);
+    if (used > 0 && used <= kJpegArenaRetainBytes) NewBlock(used);
   }
 };
 
@@ -106,7 +105,6 @@ struct ArenaManager {
   Arena image;               // JPOOL_IMAGE
   bool set_up;
   VirtualArray* virtual_arrays;  // of JPOOL_IMAGE, newest first
-  uint64_t heap_blocks;
 };
 
 ArenaManager* ManagerOf(j_common_ptr cinfo) { return reinterpret_cast<ArenaManager*>(cinfo->mem); }
@@ -133,7 +131,7 @@ void* Alloc(j_common_ptr cinfo, int pool_id, size_t sizeofobject) {
     ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 3);
   }
   Arena* arena = PoolArena(cinfo, pool_id);
-  void* p = arena->Allocate(RoundUp(sizeofobject, kAlign), &m->heap_blocks);
+  void* p = arena->Allocate(RoundUp(sizeofobject, kAlign));
   if (p == nullptr) ERREXIT1(cinfo, JERR_OUT_OF_MEMORY, 4);
   return p;
 }
@@ -298,7 +296,7 @@ void FreePool(j_common_ptr cinfo, int pool_id) {
   ArenaManager* m = ManagerOf(cinfo);
   if (pool_id == JPOOL_IMAGE) {
     m->virtual_arrays = nullptr;  // they live in the image arena
-    m->image.Reset(&m->heap_blocks);
+    m->image.Reset();
   } else if (pool_id == JPOOL_PERMANENT) {
     m->tables.FreeAll();
     m->permanent.FreeAll();
@@ -350,13 +348,7 @@ void MarkJpegArenaSetUp(j_common_ptr cinfo) {
 }
 
 void ResetJpegArenaTables(j_common_ptr cinfo) {
-  if (!Installed(cinfo)) return;
-  ArenaManager* m = ManagerOf(cinfo);
-  m->tables.Reset(&m->heap_blocks);
-}
-
-uint64_t JpegArenaHeapBlocks(j_common_ptr cinfo) {
-  return Installed(cinfo) ? ManagerOf(cinfo)->heap_blocks : 0;
+  if (Installed(cinfo)) ManagerOf(cinfo)->tables.Reset();
 }
 
 }  // namespace shardpack::image

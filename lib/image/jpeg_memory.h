@@ -45,10 +45,6 @@ void MarkJpegArenaSetUp(j_common_ptr cinfo);
 // manager.
 void ResetJpegArenaTables(j_common_ptr cinfo);
 
-// Heap blocks the arena manager of cinfo has taken since it was installed (0 under
-// another manager): constant while images of one size are decoded again and again.
-uint64_t JpegArenaHeapBlocks(j_common_ptr cinfo);
-
 }  // namespace shardpack::image
 
 #endif  // SHARDPACK_IMAGE_JPEG_MEMORY_H_

@@ -250,6 +250,9 @@ write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
                    [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300)
+# What the steps' subshells (bash -c, below) see.
+export -f $(declare -F | awk '{print $3}')
+export kit report work py cores cuda_filter sp per_class
 failed=0
 for name in $steps; do
   fn=step_${name//-/_}
@@ -260,8 +263,6 @@ for name in $steps; do
   limit=${limits[$name]}
   [ "$left" -lt "$limit" ] && limit=$left
   # The time limit: the step runs in a subshell that timeout can stop with all it started.
-  export -f "$fn" summary skip gtest_counts sanitizer with_utilisation
-  export kit report work py cores cuda_filter sp per_class
   if [ "$limit" -lt 20 ]; then
     echo "only $left s left of the check's $budget s" > "$work/summary"
     rc=77
