@@ -2,7 +2,7 @@
 // and iSCSI (RFC 3720). Chosen once at run time by what the CPU has: carry-less
 // multiplication folding (AVX-512 VPCLMULQDQ) for buffers of 1 KiB and more, the SSE4.2
 // crc32 instruction in three interleaved streams otherwise, and a portable slicing-by-8
-// fallback.
+// fallback. The fused copy (CopyAndExtend) folds with AVX-512 or AVX2 VPCLMULQDQ.
 //
 // Thread-safety: all functions are pure.
 #ifndef SHARDPACK_UTIL_CRC32C_H_
@@ -22,8 +22,8 @@ inline uint32_t Value(const void* data, size_t n) { return Extend(0, data, n); }
 inline uint32_t Value(std::string_view s) { return Extend(0, s.data(), s.size()); }
 
 // Copies data[0, n) to dst (the ranges must not overlap) and returns Extend(init_crc,
-// data, n), reading the source once: with AVX-512 VPCLMULQDQ the checksum folds the
-// 64-byte blocks as they are copied; elsewhere each 16 KiB piece is summed, then copied
+// data, n), reading the source once: with VPCLMULQDQ (AVX-512 or AVX2) the checksum folds
+// the blocks as they are copied; elsewhere each 16 KiB piece is summed, then copied
 // while it is in the first-level cache. kStreaming stores around the caches (non-temporal
 // stores, then a fence) where the fused copy runs, which spares reading the destination's
 // lines before writing them: for a destination that no one reads again soon (a batch
@@ -52,11 +52,15 @@ bool IsHardwareAccelerated();
 uint32_t ExtendPortable(uint32_t init_crc, const void* data, size_t n);
 
 // The implementations Extend chooses from (by CPU and length), for tests and benchmarks.
-// kClmulAvx512 needs n >= 256; ExtendWith falls back to Extend when an implementation is
-// unavailable or n is shorter.
-enum class Implementation { kPortable, kCrc32Instruction, kClmulAvx512 };
+// The folding ones need n >= 256; ExtendWith falls back to Extend when an implementation is
+// unavailable or n is shorter. CopyAndExtendWith copies as CopyAndExtend would on a CPU
+// whose best is `impl` (kPortable and kCrc32Instruction: summed, then copied, in pieces),
+// and as CopyAndExtend where `impl` is unavailable.
+enum class Implementation { kPortable, kCrc32Instruction, kClmulAvx512, kClmulAvx2 };
 bool IsAvailable(Implementation impl);
 uint32_t ExtendWith(Implementation impl, uint32_t init_crc, const void* data, size_t n);
+uint32_t CopyAndExtendWith(Implementation impl, uint32_t init_crc, void* dst, const void* data,
+                           size_t n, CopyStores stores);
 
 }  // namespace shardpack::crc32c
 

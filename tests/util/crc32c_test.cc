@@ -85,7 +85,8 @@ TEST(Crc32cTest, EveryImplementationAgreesWithThePortableOne) {
   for (size_t n = 0; n <= 5000; ++n) lengths.push_back(n);
   for (size_t n : {8191, 8192, 24575, 24576, 24577, 65535, 65536, 69000}) lengths.push_back(n);
   int checked = 0;
-  for (Implementation impl : {Implementation::kCrc32Instruction, Implementation::kClmulAvx512}) {
+  for (Implementation impl : {Implementation::kCrc32Instruction, Implementation::kClmulAvx512,
+                              Implementation::kClmulAvx2}) {
     if (!IsAvailable(impl)) continue;
     for (size_t n : lengths) {
       size_t align = n % 13;
@@ -106,8 +107,9 @@ namespace shardpack::crc32c {
 namespace {
 
 // The copy is exact and the checksum is Extend's, on every length around the paths'
-// boundaries (the fused AVX-512 loop from 1,024 bytes, its 256-byte steps and tail),
-// source and destination alignments, and non-zero initial CRCs.
+// boundaries (the fused loops from 1,024 bytes, their 256-byte steps and tails), source and
+// destination alignments, non-zero initial CRCs, and on every implementation this CPU has
+// (the fused AVX-512 and AVX2 copies, the pieces of the others).
 TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
   std::mt19937_64 rng(31);
   std::vector<uint8_t> src(200000);
@@ -116,26 +118,41 @@ TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
                                  1280, 1281, 4096, 16384, 16385, 50000, 196608, 196613};
   for (size_t n = 1024; n < 1024 + 300; n += 7) lengths.push_back(n);
   std::vector<uint8_t> dst(src.size() + 64);
-  for (size_t n : lengths) {
-    for (size_t from : {0, 3, 64}) {
-      for (size_t to : {0, 5, 64}) {
-        if (from + n > src.size() || to + n + 1 > dst.size()) continue;
-        for (CopyStores stores : {CopyStores::kCached, CopyStores::kStreaming}) {
-          std::fill(dst.begin(), dst.end(), 0xa5);
-          const uint32_t init = static_cast<uint32_t>(rng());
-          ASSERT_EQ(CopyAndExtend(init, dst.data() + to, src.data() + from, n, stores),
-                    Extend(init, src.data() + from, n))
-              << "length " << n << " from " << from << " to " << to << " stores "
-              << static_cast<int>(stores);
-          ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, n)) << "length " << n;
-          ASSERT_EQ(dst[to + n], 0xa5) << "wrote past the end, length " << n;
-          if (to > 0) {
-            ASSERT_EQ(dst[to - 1], 0xa5) << "wrote before the start, length " << n;
+  int implementations = 0;
+  for (Implementation impl : {Implementation::kPortable, Implementation::kCrc32Instruction,
+                              Implementation::kClmulAvx512, Implementation::kClmulAvx2}) {
+    if (!IsAvailable(impl)) continue;
+    ++implementations;
+    for (size_t n : lengths) {
+      for (size_t from : {0, 3, 64}) {
+        for (size_t to : {0, 5, 64}) {
+          if (from + n > src.size() || to + n + 1 > dst.size()) continue;
+          for (CopyStores stores : {CopyStores::kCached, CopyStores::kStreaming}) {
+            std::fill(dst.begin(), dst.end(), 0xa5);
+            const uint32_t init = static_cast<uint32_t>(rng());
+            const std::string what = "implementation " + std::to_string(static_cast<int>(impl)) +
+                                     " length " + std::to_string(n) + " from " +
+                                     std::to_string(from) + " to " + std::to_string(to) +
+                                     " stores " + std::to_string(static_cast<int>(stores));
+            ASSERT_EQ(CopyAndExtendWith(impl, init, dst.data() + to, src.data() + from, n, stores),
+                      Extend(init, src.data() + from, n))
+                << what;
+            ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, n)) << what;
+            ASSERT_EQ(dst[to + n], 0xa5) << "wrote past the end, " << what;
+            if (to > 0) {
+              ASSERT_EQ(dst[to - 1], 0xa5) << "wrote before the start, " << what;
+            }
           }
         }
       }
     }
   }
+  EXPECT_GE(implementations, 1);
+  // The default copy is the best implementation's.
+  std::vector<uint8_t> a(4096);
+  EXPECT_EQ(CopyAndExtend(5, a.data(), src.data(), a.size(), CopyStores::kStreaming),
+            Extend(5, src.data(), a.size()));
+  EXPECT_EQ(a, std::vector<uint8_t>(src.begin(), src.begin() + 4096));
 }
 
 }  // namespace
