@@ -129,6 +129,22 @@ struct ShiftTable {
   }
 };
 
+// The last bytes (any number) into the crc32 register c, then the finished CRC.
+__attribute__((target("sse4.2"), always_inline)) inline uint32_t FinishCrc32(uint64_t c,
+                                                                             const uint8_t* p,
+                                                                             size_t n) {
+  while (n >= 8) {
+    c = _mm_crc32_u64(c, LoadLE64(p));
+    p += 8;
+    n -= 8;
+  }
+  while (n > 0) {
+    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
+    --n;
+  }
+  return static_cast<uint32_t>(c) ^ 0xffffffffu;
+}
+
 __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
                                                           size_t n) {
   static const ShiftTable long_shift(kLong);
@@ -166,16 +182,7 @@ __attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const ui
     p += 2 * kShort;
     n -= 3 * kShort;
   }
-  while (n >= 8) {
-    c0 = _mm_crc32_u64(c0, LoadLE64(p));
-    p += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    c0 = _mm_crc32_u8(static_cast<uint32_t>(c0), *p++);
-    --n;
-  }
-  return static_cast<uint32_t>(c0) ^ 0xffffffffu;
+  return FinishCrc32(c0, p, n);
 }
 
 bool CpuHasSse42() {
@@ -244,17 +251,8 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t FoldTail(__m128i x, const uint
 __attribute__((target("sse4.2,pclmul"), always_inline)) inline uint32_t FinishFold(__m128i x,
                                                                                    const uint8_t* p,
                                                                                    size_t n) {
-  uint64_t c = FoldTail(x, p, n);
-  while (n >= 8) {
-    c = _mm_crc32_u64(c, LoadLE64(p));
-    p += 8;
-    n -= 8;
-  }
-  while (n > 0) {
-    c = _mm_crc32_u8(static_cast<uint32_t>(c), *p++);
-    --n;
-  }
-  return static_cast<uint32_t>(c) ^ 0xffffffffu;
+  const uint64_t c = FoldTail(x, p, n);
+  return FinishCrc32(c, p, n);
 }
 
 // Folding with 128-bit PCLMULQDQ alone is latency-bound and measured slower than the
