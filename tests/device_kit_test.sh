@@ -21,7 +21,8 @@ if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
 fi
 bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
-for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor gpu-check.sh python/libshardpack.a \
+for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor bin/write_synthetic \
+         bin/first_touch gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
          samples/train_torch.py gpu-check/imagefolder_reference.py \
          gpu-check/loader_throughput.py REVISION; do
@@ -54,6 +55,13 @@ STEPS="python-build" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-pyth
   fail "the extension did not build from the kit: $(tail -20 "$tmp/work/logs/python-build.log")"
 PYTHONPATH="$kit/python" python3 -c "import shardpack; print(shardpack.Dataset('$tmp/ds'))" > /dev/null
 echo "device_kit_test: the Python extension builds from the kit and imports"
+
+# The first-epoch step needs no GPU: run it small, and read its report.
+FIRST_EPOCH_SAMPLES=300 STEPS="first-epoch" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-fe" ||
+  fail "the first-epoch step failed: $(tail -20 "$tmp/work/logs/first-epoch.log")"
+grep -q '| first-epoch | passed |.*first/later epoch: written #1 [0-9.]* .*2097152 #2 [0-9.]*' \
+  "$tmp/report-fe/report.md" || fail "the first-epoch step's report lacks its ratios: $(cat "$tmp/report-fe/report.md")"
+echo "device_kit_test: the first-epoch step runs and reports"
 
 if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then
   echo "device_kit_test: this machine has a GPU: the no-GPU exit is not tested here"

@@ -24,6 +24,12 @@
 #                against libjpeg-turbo's bare decode of the same files (decode_floor)
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer (skipped where it is
 #                missing or refuses the device, "Device not supported")
+#   first-epoch  no GPU needed, last so that it takes only what time is left: the loader's
+#                first epoch over shards in the page cache against its later ones, with the
+#                shards written in record-sized writes (as convert writes them) and copied in
+#                2 MiB writes (2 MiB folios), what each way of writing costs, and whether the
+#                machine hands new memory out slowly (free page reporting, first_touch):
+#                docs/LOADER.md, "The first epoch from the page cache"
 #
 # The whole check keeps within BUDGET seconds (default 540, under the device tool's 600 s
 # a command): a step gets at most what is left, one with under 20 s left is skipped, and
@@ -42,7 +48,7 @@ py=${PYTHON:-python3}
 per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
-all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling memcheck racecheck"
+all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling memcheck racecheck first-epoch"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
@@ -155,6 +161,42 @@ step_convert_scaling() {
   summary "$n JPEGs to 256x256: $ratios"
 }
 
+step_first_epoch() {
+  local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-10000} order f how t0 t1 line
+  local copies="" ratios=""
+  order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null || echo none)
+  echo "free page reporting: order $order"
+  "$kit/bin/first_touch" 1024 1 3 3 | tee "$work/first-touch"
+  rm -rf "$d" && mkdir -p "$d"
+  t0=$EPOCHREALTIME
+  "$kit/bin/write_synthetic" "$d/written" --samples "$n" --size 256x256 --classes 100 \
+    --backend tfrecord > /dev/null || return 1
+  t1=$EPOCHREALTIME
+  copies="written $(awk -v a="$t0" -v b="$t1" -v s="$(cat "$d/written"/* | wc -c)" \
+    'BEGIN {printf "%.2f GB/s", s / (b - a) / 1e9}')"
+  # The same bytes copied from the page cache in record-sized and in 2 MiB writes.
+  for how in 196928 2097152; do
+    mkdir -p "$d/$how"
+    t0=$EPOCHREALTIME
+    for f in "$d/written"/*; do dd if="$f" of="$d/$how/${f##*/}" bs="$how" status=none || return 1; done
+    t1=$EPOCHREALTIME
+    copies="$copies, copied in $how-byte writes $(awk -v a="$t0" -v b="$t1" \
+      -v s="$(cat "$d/written"/* | wc -c)" 'BEGIN {printf "%.2f GB/s", s / (b - a) / 1e9}')"
+  done
+  # Two processes over each: the first after the writes, and the next.
+  for how in written 196928 2097152; do
+    for run in 1 2; do
+      line=$("$sp" bench "$d/$how" --epochs 4 --no-baseline --shuffle global --threads "$cores" |
+        grep '^| global') || return 1
+      echo "$how, process $run: $line"
+      ratios="$ratios${ratios:+; }$how #$run $(awk -F'|' '{gsub(/ /, ""); printf "%.2f (%s of %s GB/s)", $8 / $5, $8, $5}' <<< "$line")"
+    done
+  done
+  grep FilePmdMapped /proc/meminfo
+  rm -rf "$d"
+  summary "reporting order $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios"
+}
+
 step_python_build() {
   command -v "$py" >/dev/null || { skip "no $py"; return; }
   "$py" -m nanobind --cmake_dir >/dev/null 2>&1 || { skip "nanobind is not installed for $py"; return; }
@@ -249,7 +291,8 @@ PY
 write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300)
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300
+                   [first-epoch]=240)
 # What the steps' subshells (bash -c, below) see.
 export -f $(declare -F | awk '{print $3}')
 export kit report work py cores cuda_filter sp per_class
