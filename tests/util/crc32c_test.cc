@@ -118,11 +118,9 @@ TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
                                  1280, 1281, 4096, 16384, 16385, 50000, 196608, 196613};
   for (size_t n = 1024; n < 1024 + 300; n += 7) lengths.push_back(n);
   std::vector<uint8_t> dst(src.size() + 64);
-  int implementations = 0;
   for (Implementation impl : {Implementation::kPortable, Implementation::kCrc32Instruction,
                               Implementation::kClmulAvx512, Implementation::kClmulAvx2}) {
     if (!IsAvailable(impl)) continue;
-    ++implementations;
     for (size_t n : lengths) {
       for (size_t from : {0, 3, 64}) {
         for (size_t to : {0, 5, 64}) {
@@ -147,8 +145,7 @@ TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
       }
     }
   }
-  EXPECT_GE(implementations, 1);
-  // The default copy is the best implementation's.
+  // The default copy (the best implementation there is) too.
   std::vector<uint8_t> a(4096);
   EXPECT_EQ(CopyAndExtend(5, a.data(), src.data(), a.size(), CopyStores::kStreaming),
             Extend(5, src.data(), a.size()));
