@@ -162,26 +162,25 @@ step_convert_scaling() {
 }
 
 step_first_epoch() {
-  local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-10000} order f how t0 t1 line
+  local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-10000} order f how t0 bytes line
   local copies="" ratios=""
   order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null || echo none)
   echo "free page reporting: order $order"
   "$kit/bin/first_touch" 1024 1 3 3 | tee "$work/first-touch"
   rm -rf "$d" && mkdir -p "$d"
+  # rate: GB/s of the dataset's bytes since t0.
+  rate() { awk -v a="$t0" -v b="$EPOCHREALTIME" -v s="$bytes" 'BEGIN {printf "%.2f GB/s", s / (b - a) / 1e9}'; }
   t0=$EPOCHREALTIME
   "$kit/bin/write_synthetic" "$d/written" --samples "$n" --size 256x256 --classes 100 \
     --backend tfrecord > /dev/null || return 1
-  t1=$EPOCHREALTIME
-  copies="written $(awk -v a="$t0" -v b="$t1" -v s="$(cat "$d/written"/* | wc -c)" \
-    'BEGIN {printf "%.2f GB/s", s / (b - a) / 1e9}')"
+  bytes=$(du -sb "$d/written" | cut -f1)
+  copies="written $(rate)"
   # The same bytes copied from the page cache in record-sized and in 2 MiB writes.
   for how in 196928 2097152; do
     mkdir -p "$d/$how"
     t0=$EPOCHREALTIME
     for f in "$d/written"/*; do dd if="$f" of="$d/$how/${f##*/}" bs="$how" status=none || return 1; done
-    t1=$EPOCHREALTIME
-    copies="$copies, copied in $how-byte writes $(awk -v a="$t0" -v b="$t1" \
-      -v s="$(cat "$d/written"/* | wc -c)" 'BEGIN {printf "%.2f GB/s", s / (b - a) / 1e9}')"
+    copies="$copies, copied in $how-byte writes $(rate)"
   done
   # Two processes over each: the first after the writes, and the next.
   for how in written 196928 2097152; do
