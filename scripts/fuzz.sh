@@ -25,8 +25,8 @@ if ! command -v clang++ > /dev/null; then
 fi
 mkdir -p build-fuzz
 cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
-  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g" \
-  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g" -DSHARDPACK_BUILD_FUZZERS=ON \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" \
+  "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" -DSHARDPACK_BUILD_FUZZERS=ON \
   -DSHARDPACK_SANITIZE=address,undefined -DSHARDPACK_WITH_CUDA=OFF \
   -DSHARDPACK_BUILD_TESTS=OFF -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
   > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
@@ -48,16 +48,26 @@ for h in "${harnesses[@]}"; do
   echo "$h: ${#inputs[@]} inputs, no crash"
 done
 
-echo "== fuzzing each harness for $seconds s"
+# One harness per core at a time: each still gets SECONDS of fuzzing, on a core of its own.
+fuzz_one() {  # harness; exit status: the fuzzer's
+  local h=$1 dict=()
+  mkdir -p "build-fuzz/corpus/$h" "build-fuzz/artifacts/$h"
+  [ -f "tests/fuzz/$h.dict" ] && dict=("-dict=tests/fuzz/$h.dict")
+  "build-fuzz/tests/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=25 \
+    -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
+    "${dict[@]}" "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" > "build-fuzz/fuzz-$h.log" 2>&1
+}
+jobs=$(nproc)
+echo "== fuzzing each harness for $seconds s, $jobs at a time"
+declare -A pid_of=()
+for h in "${harnesses[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  fuzz_one "$h" &
+  pid_of[$h]=$!
+done
 failed=()
 for h in "${harnesses[@]}"; do
-  mkdir -p "build-fuzz/corpus/$h" "build-fuzz/artifacts/$h"
-  dict=()
-  [ -f "tests/fuzz/$h.dict" ] && dict=("-dict=tests/fuzz/$h.dict")
-  if "build-fuzz/tests/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=25 \
-       -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
-       "${dict[@]}" "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" \
-       > "build-fuzz/fuzz-$h.log" 2>&1; then
+  if wait "${pid_of[$h]}"; then
     echo "$h: $(grep -m1 -o 'stat::number_of_executed_units: *[0-9]*' "build-fuzz/fuzz-$h.log" |
                  grep -o '[0-9]*$') runs, no crash"
   else
