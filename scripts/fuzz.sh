@@ -18,6 +18,7 @@ seconds=${1:-30}
 harnesses=("$@")
 [ ${#harnesses[@]} -gt 0 ] || harnesses=(record example manifest index jpeg png)
 start=$SECONDS
+cores=$(nproc)
 
 if ! command -v clang++ > /dev/null; then
   echo "fuzz: clang++ not found; bash scripts/install-deps.sh installs it" >&2
@@ -30,7 +31,7 @@ cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DSHARDPACK_SANITIZE=address,undefined -DSHARDPACK_WITH_CUDA=OFF \
   -DSHARDPACK_BUILD_TESTS=OFF -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
   > build-fuzz/configure.log 2>&1 || { cat build-fuzz/configure.log; exit 1; }
-cmake --build build-fuzz -j "$(nproc)" --target "${harnesses[@]/%/_fuzzer}"
+cmake --build build-fuzz -j "$cores" --target "${harnesses[@]/%/_fuzzer}"
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:check_initialization_order=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
@@ -57,11 +58,10 @@ fuzz_one() {  # harness; exit status: the fuzzer's
     -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
     "${dict[@]}" "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" > "build-fuzz/fuzz-$h.log" 2>&1
 }
-jobs=$(nproc)
-echo "== fuzzing each harness for $seconds s, $jobs at a time"
+echo "== fuzzing each harness for $seconds s, $cores at a time"
 declare -A pid_of=()
 for h in "${harnesses[@]}"; do
-  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  while [ "$(jobs -rp | wc -l)" -ge "$cores" ]; do wait -n || true; done
   fuzz_one "$h" &
   pid_of[$h]=$!
 done
