@@ -30,6 +30,10 @@ std::string EncodeJpeg(const std::vector<uint8_t>& pixels, int height, int width
   return *r;
 }
 
+std::string PatternJpeg(int height, int width, int seed) {
+  return EncodeJpeg(Pattern(height, width, 3, seed), height, width, 3);
+}
+
 std::string EncodePng(const std::vector<uint8_t>& pixels, int height, int width, int channels) {
   auto r = image::EncodePng(pixels.data(), height, width, channels);
   if (!r.ok()) std::abort();

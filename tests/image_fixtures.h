@@ -15,6 +15,9 @@ std::vector<uint8_t> Pattern(int height, int width, int channels, int seed);
 std::string EncodeJpeg(const std::vector<uint8_t>& pixels, int height, int width, int channels,
                        int quality = 95, bool progressive = false);
 
+// Pattern(height, width, 3, seed) as a quality-95 baseline JPEG.
+std::string PatternJpeg(int height, int width, int seed);
+
 // Encodes HWC pixels as an 8-bit PNG: 1 = gray, 2 = gray+alpha, 3 = RGB, 4 = RGBA.
 std::string EncodePng(const std::vector<uint8_t>& pixels, int height, int width, int channels);
 

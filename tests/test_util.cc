@@ -96,6 +96,20 @@ Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec) {
   return m.ok() ? *m : Manifest{};
 }
 
+std::string RejectList(const ConvertSummary& summary) {
+  std::string out;
+  for (const auto& r : summary.rejects) out += r.path + ": " + r.reason + "\n";
+  return out;
+}
+
+std::shared_ptr<const Dataset> OpenDatasetOrDie(const std::string& dir, io::Env* env) {
+  DatasetOptions options;
+  options.env = env;
+  auto ds = Dataset::Open(dir, options);
+  EXPECT_TRUE(ds.ok()) << dir << ": " << ds.status().ToString();
+  return ds.ok() ? std::shared_ptr<const Dataset>(std::move(ds).value()) : nullptr;
+}
+
 std::string ReadFileOrDie(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   EXPECT_TRUE(in.good()) << path;

@@ -10,9 +10,15 @@
 #include <string>
 #include <vector>
 
+#include "shardpack/convert.h"
+#include "shardpack/dataset.h"
 #include "shardpack/manifest.h"
 #include "shardpack/shard_writer.h"
 #include "shardpack/status.h"
+
+namespace shardpack::io {
+class Env;
+}  // namespace shardpack::io
 
 namespace shardpack::testing {
 
@@ -56,6 +62,13 @@ std::string TestEncodedImage(ImageEncoding encoding, const std::vector<uint8_t>&
 
 // Writes a dataset with ShardWriter; fails the test on any error.
 Manifest WriteTestDataset(const std::string& dir, const TestDatasetSpec& spec);
+
+// Dataset::Open(dir), through `env` where one is given; fails the test and returns null when
+// the dataset does not open.
+std::shared_ptr<const Dataset> OpenDatasetOrDie(const std::string& dir, io::Env* env = nullptr);
+
+// The conversion's rejects, one "path: reason" line each (for a failed expectation's message).
+std::string RejectList(const ConvertSummary& summary);
 
 std::string ReadFileOrDie(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& data);

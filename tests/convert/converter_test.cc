@@ -30,10 +30,6 @@ void Write(const std::string& path, const std::string& data) {
   testing::WriteFileMakingDirs(path, data);
 }
 
-std::string Jpeg(int h, int w, int seed) {
-  return testing::EncodeJpeg(testing::Pattern(h, w, 3, seed), h, w, 3);
-}
-
 // A small Caltech-like tree with the strays real datasets have.
 struct Tree {
   TempDir dir;
@@ -41,8 +37,8 @@ struct Tree {
   int bad = 0;   // inputs that must be rejected
   Tree() {
     const std::string r = dir.path();
-    Write(r + "/001.cat/a.jpg", Jpeg(40, 60, 1));
-    Write(r + "/001.cat/B.JPG", Jpeg(64, 48, 2));  // upper-case extension
+    Write(r + "/001.cat/a.jpg", testing::PatternJpeg(40, 60, 1));
+    Write(r + "/001.cat/B.JPG", testing::PatternJpeg(64, 48, 2));  // upper-case extension
     Write(r + "/001.cat/nested/deeper/c.jpeg",
           testing::EncodeJpeg(testing::Pattern(30, 30, 3, 3), 30, 30, 3, 90, true));
     Write(r + "/001.cat/png-named.JPEG",
@@ -52,7 +48,7 @@ struct Tree {
     good = 6;
     Write(r + "/002.dog/.DS_Store", "hidden junk");
     Write(r + "/002.dog/empty.jpg", "");
-    std::string truncated = Jpeg(50, 50, 7);
+    std::string truncated = testing::PatternJpeg(50, 50, 7);
     Write(r + "/002.dog/truncated.jpg", truncated.substr(0, truncated.size() / 2));
     Write(r + "/002.dog/notes.txt", "not an image\n");
     bad = 3;
@@ -82,19 +78,13 @@ constexpr const char* kPinnedDigests =
     "shard-00005-of-00006.tfrecord 5f4bcd8d98bcd462bc8caa37229cbc3a\n"
     "shard-00005-of-00006.idx c32da2a2df35f16ffad14972196d5d76\n";
 
-std::string Dump(const ConvertSummary& s) {
-  std::string out;
-  for (const auto& r : s.rejects) out += r.path + ": " + r.reason + "\n";
-  return out;
-}
-
 TEST(ConvertTest, ClassFoldersConvertAndEveryInputIsAccountedFor) {
   Tree tree;
   TempDir out;
   auto s = Convert(tree.dir.path(), out.path(), Options16());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->written, static_cast<uint64_t>(tree.good)) << Dump(*s);
-  EXPECT_EQ(s->rejected, static_cast<uint64_t>(tree.bad)) << Dump(*s);
+  EXPECT_EQ(s->written, static_cast<uint64_t>(tree.good)) << testing::RejectList(*s);
+  EXPECT_EQ(s->rejected, static_cast<uint64_t>(tree.bad)) << testing::RejectList(*s);
   EXPECT_EQ(s->inputs, s->written + s->rejected);
   EXPECT_EQ(s->hidden_ignored, 1u);
   EXPECT_EQ(s->manifest.classes.size(), 2u);
@@ -194,7 +184,7 @@ TEST(ConvertTest, OutputBytesArePinned) {
   o.num_threads = 2;
   auto s = Convert(in.path(), out.path(), o);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ASSERT_EQ(s->written, 16u) << Dump(*s);
+  ASSERT_EQ(s->written, 16u) << testing::RejectList(*s);
   std::string digests;
   for (const ShardEntry& e : s->manifest.shards) {
     ASSERT_TRUE(e.index.has_value());
@@ -258,7 +248,7 @@ TEST(ConvertTest, MaxRejectsAbortsPastTheLimit) {
 
 TEST(ConvertTest, GeometryModesGiveTheRightShapes) {
   TempDir src;
-  Write(src.Join("c/wide.jpg"), Jpeg(40, 100, 1));
+  Write(src.Join("c/wide.jpg"), testing::PatternJpeg(40, 100, 1));
   Write(src.Join("c/tall.png"), testing::EncodePng(testing::Pattern(90, 30, 3, 2), 90, 30, 3));
   struct Case {
     ConvertOptions o;
@@ -371,11 +361,11 @@ TEST(InputScanTest, SymlinkLoopsAndNonUtf8NamesAreHandled) {
   TempDir src;
   Write(src.Join("k\xff"
                  "9/x.jpg"),
-        Jpeg(8, 8, 1));
-  Write(src.Join("loop/y.jpg"), Jpeg(8, 8, 2));
+        testing::PatternJpeg(8, 8, 1));
+  Write(src.Join("loop/y.jpg"), testing::PatternJpeg(8, 8, 2));
   ASSERT_EQ(::symlink("..", src.Join("loop/up").c_str()), 0);
   ASSERT_EQ(::symlink("nowhere", src.Join("loop/dangling.jpg").c_str()), 0);
-  Write(src.Join("stray.jpg"), Jpeg(8, 8, 3));
+  Write(src.Join("stray.jpg"), testing::PatternJpeg(8, 8, 3));
   auto set = convert::ScanClassFolders(src.path());
   ASSERT_TRUE(set.ok()) << set.status().ToString();
   ASSERT_EQ(set->classes.size(), 2u);
@@ -463,7 +453,7 @@ TEST(ConvertTest, AnOutputDirectoryInsideTheSourceIsRefusedAlsoThroughALink) {
   ASSERT_FALSE(s.ok()) << "a DST reached through a link into SRC";
   // A sibling whose name starts like SRC's is outside it.
   TempDir parent;
-  Write(parent.Join("src/001.cat/a.jpg"), Jpeg(20, 20, 1));
+  Write(parent.Join("src/001.cat/a.jpg"), testing::PatternJpeg(20, 20, 1));
   EXPECT_TRUE(Convert(parent.Join("src"), parent.Join("src-out"), Options16()).ok());
 }
 

@@ -18,7 +18,7 @@ using testing::TempDir;
 namespace fs = std::filesystem;
 
 // `n` JPEGs in 3 classes; with `broken`, every 10th is cut in half (a reject).
-void MakeSource(const std::string& root, int n, bool broken) {
+void MakeTree(const std::string& root, int n, bool broken) {
   for (int i = 0; i < n; ++i) {
     fs::path dir = fs::path(root) / ("class" + std::to_string(i % 3));
     fs::create_directories(dir);
@@ -43,7 +43,7 @@ ConvertOptions Options(Backend backend) {
 }
 
 // Every file under `dir` (recursively), by relative name.
-std::map<std::string, std::string> Files(const std::string& dir) {
+std::map<std::string, std::string> FilesUnder(const std::string& dir) {
   std::map<std::string, std::string> out;
   for (const auto& e : fs::recursive_directory_iterator(dir)) {
     if (!e.is_regular_file()) continue;
@@ -109,7 +109,7 @@ class PartitionBackendTest : public ::testing::TestWithParam<Backend> {};
 
 TEST_P(PartitionBackendTest, MergedPartsAreByteIdenticalToOneProcess) {
   TempDir src, single, parts;
-  MakeSource(src.path(), 30, /*broken=*/false);
+  MakeTree(src.path(), 30, /*broken=*/false);
   const ConvertOptions o = Options(GetParam());
   ASSERT_TRUE(Convert(src.path(), single.path(), o).ok());
   ConvertParts(src.path(), parts.path(), o, 3);
@@ -122,13 +122,13 @@ TEST_P(PartitionBackendTest, MergedPartsAreByteIdenticalToOneProcess) {
   EXPECT_EQ(merged->inputs, 30u);
   EXPECT_EQ(merged->written, 30u);
   // Every file, the manifest included; the parts directory is gone.
-  EXPECT_EQ(Files(parts.path()), Files(single.path()));
+  EXPECT_EQ(FilesUnder(parts.path()), FilesUnder(single.path()));
   EXPECT_FALSE(fs::exists(parts.Join("parts")));
   // Merging again is a no-op.
   auto again = Merge(parts.path());
   ASSERT_TRUE(again.ok());
   EXPECT_TRUE(again->already_merged);
-  EXPECT_EQ(Files(parts.path()), Files(single.path()));
+  EXPECT_EQ(FilesUnder(parts.path()), FilesUnder(single.path()));
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, PartitionBackendTest,
@@ -139,7 +139,7 @@ INSTANTIATE_TEST_SUITE_P(Backends, PartitionBackendTest,
 
 TEST(PartitionTest, WithRejectsAndByteSizedShardsTheSamplesRejectsAndOptionsMatch) {
   TempDir src, single, parts;
-  MakeSource(src.path(), 40, /*broken=*/true);
+  MakeTree(src.path(), 40, /*broken=*/true);
   ConvertOptions o = Options(Backend::kTfrecord);
   o.max_shard_records = 0;
   o.max_shard_bytes = 3000;  // a few records per shard
@@ -169,7 +169,7 @@ TEST(PartitionTest, WithRejectsAndByteSizedShardsTheSamplesRejectsAndOptionsMatc
 
 TEST(PartitionTest, MorePartsThanInputsLeavesSomeEmpty) {
   TempDir src, single, parts;
-  MakeSource(src.path(), 3, /*broken=*/false);
+  MakeTree(src.path(), 3, /*broken=*/false);
   ConvertOptions o = Options(Backend::kTfrecord);
   o.max_shard_records = 0;
   ASSERT_TRUE(Convert(src.path(), single.path(), o).ok());
@@ -182,7 +182,7 @@ TEST(PartitionTest, MorePartsThanInputsLeavesSomeEmpty) {
 
 TEST(PartitionTest, MissingAndUnfinishedPartsAreNamedWithHowToRedoThem) {
   TempDir src, dst;
-  MakeSource(src.path(), 12, /*broken=*/false);
+  MakeTree(src.path(), 12, /*broken=*/false);
   ConvertOptions o = Options(Backend::kTfrecord);
   o.part_count = 4;
   for (int i : {0, 2}) {
@@ -215,7 +215,7 @@ TEST(PartitionTest, MissingAndUnfinishedPartsAreNamedWithHowToRedoThem) {
 
 TEST(PartitionTest, PartsOfDifferentOptionsAreRefused) {
   TempDir src, dst;
-  MakeSource(src.path(), 12, /*broken=*/false);
+  MakeTree(src.path(), 12, /*broken=*/false);
   ConvertOptions o = Options(Backend::kTfrecord);
   o.part_count = 2;
   o.part_index = 0;
@@ -233,7 +233,7 @@ TEST(PartitionTest, PartsOfDifferentOptionsAreRefused) {
 
 TEST(PartitionTest, ADamagedPartIsNamedByFileAndRecordAndConvertedAgainAlone) {
   TempDir src, single, dst;
-  MakeSource(src.path(), 24, /*broken=*/false);
+  MakeTree(src.path(), 24, /*broken=*/false);
   const ConvertOptions o = Options(Backend::kTfrecord);
   ASSERT_TRUE(Convert(src.path(), single.path(), o).ok());
   ConvertParts(src.path(), dst.path(), o, 3);
@@ -261,12 +261,12 @@ TEST(PartitionTest, ADamagedPartIsNamedByFileAndRecordAndConvertedAgainAlone) {
   ASSERT_TRUE(Convert(src.path(), dst.path(), redo).ok());
   merged = Merge(dst.path());
   ASSERT_TRUE(merged.ok() && merged->ok());
-  EXPECT_EQ(Files(dst.path()), Files(single.path()));
+  EXPECT_EQ(FilesUnder(dst.path()), FilesUnder(single.path()));
 }
 
 TEST(PartitionTest, AMergeStoppedByAnIoErrorFinishesWhenRunAgain) {
   TempDir src, single, dst;
-  MakeSource(src.path(), 30, /*broken=*/false);
+  MakeTree(src.path(), 30, /*broken=*/false);
   const ConvertOptions o = Options(Backend::kTfrecord);
   ASSERT_TRUE(Convert(src.path(), single.path(), o).ok());
   ConvertParts(src.path(), dst.path(), o, 3);
@@ -284,12 +284,12 @@ TEST(PartitionTest, AMergeStoppedByAnIoErrorFinishesWhenRunAgain) {
   merged = Merge(dst.path());
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->written, 30u);
-  EXPECT_EQ(Files(dst.path()), Files(single.path()));
+  EXPECT_EQ(FilesUnder(dst.path()), FilesUnder(single.path()));
 }
 
 TEST(PartitionTest, ConvertRefusesBadPartsAndCaffeKeysAndAMergedDestination) {
   TempDir src, dst;
-  MakeSource(src.path(), 6, /*broken=*/false);
+  MakeTree(src.path(), 6, /*broken=*/false);
   ConvertOptions o = Options(Backend::kTfrecord);
   o.part_count = 2;
   o.part_index = 2;

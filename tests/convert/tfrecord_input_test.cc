@@ -20,10 +20,6 @@ namespace {
 
 using testing::TempDir;
 
-std::string Jpeg(int h, int w, int seed) {
-  return testing::EncodeJpeg(testing::Pattern(h, w, 3, seed), h, w, 3);
-}
-
 // Two build_image_data.py-style shards of three records, labels 1 and 2 (1-based, as
 // TensorFlow's scripts write them).
 struct TfDataset {
@@ -35,7 +31,7 @@ struct TfDataset {
       std::vector<std::string> payloads;
       for (int k = 0; k < 3; ++k) {
         const int n = shard * 3 + k;
-        jpegs.push_back(Jpeg(20 + n, 30, n));
+        jpegs.push_back(testing::PatternJpeg(20 + n, 30, n));
         testing::TfImageExample e{.encoded = jpegs.back(),
                                   .label = 1 + n % 2,
                                   .height = 20 + n,
@@ -60,18 +56,12 @@ ConvertOptions Keep(int threads = 0) {
   return o;
 }
 
-std::string Dump(const ConvertSummary& s) {
-  std::string out;
-  for (const auto& r : s.rejects) out += r.path + ": " + r.reason + "\n";
-  return out;
-}
-
 TEST(TfrecordInputTest, EncodedRecordsConvertToTheirDecodedPixels) {
   TfDataset tf;
   TempDir out;
   auto s = Convert(tf.dir.path(), out.path(), Keep());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->written, 6u) << Dump(*s);
+  EXPECT_EQ(s->written, 6u) << testing::RejectList(*s);
   EXPECT_EQ(s->rejected, 0u);
   auto ds = Dataset::Open(out.path());
   ASSERT_TRUE(ds.ok()) << ds.status().ToString();
@@ -115,7 +105,8 @@ TEST(TfrecordInputTest, ClassesBeyondTheLimitsAreRefusedBeforeAnythingIsWritten)
                                                       "has a name of 2000 bytes, more than the "
                                                       "1024 allowed"}}) {
     TempDir src, out;
-    testing::TfImageExample e{.encoded = Jpeg(20, 20, 1), .label = label, .class_text = text};
+    testing::TfImageExample e{
+        .encoded = testing::PatternJpeg(20, 20, 1), .label = label, .class_text = text};
     testing::WriteFileOrDie(src.Join("train-00000-of-00001"),
                             testing::FrameRecords({e.Serialize()}));
     auto s = Convert(src.path(), out.Join("ds"), Keep());
@@ -145,7 +136,7 @@ TEST(TfrecordInputTest, DamagedRecordIsRejectedByFileRecordAndOffset) {
 
 TEST(TfrecordInputTest, UndecodableImageInAnIntactRecordIsRejected) {
   TempDir src;
-  std::string jpeg = Jpeg(40, 40, 1);
+  std::string jpeg = testing::PatternJpeg(40, 40, 1);
   std::vector<std::string> payloads = {
       testing::TfImageExample{.encoded = jpeg, .label = 0}.Serialize(),
       testing::TfImageExample{.encoded = jpeg.substr(0, jpeg.size() / 2), .label = 0}.Serialize()};
@@ -163,7 +154,7 @@ TEST(TfrecordInputTest, UndecodableImageInAnIntactRecordIsRejected) {
 
 TEST(TfrecordInputTest, ClassTextThatContradictsAnEarlierRecordIsRejected) {
   TempDir src;
-  std::string jpeg = Jpeg(8, 8, 1);
+  std::string jpeg = testing::PatternJpeg(8, 8, 1);
   std::vector<std::string> payloads = {
       testing::TfImageExample{.encoded = jpeg, .label = 0, .class_text = "cat"}.Serialize(),
       testing::TfImageExample{.encoded = jpeg, .label = 0, .class_text = "dog"}.Serialize()};
@@ -179,12 +170,12 @@ TEST(TfrecordInputTest, ClassTextThatContradictsAnEarlierRecordIsRejected) {
 
 TEST(TfrecordInputTest, FileThatIsNotATfrecordFileIsRejectedAsSuch) {
   TfDataset tf;
-  testing::WriteFileOrDie(tf.dir.Join("photo.jpg"), Jpeg(8, 8, 2));
+  testing::WriteFileOrDie(tf.dir.Join("photo.jpg"), testing::PatternJpeg(8, 8, 2));
   TempDir out;
   auto s = Convert(tf.dir.path(), out.path(), Keep());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ(s->written, 6u);
-  ASSERT_EQ(s->rejects.size(), 1u) << Dump(*s);
+  ASSERT_EQ(s->rejects.size(), 1u) << testing::RejectList(*s);
   EXPECT_EQ(s->rejects[0].path.rfind("photo.jpg: record 0 at offset 0", 0), 0u);
   EXPECT_NE(s->rejects[0].reason.find("not a TFRecord file"), std::string::npos);
 }
@@ -197,7 +188,7 @@ TEST(TfrecordInputTest, RawRecordsOfAShardpackDatasetConvertAgain) {
   o.channels = 1;  // RGB -> gray on the way
   auto s = Convert(first.path(), out.path(), o);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
-  EXPECT_EQ(s->written, 7u) << Dump(*s);
+  EXPECT_EQ(s->written, 7u) << testing::RejectList(*s);
   ASSERT_EQ(s->manifest.classes.size(), m.classes.size());
   for (size_t i = 0; i < m.classes.size(); ++i) {
     EXPECT_EQ(s->manifest.classes[i].name, m.classes[i].name);  // from its manifest
@@ -223,7 +214,7 @@ TEST(TfrecordInputTest, GlobPatternSelectsTheFilesToConvert) {
 TEST(TfrecordInputTest, ClassFoldersAreNotMistakenForTfrecordFiles) {
   TempDir src;
   std::filesystem::create_directories(src.Join("cat"));
-  testing::WriteFileOrDie(src.Join("cat/a.jpg"), Jpeg(8, 8, 1));
+  testing::WriteFileOrDie(src.Join("cat/a.jpg"), testing::PatternJpeg(8, 8, 1));
   TempDir out;
   auto s = Convert(src.path(), out.path(), Keep());
   ASSERT_TRUE(s.ok()) << s.status().ToString();

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "read/normalize.h"
+#include "test_util.h"
 
 namespace shardpack::cuda {
 namespace {
@@ -20,12 +21,6 @@ using read::NormalizeType;
 // build without CUDA).
 #define SKIP_WITHOUT_DEVICE() \
   if (DeviceCount() == 0) GTEST_SKIP() << "no CUDA device"
-
-#define ASSERT_OK(expr)                              \
-  do {                                               \
-    const ::shardpack::Status status_ = (expr);      \
-    ASSERT_TRUE(status_.ok()) << status_.ToString(); \
-  } while (0)
 
 template <typename T>
 T ValueOrDie(StatusOr<T> result) {

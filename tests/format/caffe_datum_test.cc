@@ -101,7 +101,7 @@ TEST(CaffeDatumTest, CheckNamesADataSizeThatDoesNotMatchTheShape) {
       << s.message();
 }
 
-CaffeDatumView MustParse(const std::string& bytes) {
+CaffeDatumView MustParseDatum(const std::string& bytes) {
   CaffeDatumView v;
   EXPECT_OK(ParseCaffeDatum(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), &v));
   return v;
@@ -113,11 +113,11 @@ TEST(CaffeDatumTest, CheckRefusesAnEncodedDatumInARawDataset) {
   d.set_data("\xff\xd8\xff");
   d.set_label(0);
   const std::string bytes = d.SerializeAsString();
-  EXPECT_NE(CheckCaffeDatum(MustParse(bytes), ImageEncoding::kRaw)
+  EXPECT_NE(CheckCaffeDatum(MustParseDatum(bytes), ImageEncoding::kRaw)
                 .message()
                 .find("Datum.encoded is true"),
             std::string::npos);
-  EXPECT_OK(CheckCaffeDatum(MustParse(bytes), ImageEncoding::kJpeg));
+  EXPECT_OK(CheckCaffeDatum(MustParseDatum(bytes), ImageEncoding::kJpeg));
 }
 
 // convert_imageset --encoded (caffe::ReadImageToDatum): the file as data, the label, and
@@ -137,7 +137,7 @@ TEST(CaffeDatumTest, EncodedImageDatumIsWhatConvertImagesetEncodedWrites) {
   EXPECT_FALSE(d.has_channels());
   EXPECT_FALSE(d.has_height());
   EXPECT_FALSE(d.has_width());
-  const CaffeDatumView v = MustParse(value);
+  const CaffeDatumView v = MustParseDatum(value);
   EXPECT_TRUE(v.encoded);
   EXPECT_EQ(v.data, file);
   EXPECT_OK(CheckCaffeDatum(v, ImageEncoding::kJpeg));
@@ -149,14 +149,14 @@ TEST(CaffeDatumTest, CheckNamesAnEncodedDatumOfTheWrongKind) {
   auto datum = [](const std::string& file) {
     return EncodeCaffeEncodedDatum({reinterpret_cast<const uint8_t*>(file.data()), file.size()}, 1);
   };
-  EXPECT_OK(CheckCaffeDatum(MustParse(datum(png)), ImageEncoding::kPng));
-  Status s = CheckCaffeDatum(MustParse(datum(jpeg)), ImageEncoding::kPng);
+  EXPECT_OK(CheckCaffeDatum(MustParseDatum(datum(png)), ImageEncoding::kPng));
+  Status s = CheckCaffeDatum(MustParseDatum(datum(jpeg)), ImageEncoding::kPng);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("Datum.data: 7 bytes that do not start with the png signature"),
             std::string::npos)
       << s.message();
   // A raw Datum in an encoded dataset.
-  s = CheckCaffeDatum(MustParse(EncodeCaffeDatum(Rgb2x3().data(), 2, 3, 3, 7)),
+  s = CheckCaffeDatum(MustParseDatum(EncodeCaffeDatum(Rgb2x3().data(), 2, 3, 3, 7)),
                       ImageEncoding::kJpeg);
   EXPECT_NE(s.message().find("Datum.encoded is false: the manifest says jpeg files"),
             std::string::npos)
@@ -165,7 +165,7 @@ TEST(CaffeDatumTest, CheckNamesAnEncodedDatumOfTheWrongKind) {
   caffe_test::Datum d;
   d.set_encoded(true);
   d.set_data(jpeg);
-  EXPECT_NE(CheckCaffeDatum(MustParse(d.SerializeAsString()), ImageEncoding::kJpeg)
+  EXPECT_NE(CheckCaffeDatum(MustParseDatum(d.SerializeAsString()), ImageEncoding::kJpeg)
                 .message()
                 .find("Datum.label: missing"),
             std::string::npos);

@@ -43,7 +43,7 @@ const Expected kExpected[] = {
 TEST(OrientationTest, EveryValueMovesPixelsLikeExifTranspose) {
   for (int channels : {1, 3, 4}) {
     for (const Expected& e : kExpected) {
-      SCOPED_TRACE(testing::Message()
+      SCOPED_TRACE(::testing::Message()
                    << "orientation " << e.orientation << ", " << channels << " channels");
       const Image out = ApplyOrientation(Asymmetric(channels), e.orientation);
       EXPECT_EQ(out.height, e.height);

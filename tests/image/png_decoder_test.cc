@@ -192,7 +192,7 @@ uint8_t Composite(uint32_t c, uint32_t a, uint32_t bg) {
   return static_cast<uint8_t>((c * a + bg * (255 - a) + 127) / 255);
 }
 
-uint8_t Luma(uint32_t r, uint32_t g, uint32_t b) {
+uint8_t PngLuma(uint32_t r, uint32_t g, uint32_t b) {
   return static_cast<uint8_t>((19595 * r + 38470 * g + 7471 * b + 32768) >> 16);
 }
 
@@ -226,9 +226,10 @@ Bytes ExpectedPixels(const Fixture& f, int channels, const uint8_t bg[3]) {
       out.push_back(Composite(g, a, bg[1]));
       out.push_back(Composite(b, a, bg[2]));
     } else if (gray) {
-      out.push_back(Composite(g, a, Luma(bg[0], bg[1], bg[2])));
+      out.push_back(Composite(g, a, PngLuma(bg[0], bg[1], bg[2])));
     } else {
-      out.push_back(Luma(Composite(r, a, bg[0]), Composite(g, a, bg[1]), Composite(b, a, bg[2])));
+      out.push_back(
+          PngLuma(Composite(r, a, bg[0]), Composite(g, a, bg[1]), Composite(b, a, bg[2])));
     }
   }
   return out;
@@ -251,15 +252,15 @@ std::string FirstMismatch(const Image& image, const Bytes& want) {
   return "";
 }
 
-DecodeOptions Options(int channels = 3, const uint8_t* background = kWhite) {
+DecodeOptions PngOptions(int channels = 3, const uint8_t* background = kWhite) {
   DecodeOptions options;
   options.channels = channels;
   std::copy_n(background, 3, options.background);
   return options;
 }
 
-StatusOr<Image> DecodeRaw(const Bytes& png, const DecodeOptions& options = Options(),
-                          int* orientation = nullptr) {
+StatusOr<Image> DecodePngBytes(const Bytes& png, const DecodeOptions& options = PngOptions(),
+                               int* orientation = nullptr) {
   int ignored;
   return DecodePngRaw(png.data(), png.size(), options, orientation ? orientation : &ignored);
 }
@@ -423,7 +424,7 @@ std::string FormatName(const FormatCase& c) {
   return name;
 }
 
-std::string CaseName(const testing::TestParamInfo<FormatCase>& info) {
+std::string CaseName(const ::testing::TestParamInfo<FormatCase>& info) {
   return FormatName(info.param);
 }
 
@@ -449,7 +450,7 @@ std::vector<FormatCase> AllFormats() {
   return cases;
 }
 
-class PngFormatTest : public testing::TestWithParam<FormatCase> {};
+class PngFormatTest : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(PngFormatTest, DecodesToExpectedPixels) {
   const FormatCase& c = GetParam();
@@ -459,7 +460,7 @@ TEST_P(PngFormatTest, DecodesToExpectedPixels) {
     for (const uint8_t* background : {kWhite, kTeal}) {
       SCOPED_TRACE("channels " + std::to_string(channels) + ", background " +
                    std::to_string(background[0]));
-      StatusOr<Image> image = DecodeRaw(png, Options(channels, background));
+      StatusOr<Image> image = DecodePngBytes(png, PngOptions(channels, background));
       ASSERT_TRUE(image.ok()) << image.status().ToString();
       EXPECT_EQ(image->width, f.width);
       EXPECT_EQ(image->height, f.height);
@@ -468,8 +469,9 @@ TEST_P(PngFormatTest, DecodesToExpectedPixels) {
       // The exact decode into a caller's buffer gives the same bytes, whether the rows go
       // straight there (8-bit, no alpha, as many samples as asked) or through a buffer.
       Bytes exact(image->pixels.size(), 0xAB);
-      const Status exact_status = DecodePngExact(
-          png.data(), png.size(), Options(channels, background), f.height, f.width, exact.data());
+      const Status exact_status =
+          DecodePngExact(png.data(), png.size(), PngOptions(channels, background), f.height,
+                         f.width, exact.data());
       ASSERT_TRUE(exact_status.ok()) << exact_status.ToString();
       EXPECT_EQ(exact, image->pixels);
     }
@@ -482,7 +484,8 @@ TEST(PngDecoderTest, AnExactDecodeOfAnotherSizeFailsBeforeDecodingAPixel) {
   Bytes out(static_cast<size_t>(f.height) * f.width * 3, 0xAB);
   for (const auto& [height, width] :
        {std::pair{f.height, f.width - 1}, {f.height + 1, f.width}, {1, 1}}) {
-    const Status s = DecodePngExact(png.data(), png.size(), Options(3), height, width, out.data());
+    const Status s =
+        DecodePngExact(png.data(), png.size(), PngOptions(3), height, width, out.data());
     EXPECT_EQ(s.code(), StatusCode::kCorruption) << s.ToString();
     EXPECT_NE(s.message().find("PNG: " + std::to_string(f.height) + "x" + std::to_string(f.width) +
                                " in its header, the record says " + std::to_string(height) + "x" +
@@ -491,11 +494,12 @@ TEST(PngDecoderTest, AnExactDecodeOfAnotherSizeFailsBeforeDecodingAPixel) {
         << s.message();
     EXPECT_EQ(out, Bytes(out.size(), 0xAB));  // untouched
   }
-  EXPECT_EQ(DecodePngExact(png.data(), png.size(), Options(3), f.height, f.width, nullptr).code(),
-            StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      DecodePngExact(png.data(), png.size(), PngOptions(3), f.height, f.width, nullptr).code(),
+      StatusCode::kInvalidArgument);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllColorTypesAndDepths, PngFormatTest, testing::ValuesIn(AllFormats()),
+INSTANTIATE_TEST_SUITE_P(AllColorTypesAndDepths, PngFormatTest, ::testing::ValuesIn(AllFormats()),
                          CaseName);
 
 TEST(PngDecoderTest, TinyInterlacedImagesWithEmptyPassesDecode) {
@@ -503,7 +507,7 @@ TEST(PngDecoderTest, TinyInterlacedImagesWithEmptyPassesDecode) {
     for (int width = 1; width <= 9; ++width) {
       SCOPED_TRACE(std::to_string(width) + "x" + std::to_string(height));
       const Fixture f = PatternFixture(PNG_COLOR_TYPE_GRAY, 2, false, true, width, height);
-      StatusOr<Image> image = DecodeRaw(WritePng(f));
+      StatusOr<Image> image = DecodePngBytes(WritePng(f));
       ASSERT_TRUE(image.ok()) << image.status().ToString();
       EXPECT_EQ(FirstMismatch(*image, ExpectedPixels(f, 3, kWhite)), "");
     }
@@ -517,7 +521,7 @@ TEST(PngDecoderTest, SixteenBitSamplesScaleWithRounding) {
   f.bit_depth = 16;
   f.color_type = PNG_COLOR_TYPE_GRAY;
   for (uint32_t v = 0; v < 65536; ++v) f.samples.push_back(static_cast<uint16_t>(v));
-  StatusOr<Image> image = DecodeRaw(WritePng(f), Options(1));
+  StatusOr<Image> image = DecodePngBytes(WritePng(f), PngOptions(1));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   ASSERT_EQ(image->pixels.size(), 65536u);
   for (uint32_t v = 0; v < 65536; ++v) {
@@ -534,7 +538,7 @@ TEST(PngDecoderTest, GrayOutputUsesBt601Luma) {
   f.width = 3;
   f.height = 1;
   f.samples = {255, 0, 0, 0, 255, 0, 0, 0, 255};
-  StatusOr<Image> image = DecodeRaw(WritePng(f), Options(1));
+  StatusOr<Image> image = DecodePngBytes(WritePng(f), PngOptions(1));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->pixels, (Bytes{76, 150, 29}));
 }
@@ -546,7 +550,7 @@ TEST(PngDecoderTest, AlphaIsCompositedOverTheBackground) {
   f.color_type = PNG_COLOR_TYPE_RGB_ALPHA;
   f.samples = {200, 100, 0, 128};
   const uint8_t blue[3] = {0, 0, 255};
-  StatusOr<Image> image = DecodeRaw(WritePng(f), Options(3, blue));
+  StatusOr<Image> image = DecodePngBytes(WritePng(f), PngOptions(3, blue));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->pixels, (Bytes{100, 50, 127}));
 }
@@ -556,7 +560,7 @@ TEST(PngDecoderTest, PaletteIndexPastThePaletteReadsBlack) {
   f.palette.resize(2);
   f.palette[1] = {10, 20, 30};
   f.samples = {1, 200};
-  StatusOr<Image> image = DecodeRaw(WritePng(f));
+  StatusOr<Image> image = DecodePngBytes(WritePng(f));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->pixels, (Bytes{10, 20, 30, 0, 0, 0}));
 }
@@ -565,7 +569,7 @@ TEST(PngDecoderTest, PaletteIndexPastThePaletteReadsBlack) {
 // Not PNG at all.
 
 TEST(PngDecoderTest, EmptyInputIsCorruption) {
-  StatusOr<Image> image = DecodePngRaw(nullptr, 0, Options(), nullptr);
+  StatusOr<Image> image = DecodePngRaw(nullptr, 0, PngOptions(), nullptr);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("empty"), std::string::npos) << image.status().message();
@@ -573,7 +577,7 @@ TEST(PngDecoderTest, EmptyInputIsCorruption) {
 
 TEST(PngDecoderTest, NonPngInputIsCorruption) {
   const Bytes jpeg = {0xff, 0xd8, 0xff, 0xe0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, 0};
-  StatusOr<Image> image = DecodeRaw(jpeg);
+  StatusOr<Image> image = DecodePngBytes(jpeg);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("not a PNG file"), std::string::npos);
@@ -581,7 +585,7 @@ TEST(PngDecoderTest, NonPngInputIsCorruption) {
 
 TEST(PngDecoderTest, SignatureAloneIsTruncated) {
   const Bytes png = WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false));
-  StatusOr<Image> image = DecodeRaw(Bytes(png.begin(), png.begin() + 8));
+  StatusOr<Image> image = DecodePngBytes(Bytes(png.begin(), png.begin() + 8));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("truncated"), std::string::npos)
@@ -590,7 +594,7 @@ TEST(PngDecoderTest, SignatureAloneIsTruncated) {
 
 TEST(PngDecoderTest, InvalidChannelsIsInvalidArgument) {
   const Bytes png = WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false));
-  StatusOr<Image> image = DecodeRaw(png, Options(4));
+  StatusOr<Image> image = DecodePngBytes(png, PngOptions(4));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(image.status().message().find("channels"), std::string::npos);
@@ -610,11 +614,11 @@ Bytes RichPng() {
 
 TEST(PngDecoderTest, TruncationAtEveryOffsetIsAnError) {
   const Bytes png = RichPng();
-  ASSERT_TRUE(DecodeRaw(png).ok());
+  ASSERT_TRUE(DecodePngBytes(png).ok());
   for (size_t size = 1; size < png.size(); ++size) {
     int orientation = -1;
     StatusOr<Image> image =
-        DecodePngRaw(png.data(), size, Options(), &orientation);  // exactly `size` bytes
+        DecodePngRaw(png.data(), size, PngOptions(), &orientation);  // exactly `size` bytes
     ASSERT_FALSE(image.ok()) << "decoded the first " << size << " of " << png.size() << " bytes";
     EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
     EXPECT_NE(image.status().message().find("truncated"), std::string::npos)
@@ -627,7 +631,7 @@ TEST(PngDecoderTest, MissingIendIsTruncated) {
   std::vector<Chunk> chunks = SplitChunks(RichPng());
   chunks.pop_back();
   ASSERT_EQ(chunks.back().type, "IDAT");
-  StatusOr<Image> image = DecodeRaw(JoinChunks(chunks));
+  StatusOr<Image> image = DecodePngBytes(JoinChunks(chunks));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("truncated"), std::string::npos)
@@ -638,8 +642,8 @@ TEST(PngDecoderTest, BytesAfterIendAreIgnored) {
   const Bytes png = RichPng();
   Bytes padded = png;
   padded.insert(padded.end(), {'j', 'u', 'n', 'k', 0, 0, 0, 0});
-  StatusOr<Image> plain = DecodeRaw(png);
-  StatusOr<Image> image = DecodeRaw(padded);
+  StatusOr<Image> plain = DecodePngBytes(png);
+  StatusOr<Image> image = DecodePngBytes(padded);
   ASSERT_TRUE(plain.ok());
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->pixels, plain->pixels);
@@ -651,7 +655,7 @@ TEST(PngDecoderTest, MissingImageDataIsCorruption) {
   std::vector<Chunk> short_ =
       SplitChunks(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0, 13, 5)));
   tall[IndexOf(tall, "IDAT")] = short_[IndexOf(short_, "IDAT")];
-  StatusOr<Image> image = DecodeRaw(JoinChunks(tall));
+  StatusOr<Image> image = DecodePngBytes(JoinChunks(tall));
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("Not enough image data"), std::string::npos)
@@ -666,7 +670,7 @@ TEST(PngDecoderTest, ExtraImageDataIsIgnored) {
   std::vector<Chunk> short_ =
       SplitChunks(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0, 13, 5)));
   short_[IndexOf(short_, "IDAT")] = tall[IndexOf(tall, "IDAT")];
-  StatusOr<Image> image = DecodeRaw(JoinChunks(short_));
+  StatusOr<Image> image = DecodePngBytes(JoinChunks(short_));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   const Bytes want = ExpectedPixels(tall_fixture, 3, kWhite);
   EXPECT_EQ(image->pixels, Bytes(want.begin(), want.begin() + ptrdiff_t{13} * 5 * 3));
@@ -675,7 +679,7 @@ TEST(PngDecoderTest, ExtraImageDataIsIgnored) {
 TEST(PngDecoderTest, IhdrCrcErrorIsCorruption) {
   Bytes png = RichPng();
   png[OffsetOf(png, "IHDR") + 8] ^= 0x01;  // width's top byte; the CRC no longer matches
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("IHDR: CRC error"), std::string::npos)
@@ -686,7 +690,7 @@ TEST(PngDecoderTest, IdatCrcErrorIsCorruption) {
   Bytes png = WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false));
   const size_t idat = OffsetOf(png, "IDAT");
   png[idat + 8 + GetBigEndian32(&png[idat])] ^= 0x40;  // the CRC itself
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("IDAT: CRC error"), std::string::npos)
@@ -697,7 +701,7 @@ TEST(PngDecoderTest, DamagedImageDataIsCorruption) {
   // zlib's check value or the IDAT CRC, whichever libpng reaches first.
   Bytes png = WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false));
   png[OffsetOf(png, "IDAT") + 20] ^= 0x40;
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("libpng: IDAT: "), std::string::npos)
@@ -707,7 +711,7 @@ TEST(PngDecoderTest, DamagedImageDataIsCorruption) {
 TEST(PngDecoderTest, PlteCrcErrorIsCorruption) {
   Bytes png = RichPng();
   png[OffsetOf(png, "PLTE") + 9] ^= 0x01;
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("PLTE: CRC error"), std::string::npos)
@@ -717,7 +721,7 @@ TEST(PngDecoderTest, PlteCrcErrorIsCorruption) {
 TEST(PngDecoderTest, IendCrcErrorIsCorruption) {
   Bytes png = RichPng();
   png.back() ^= 0x01;
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("IEND: CRC error"), std::string::npos)
@@ -728,8 +732,8 @@ TEST(PngDecoderTest, AncillaryChunkCrcErrorDropsOnlyThatChunk) {
   const Bytes png = RichPng();
   Bytes damaged = png;
   damaged[OffsetOf(damaged, "tEXt") + 8] ^= 0x01;
-  StatusOr<Image> plain = DecodeRaw(png);
-  StatusOr<Image> image = DecodeRaw(damaged);
+  StatusOr<Image> plain = DecodePngBytes(png);
+  StatusOr<Image> image = DecodePngBytes(damaged);
   ASSERT_TRUE(plain.ok());
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(image->pixels, plain->pixels);
@@ -739,7 +743,7 @@ TEST(PngDecoderTest, TrnsWithCrcErrorIsDroppedAndTheImageIsOpaque) {
   Fixture f = PatternFixture(PNG_COLOR_TYPE_PALETTE, 8, true, false);
   Bytes png = WritePng(f);
   png[OffsetOf(png, "tRNS") + 8] ^= 0x01;
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   f.palette_alpha.clear();
   EXPECT_EQ(FirstMismatch(*image, ExpectedPixels(f, 3, kWhite)), "");
@@ -747,7 +751,7 @@ TEST(PngDecoderTest, TrnsWithCrcErrorIsDroppedAndTheImageIsOpaque) {
 
 TEST(PngDecoderTest, UnknownCriticalChunkIsCorruption) {
   const Bytes png = InsertBefore(RichPng(), "IDAT", ChunkBytes("ZZZZ", Bytes{1, 2, 3}));
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("ZZZZ"), std::string::npos) << image.status().message();
@@ -755,9 +759,10 @@ TEST(PngDecoderTest, UnknownCriticalChunkIsCorruption) {
 
 TEST(PngDecoderTest, UnknownAncillaryChunkIsIgnored) {
   const Bytes png = RichPng();
-  StatusOr<Image> image = DecodeRaw(InsertBefore(png, "IDAT", ChunkBytes("zzZz", Bytes(100, 7))));
+  StatusOr<Image> image =
+      DecodePngBytes(InsertBefore(png, "IDAT", ChunkBytes("zzZz", Bytes(100, 7))));
   ASSERT_TRUE(image.ok()) << image.status().ToString();
-  EXPECT_EQ(image->pixels, DecodeRaw(png)->pixels);
+  EXPECT_EQ(image->pixels, DecodePngBytes(png)->pixels);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -769,7 +774,7 @@ TEST(PngDecoderTest, HugeDimensionsAreRejectedFromTheHeader) {
   const Bytes png =
       WithDimensions(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0, 1, 1)), 20000, 20000);
   ASSERT_LT(png.size(), 100u);
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("20000x20000 is 400000000 pixels, over max_pixels"),
@@ -780,7 +785,7 @@ TEST(PngDecoderTest, HugeDimensionsAreRejectedFromTheHeader) {
 TEST(PngDecoderTest, SideOverMaxDimensionIsResourceExhausted) {
   const Bytes png =
       WithDimensions(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0, 1, 1)), 70000, 1);
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("70000x1 exceeds max_dimension 65500"), std::string::npos)
@@ -788,9 +793,9 @@ TEST(PngDecoderTest, SideOverMaxDimensionIsResourceExhausted) {
 }
 
 TEST(PngDecoderTest, MaxDimensionOptionIsEnforced) {
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.limits.max_dimension = 12;
-  StatusOr<Image> image = DecodeRaw(RichPng(), options);  // 17 x 9
+  StatusOr<Image> image = DecodePngBytes(RichPng(), options);  // 17 x 9
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("17x9 exceeds max_dimension 12"), std::string::npos)
@@ -798,22 +803,22 @@ TEST(PngDecoderTest, MaxDimensionOptionIsEnforced) {
 }
 
 TEST(PngDecoderTest, MaxPixelsOptionIsEnforced) {
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.limits.max_pixels = 152;
-  StatusOr<Image> image = DecodeRaw(RichPng(), options);  // 17 x 9 = 153
+  StatusOr<Image> image = DecodePngBytes(RichPng(), options);  // 17 x 9 = 153
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("17x9 is 153 pixels, over max_pixels 152"),
             std::string::npos)
       << image.status().message();
   options.limits.max_pixels = 153;
-  EXPECT_TRUE(DecodeRaw(RichPng(), options).ok());
+  EXPECT_TRUE(DecodePngBytes(RichPng(), options).ok());
 }
 
 TEST(PngDecoderTest, MaxMemoryBytesBoundsTheDecodeBuffer) {
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.limits.max_memory_bytes = 17 * 9 * 4 - 1;  // RGBA after tRNS expansion
-  StatusOr<Image> image = DecodeRaw(RichPng(), options);
+  StatusOr<Image> image = DecodePngBytes(RichPng(), options);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("max_memory_bytes"), std::string::npos)
@@ -830,7 +835,7 @@ Bytes ChunkHeaderOnly(uint32_t length, const std::string& type) {
 
 TEST(PngDecoderTest, HugeChunkLengthIsTruncation) {
   const Bytes png = InsertBefore(RichPng(), "IDAT", ChunkHeaderOnly(0x7ffffff0, "tEXt"));
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("truncated PNG: chunk 'tEXt' at byte offset"),
@@ -842,7 +847,7 @@ TEST(PngDecoderTest, HugeChunkLengthIsTruncation) {
 TEST(PngDecoderTest, HugeExifLengthIsRejectedBeforeLibpngAllocatesIt) {
   // libpng 1.6.39 would malloc the declared 2 GiB and only then run out of input.
   Bytes png = InsertBefore(RichPng(), "IDAT", ChunkHeaderOnly(0x7ff00000, "eXIf"));
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("truncated PNG: chunk 'eXIf'"), std::string::npos)
@@ -852,7 +857,7 @@ TEST(PngDecoderTest, HugeExifLengthIsRejectedBeforeLibpngAllocatesIt) {
 TEST(PngDecoderTest, HugeIdatLengthIsTruncation) {
   Bytes png = RichPng();
   png[OffsetOf(png, "IDAT")] = 0x7f;
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("truncated PNG: chunk 'IDAT'"), std::string::npos)
@@ -861,7 +866,7 @@ TEST(PngDecoderTest, HugeIdatLengthIsTruncation) {
 
 TEST(PngDecoderTest, ChunkLengthOver2GiBIsCorruption) {
   const Bytes png = InsertBefore(RichPng(), "IDAT", ChunkHeaderOnly(0xffffffff, "tEXt"));
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kCorruption);
   EXPECT_NE(image.status().message().find("libpng"), std::string::npos) << image.status().message();
@@ -871,27 +876,27 @@ TEST(PngDecoderTest, ExifOverChunkMallocMaxIsResourceExhausted) {
   Bytes tiff = Tiff(true, 6);
   tiff.resize(2000);
   const Bytes png = WithExif(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0)), tiff);
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.limits.png_chunk_malloc_max = 1000;
-  StatusOr<Image> image = DecodeRaw(png, options);
+  StatusOr<Image> image = DecodePngBytes(png, options);
   ASSERT_FALSE(image.ok());
   EXPECT_EQ(image.status().code(), StatusCode::kResourceExhausted);
   EXPECT_NE(image.status().message().find("of 2000 bytes exceeds png_chunk_malloc_max 1000"),
             std::string::npos)
       << image.status().message();
   int orientation = 0;
-  ASSERT_TRUE(DecodeRaw(png, Options(), &orientation).ok());
+  ASSERT_TRUE(DecodePngBytes(png, PngOptions(), &orientation).ok());
   EXPECT_EQ(orientation, 6);
 }
 
 TEST(PngDecoderTest, SkippedChunkOverChunkMallocMaxIsIgnored) {
   // Skipped chunks are never held in memory, so the limit does not apply to them.
   const Bytes png = InsertBefore(RichPng(), "IDAT", ChunkBytes("iTXt", Bytes(2000, 'x')));
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.limits.png_chunk_malloc_max = 1000;
-  StatusOr<Image> image = DecodeRaw(png, options);
+  StatusOr<Image> image = DecodePngBytes(png, options);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
-  EXPECT_EQ(image->pixels, DecodeRaw(RichPng())->pixels);
+  EXPECT_EQ(image->pixels, DecodePngBytes(RichPng())->pixels);
 }
 
 TEST(PngDecoderTest, CompressedTextBombIsNeverInflated) {
@@ -899,7 +904,7 @@ TEST(PngDecoderTest, CompressedTextBombIsNeverInflated) {
   f.ztxt.assign(64 << 20, 'a');  // 64 MiB that deflate to about 64 KiB
   const Bytes png = WritePng(f);
   ASSERT_LT(png.size(), 1u << 20);
-  StatusOr<Image> image = DecodeRaw(png);
+  StatusOr<Image> image = DecodePngBytes(png);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(FirstMismatch(*image, ExpectedPixels(f, 3, kWhite)), "");
 }
@@ -911,7 +916,7 @@ TEST(PngDecoderTest, HundredThousandTextChunksAreSkipped) {
   Bytes many(png.begin(), png.begin() + OffsetOf(png, "IDAT"));
   for (int i = 0; i < 100000; ++i) many.insert(many.end(), text.begin(), text.end());
   many.insert(many.end(), png.begin() + OffsetOf(png, "IDAT"), png.end());
-  StatusOr<Image> image = DecodeRaw(many);
+  StatusOr<Image> image = DecodePngBytes(many);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(FirstMismatch(*image, ExpectedPixels(f, 3, kWhite)), "");
 }
@@ -937,13 +942,13 @@ TEST(PngDecoderTest, RandomByteFlipsNeverCrash) {
   std::mt19937 rng(1234);
   size_t errors = 0;
   for (const Bytes& base : bases) {
-    const int width = DecodeRaw(base)->width;
+    const int width = DecodePngBytes(base)->width;
     for (size_t i = 0; i < 2000; ++i) {
       Bytes png = base;
       for (int flips = 1 + rng() % 4; flips > 0; --flips) {
         png[8 + rng() % (png.size() - 8)] ^= static_cast<uint8_t>(1 + rng() % 255);
       }
-      StatusOr<Image> image = DecodeRaw(png, Options(1 + 2 * (i % 2)));
+      StatusOr<Image> image = DecodePngBytes(png, PngOptions(1 + 2 * (i % 2)));
       ExpectImageOrError(image, i);
       if (image.ok()) {
         EXPECT_EQ(image->width, width);  // IHDR damage never gets through
@@ -970,7 +975,7 @@ TEST(PngDecoderTest, RandomFlipsBehindValidCrcsNeverCrash) {
         if (chunk.data.empty()) continue;
         chunk.data[rng() % chunk.data.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
       }
-      ExpectImageOrError(DecodeRaw(JoinChunks(damaged), Options(1 + 2 * (i % 2))), i);
+      ExpectImageOrError(DecodePngBytes(JoinChunks(damaged), PngOptions(1 + 2 * (i % 2))), i);
     }
   }
 }
@@ -980,7 +985,7 @@ TEST(PngDecoderTest, GarbageFromAnyOffsetOnIsAnError) {
   for (size_t from = 8; from < png.size(); ++from) {
     Bytes damaged = png;
     for (size_t i = from; i < damaged.size(); ++i) damaged[i] ^= 0x5a;
-    StatusOr<Image> image = DecodeRaw(damaged);
+    StatusOr<Image> image = DecodePngBytes(damaged);
     ASSERT_FALSE(image.ok()) << "garbage from byte " << from << " decoded";
     EXPECT_EQ(image.status().code(), StatusCode::kCorruption) << image.status().ToString();
   }
@@ -995,7 +1000,7 @@ TEST(PngDecoderTest, ExifOrientationIsParsedInBothByteOrders) {
     for (uint32_t want = 1; want <= 8; ++want) {
       int orientation = 0;
       StatusOr<Image> image =
-          DecodeRaw(WithExif(png, Tiff(big_endian, want)), Options(), &orientation);
+          DecodePngBytes(WithExif(png, Tiff(big_endian, want)), PngOptions(), &orientation);
       ASSERT_TRUE(image.ok()) << image.status().ToString();
       EXPECT_EQ(orientation, static_cast<int>(want)) << (big_endian ? "MM" : "II");
     }
@@ -1005,15 +1010,16 @@ TEST(PngDecoderTest, ExifOrientationIsParsedInBothByteOrders) {
 TEST(PngDecoderTest, ExifAfterTheImageDataIsParsed) {
   const Bytes png = WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false));
   int orientation = 0;
-  StatusOr<Image> image = DecodeRaw(WithExif(png, Tiff(false, 3), "IEND"), Options(), &orientation);
+  StatusOr<Image> image =
+      DecodePngBytes(WithExif(png, Tiff(false, 3), "IEND"), PngOptions(), &orientation);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(orientation, 3);
 }
 
 TEST(PngDecoderTest, NoExifMeansOrientationOne) {
   int orientation = 0;
-  StatusOr<Image> image =
-      DecodeRaw(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0)), Options(), &orientation);
+  StatusOr<Image> image = DecodePngBytes(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0)),
+                                         PngOptions(), &orientation);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(orientation, 1);
 }
@@ -1047,7 +1053,7 @@ TEST(PngDecoderTest, MalformedExifMeansOrientationOne) {
   cases.emplace_back("empty", Bytes{});
   for (const auto& [name, tiff] : cases) {
     int orientation = 0;
-    StatusOr<Image> image = DecodeRaw(WithExif(png, tiff), Options(), &orientation);
+    StatusOr<Image> image = DecodePngBytes(WithExif(png, tiff), PngOptions(), &orientation);
     ASSERT_TRUE(image.ok()) << name << ": " << image.status().ToString();
     EXPECT_EQ(orientation, 1) << name;
   }
@@ -1057,7 +1063,7 @@ TEST(PngDecoderTest, ExifWithCrcErrorMeansOrientationOne) {
   Bytes png = WithExif(WritePng(PatternFixture(PNG_COLOR_TYPE_RGB, 8, 0, 0)), Tiff(true, 6));
   png[OffsetOf(png, "eXIf") + 8 + 21] ^= 0x01;
   int orientation = 0;
-  StatusOr<Image> image = DecodeRaw(png, Options(), &orientation);
+  StatusOr<Image> image = DecodePngBytes(png, PngOptions(), &orientation);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   EXPECT_EQ(orientation, 1);
 }
@@ -1066,7 +1072,7 @@ TEST(PngDecoderTest, DecodePngAppliesTheOrientation) {
   const Fixture f = PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false);  // 13 x 11
   const Bytes png = WithExif(WritePng(f), Tiff(true, 6));                 // rotate 90° cw
   const Bytes stored = ExpectedPixels(f, 3, kWhite);
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   StatusOr<Image> image = DecodePng(png.data(), png.size(), options);
   ASSERT_TRUE(image.ok()) << image.status().ToString();
   ASSERT_EQ(image->width, 11);
@@ -1084,7 +1090,7 @@ TEST(PngDecoderTest, DecodePngAppliesTheOrientation) {
 TEST(PngDecoderTest, DecodePngWithoutApplyOrientationKeepsStoredPixels) {
   const Fixture f = PatternFixture(PNG_COLOR_TYPE_RGB, 8, false, false);
   const Bytes png = WithExif(WritePng(f), Tiff(true, 6));
-  DecodeOptions options = Options();
+  DecodeOptions options = PngOptions();
   options.apply_orientation = false;
   StatusOr<Image> image = DecodePng(png.data(), png.size(), options);
   ASSERT_TRUE(image.ok()) << image.status().ToString();

@@ -58,8 +58,7 @@ TEST(ResizeFilterTest, ValuesOutsideTheEnumAreRefusedByName) {
   EXPECT_NE(s.message().find("filter is not a resize filter (value 7)"), std::string::npos)
       << s.message();
   s = CheckFitMode(static_cast<FitMode>(-1), "fit");
-  EXPECT_NE(s.message().find("fit is not a fit mode (value -1)"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("fit is not a fit mode (value -1)"), std::string::npos) << s.message();
   EXPECT_STREQ(ResizeFilterName(static_cast<ResizeFilter>(4)), "?");
   EXPECT_STREQ(FitModeName(static_cast<FitMode>(3)), "?");
 }

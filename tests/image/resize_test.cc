@@ -15,8 +15,8 @@
 namespace shardpack::image {
 namespace {
 
-constexpr ResizeFilter kAllFilters[] = {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic,
-                                  ResizeFilter::kLanczos3};
+constexpr ResizeFilter kAllFilters[] = {ResizeFilter::kArea, ResizeFilter::kBilinear,
+                                        ResizeFilter::kBicubic, ResizeFilter::kLanczos3};
 
 Image MakeImage(int height, int width, int channels, uint8_t value = 0) {
   Image img;
@@ -502,7 +502,7 @@ const PillowCase kPillowCases[] = {
 
 TEST(ResizeTest, MatchesPillowWithinOne) {
   for (const PillowCase& pc : kPillowCases) {
-    SCOPED_TRACE(testing::Message()
+    SCOPED_TRACE(::testing::Message()
                  << "filter " << static_cast<int>(pc.filter) << ", fit " << static_cast<int>(pc.fit)
                  << ", " << pc.src_height << "x" << pc.src_width << " to " << pc.out_height << "x"
                  << pc.out_width << "x" << pc.channels);
@@ -541,7 +541,7 @@ TEST(ResizeTest, ConstantImageStaysConstantForEveryFilterAndRatio) {
       const Image src = MakeImage(24, 32, channels, value);
       for (ResizeFilter filter : kAllFilters) {
         for (const auto& size : sizes) {
-          SCOPED_TRACE(testing::Message()
+          SCOPED_TRACE(::testing::Message()
                        << "filter " << static_cast<int>(filter) << ", " << size[0] << "x" << size[1]
                        << "x" << channels << " of " << int{value});
           StatusOr<Image> out = Resize(src, size[0], size[1], filter);
@@ -725,7 +725,8 @@ TEST(ResizeFitTest, PadRoundsTheResizedSideHalfUp) {
 }
 
 TEST(ResizeFitTest, PadWithoutAColourIsInvalidArgument) {
-  StatusOr<Image> out = ResizeFit(MakeImage(4, 8, 3), 4, 4, FitMode::kPad, ResizeFilter::kArea, nullptr);
+  StatusOr<Image> out =
+      ResizeFit(MakeImage(4, 8, 3), 4, 4, FitMode::kPad, ResizeFilter::kArea, nullptr);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("pad colour"), std::string::npos);
@@ -789,13 +790,16 @@ TEST(ResizeTest, NonPositiveOrHugeOutputSizeIsInvalidArgument) {
   ExpectInvalid(Resize(src, 0, 4, ResizeFilter::kArea), "output size 0x4");
   ExpectInvalid(Resize(src, 4, -1, ResizeFilter::kArea), "output size 4x-1");
   ExpectInvalid(Resize(src, 4, kMaxResizeSide + 1, ResizeFilter::kArea), "must be in 1..65500");
-  ExpectInvalid(ResizeFit(src, -3, 4, FitMode::kCrop, ResizeFilter::kArea, nullptr), "output size -3x4");
+  ExpectInvalid(ResizeFit(src, -3, 4, FitMode::kCrop, ResizeFilter::kArea, nullptr),
+                "output size -3x4");
   ExpectInvalid(ResizeMaxSide(src, 0, ResizeFilter::kArea), "max side 0");
 }
 
 TEST(ResizeTest, BadSourceIsInvalidArgument) {
-  ExpectInvalid(Resize(MakeImage(4, 4, 2), 2, 2, ResizeFilter::kArea), "2 channels, expected 1 or 3");
-  ExpectInvalid(Resize(MakeImage(4, 4, 4), 2, 2, ResizeFilter::kArea), "4 channels, expected 1 or 3");
+  ExpectInvalid(Resize(MakeImage(4, 4, 2), 2, 2, ResizeFilter::kArea),
+                "2 channels, expected 1 or 3");
+  ExpectInvalid(Resize(MakeImage(4, 4, 4), 2, 2, ResizeFilter::kArea),
+                "4 channels, expected 1 or 3");
   ExpectInvalid(Resize(MakeImage(0, 4, 3), 2, 2, ResizeFilter::kArea), "source size 0x4");
   Image short_pixels = MakeImage(4, 4, 3);
   short_pixels.pixels.pop_back();
@@ -833,9 +837,10 @@ TEST(ResizeRegionIntoTest, WholeImageEqualsResize) {
     for (const RegionCase& rc : kRegionCases) {
       const Image src = NoiseImage(rc.src_height, rc.src_width, channels, 17);
       for (ResizeFilter filter : kAllFilters) {
-        SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
-                                        << rc.src_height << "x" << rc.src_width << " to "
-                                        << rc.out_height << "x" << rc.out_width << "x" << channels);
+        SCOPED_TRACE(::testing::Message()
+                     << "filter " << static_cast<int>(filter) << ", " << rc.src_height << "x"
+                     << rc.src_width << " to " << rc.out_height << "x" << rc.out_width << "x"
+                     << channels);
         StatusOr<Image> expected = Resize(src, rc.out_height, rc.out_width, filter);
         ASSERT_TRUE(expected.ok()) << expected.status().ToString();
         EXPECT_EQ(
@@ -864,9 +869,10 @@ TEST(ResizeRegionIntoTest, CentredBoxEqualsResizeFitCrop) {
         y0 = (src.height - h) * 0.5;
       }
       for (ResizeFilter filter : kAllFilters) {
-        SCOPED_TRACE(testing::Message() << "filter " << static_cast<int>(filter) << ", "
-                                        << rc.src_height << "x" << rc.src_width << " to "
-                                        << rc.out_height << "x" << rc.out_width << "x" << channels);
+        SCOPED_TRACE(::testing::Message()
+                     << "filter " << static_cast<int>(filter) << ", " << rc.src_height << "x"
+                     << rc.src_width << " to " << rc.out_height << "x" << rc.out_width << "x"
+                     << channels);
         StatusOr<Image> expected =
             ResizeFit(src, rc.out_height, rc.out_width, FitMode::kCrop, filter, nullptr);
         ASSERT_TRUE(expected.ok()) << expected.status().ToString();
@@ -922,8 +928,8 @@ TEST(ResizeRegionIntoTest, FractionalBoxesMatchPillowExactly) {
   };
   ResizeScratch scratch;
   for (const BoxCase& bc : cases) {
-    SCOPED_TRACE(testing::Message() << "box " << bc.x0 << "," << bc.y0 << "," << bc.x1 << ","
-                                    << bc.y1 << " of " << bc.src_height << "x" << bc.src_width);
+    SCOPED_TRACE(::testing::Message() << "box " << bc.x0 << "," << bc.y0 << "," << bc.x1 << ","
+                                      << bc.y1 << " of " << bc.src_height << "x" << bc.src_width);
     const Image src = PillowSource(bc.src_height, bc.src_width, bc.channels);
     EXPECT_EQ(RegionInto(src, bc.x0, bc.y0, bc.x1, bc.y1, bc.out_height, bc.out_width, bc.filter,
                          &scratch),
@@ -1008,7 +1014,8 @@ TEST(ResizeRegionIntoTest, ScratchStopsGrowingOnceItHasSeenTheLargestCall) {
 }
 
 TEST(ResizeRegionIntoTest, ReservedScratchDoesNotGrowForAnyBoxOfTheBound) {
-  for (ResizeFilter filter : {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic, ResizeFilter::kLanczos3}) {
+  for (ResizeFilter filter : {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic,
+                              ResizeFilter::kLanczos3}) {
     for (int channels : {1, 3}) {
       ResizeScratch scratch;
       scratch.Reserve(40, 30, 8, 11, channels, filter);
@@ -1057,8 +1064,8 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
   expect_invalid(call(0, 0, 10.5f, 8, 30, 15, 3, &scratch), "must be non-empty and inside");
   expect_invalid(call(3, 0, 3, 8, 30, 15, 3, &scratch), "must be non-empty");
   expect_invalid(call(0, 0, 10, std::nanf(""), 30, 15, 3, &scratch), "box");
-  expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5, ResizeFilter::kArea,
-                                  out.data(), 15, &scratch),
+  expect_invalid(ResizeRegionInto(src.pixels.data(), 8, 10, 3, 30, 0, 0, 10, 8, 0, 5,
+                                  ResizeFilter::kArea, out.data(), 15, &scratch),
                  "output size 0x5");
 }
 
@@ -1149,7 +1156,7 @@ TEST(ResizeFitWindowTest, TheReadRegionGivesTheWholeImagesBytes) {
     for (FitMode fit : {FitMode::kCrop, FitMode::kStretch, FitMode::kPad}) {
       for (int channels : {1, 3}) {
         for (const Case& c : cases) {
-          SCOPED_TRACE(testing::Message()
+          SCOPED_TRACE(::testing::Message()
                        << "filter " << static_cast<int>(filter) << ", fit " << static_cast<int>(fit)
                        << ", " << c.h << "x" << c.w << "x" << channels << " to " << c.out_h << "x"
                        << c.out_w);

@@ -18,6 +18,7 @@ namespace shardpack {
 namespace {
 
 using Rgb = std::array<uint8_t, 3>;
+using testing::OpenDatasetOrDie;
 using testing::TempDir;
 
 const Rgb kBackground = {kSheetBackground[0], kSheetBackground[1], kSheetBackground[2]};
@@ -106,16 +107,10 @@ int CountColour(const std::vector<Rgb>& pixels, const Rgb& c) {
   return static_cast<int>(std::count(pixels.begin(), pixels.end(), c));
 }
 
-std::unique_ptr<Dataset> OpenOrDie(const std::string& dir) {
-  auto ds = Dataset::Open(dir);
-  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
-  return ds.ok() ? std::move(*ds) : nullptr;
-}
-
 TEST(ContactSheetTest, GridSizeFollowsColumnsThumbAndSamples) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 10});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   ContactSheetInfo info;
@@ -141,7 +136,7 @@ TEST(ContactSheetTest, GridSizeFollowsColumnsThumbAndSamples) {
 TEST(ContactSheetTest, LargeThumbnailsScaleTheCaptionText) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 2});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   auto sheet = RenderContactSheet(*ds, {.columns = 2, .thumb = 256});
   ASSERT_TRUE(sheet.ok()) << sheet.status().ToString();
@@ -152,7 +147,7 @@ TEST(ContactSheetTest, LargeThumbnailsScaleTheCaptionText) {
 TEST(ContactSheetTest, EvenlySpacedByDefault) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 10});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   ContactSheetInfo info;
   ASSERT_OK(RenderContactSheet(*ds, {.thumb = 16, .samples = 4}, &info).status());
@@ -162,7 +157,7 @@ TEST(ContactSheetTest, EvenlySpacedByDefault) {
 TEST(ContactSheetTest, SeededPickIsRepeatableDistinctAndSorted) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 50, .max_shard_records = 16});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   ContactSheetInfo a, b, c;
   ASSERT_OK(RenderContactSheet(*ds, {.thumb = 16, .samples = 12, .seed = 7}, &a).status());
@@ -178,7 +173,7 @@ TEST(ContactSheetTest, SeededPickIsRepeatableDistinctAndSorted) {
 TEST(ContactSheetTest, TileCentreHasTheSampleColour) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = Interleaved(6, 3)});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   auto sheet = RenderContactSheet(*ds, {.columns = 3, .thumb = 32, .samples = 6});
@@ -193,7 +188,7 @@ TEST(ContactSheetTest, TileCentreHasTheSampleColour) {
 TEST(ContactSheetTest, WideSampleIsLetterboxedOnTheBackground) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = {0}, .height = 4, .width = 16});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   auto sheet = RenderContactSheet(*ds, {.thumb = 32});
@@ -208,7 +203,7 @@ TEST(ContactSheetTest, WideSampleIsLetterboxedOnTheBackground) {
 TEST(ContactSheetTest, GraySamplesAreShownAsGrayRgb) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = {1}, .channels = 1});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   auto sheet = RenderContactSheet(*ds, {.thumb = 32});
@@ -220,7 +215,7 @@ TEST(ContactSheetTest, GraySamplesAreShownAsGrayRgb) {
 TEST(ContactSheetTest, CaptionsAreDrawnAndDifferBetweenLabels) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = {0, 1, 0}});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{64};
   auto sheet = RenderContactSheet(*ds, {.thumb = 64});
@@ -239,7 +234,7 @@ TEST(ContactSheetTest, CaptionsAreDrawnAndDifferBetweenLabels) {
 TEST(ContactSheetTest, LongCaptionIsCutToTheTile) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = {0}});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{16};  // room for 2 characters: "0 class0" becomes ".."
   auto sheet = RenderContactSheet(*ds, {.thumb = 16});
@@ -258,7 +253,7 @@ TEST(ContactSheetTest, PerClassPutsClassKInRowK) {
   TempDir dir;
   // Class 2 has a single sample; the classes are interleaved in the dataset.
   WriteFlatDataset(dir.path(), {.labels = {0, 1, 0, 1, 2, 0, 1, 0}});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   ContactSheetInfo info;
@@ -292,7 +287,7 @@ TEST(ContactSheetTest, PerClassFindsClassesInASortedDataset) {
   std::fill(labels.begin() + 30, labels.end() - 2, 1);
   std::fill(labels.end() - 2, labels.end(), 2);
   WriteFlatDataset(dir.path(), {.labels = labels, .max_shard_records = 16});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{16};
   ContactSheetInfo info;
@@ -313,7 +308,7 @@ TEST(ContactSheetTest, PerClassScanStopsWhenEveryRowIsFull) {
   WriteFlatDataset(
       dir.path(),
       {.labels = Interleaved(3000, 3), .height = 2, .width = 2, .max_shard_records = 1000});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   ContactSheetInfo info;
   ASSERT_OK(RenderContactSheet(*ds, {.thumb = 16, .per_class = true, .samples_per_class = 4}, &info)
@@ -325,7 +320,7 @@ TEST(ContactSheetTest, PerClassScanStopsWhenEveryRowIsFull) {
 TEST(ContactSheetTest, PerClassShowsAtMostMaxClassesRows) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = Interleaved(12, 4), .num_classes = 4});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{16};
   ContactSheetInfo info;
@@ -340,7 +335,7 @@ TEST(ContactSheetTest, PerClassShowsAtMostMaxClassesRows) {
 TEST(ContactSheetTest, PerClassSeededPickIsRepeatable) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = Interleaved(60, 3), .max_shard_records = 16});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const ContactSheetOptions o = {
       .thumb = 16, .per_class = true, .samples_per_class = 3, .seed = 99};
@@ -355,7 +350,7 @@ TEST(ContactSheetTest, PerClassSeededPickIsRepeatable) {
 TEST(ContactSheetTest, LmdbDatasetRenders) {
   TempDir dir;
   WriteFlatDataset(dir.path(), {.labels = Interleaved(5, 3), .backend = Backend::kLmdb});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const Layout l{32};
   auto sheet = RenderContactSheet(*ds, {.thumb = 32, .samples = 5});
@@ -385,7 +380,7 @@ TEST(ContactSheetTest, CorruptedSampleIsAnErrorNamingTheFile) {
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 8, .max_shard_records = 3});
   const std::string file = CorruptSample(dir.path(), m, 4);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   auto sheet = RenderContactSheet(*ds, {.thumb = 16, .samples = 8});
   ASSERT_FALSE(sheet.ok());
@@ -405,7 +400,7 @@ TEST(ContactSheetTest, PerClassScanReportsADamagedRecordItWouldNotDraw) {
   // and before row 1 is.
   Manifest m = WriteFlatDataset(dir.path(), {.labels = {0, 0, 1, 1, 1, 2, 1, 1}});
   const std::string file = CorruptSample(dir.path(), m, 5);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   auto sheet = RenderContactSheet(
       *ds, {.thumb = 16, .per_class = true, .samples_per_class = 5, .max_classes = 2});
@@ -418,7 +413,7 @@ TEST(ContactSheetTest, PerClassScanReportsADamagedRecordItWouldNotDraw) {
 TEST(ContactSheetTest, OptionsOutOfRangeAreInvalidArguments) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 3});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   const std::vector<std::pair<ContactSheetOptions, std::string>> cases = {
       {{.columns = 0}, "contact sheet: columns is 0"},
@@ -439,7 +434,7 @@ TEST(ContactSheetTest, OptionsOutOfRangeAreInvalidArguments) {
 TEST(ContactSheetTest, SheetAboveTheSizeLimitIsRefusedBeforeReading) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 200, .max_shard_records = 100});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   auto sheet = RenderContactSheet(*ds, {.columns = 200, .thumb = 1024, .samples = 200});
   ASSERT_FALSE(sheet.ok());

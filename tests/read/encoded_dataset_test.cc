@@ -20,14 +20,9 @@ namespace {
 
 using testing::Copy;
 using testing::Got;
+using testing::OpenDatasetOrDie;
 using testing::TempDir;
 using testing::TestDatasetSpec;
-
-std::shared_ptr<const Dataset> OpenOrDie(const std::string& dir) {
-  auto ds = Dataset::Open(dir);
-  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
-  return ds.ok() ? std::shared_ptr<const Dataset>(std::move(ds).value()) : nullptr;
-}
 
 std::vector<Got> ReadEpoch(std::shared_ptr<const Dataset> ds, const LoaderOptions& o) {
   auto loader = Loader::Create(std::move(ds), o);
@@ -90,7 +85,7 @@ TEST_P(EncodedDatasetTest, GetGivesTheFileAndGetPixelsItsDecode) {
   EXPECT_EQ(m.image.encoding, GetParam().encoding);
   EXPECT_EQ(m.format_minor, 3);
   EXPECT_EQ(m.pixel_alignment, 1u);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   std::vector<uint8_t> pixels(16 * 24 * 3);
   for (uint64_t i = 0; i < ds->size(); ++i) {
@@ -124,8 +119,8 @@ TEST_P(EncodedDatasetTest, LoaderBatchesAreTheDecodedImagesOnEveryPath) {
   TempDir raw_dir, enc_dir;
   testing::WriteTestDataset(raw_dir.path(), Spec(ImageEncoding::kRaw));
   testing::WriteTestDataset(enc_dir.path(), Spec(GetParam().encoding));
-  auto raw = OpenOrDie(raw_dir.path());
-  auto enc = OpenOrDie(enc_dir.path());
+  auto raw = OpenDatasetOrDie(raw_dir.path());
+  auto enc = OpenDatasetOrDie(enc_dir.path());
   ASSERT_NE(raw, nullptr);
   ASSERT_NE(enc, nullptr);
   for (const IoPath io : {IoPath::kMapped, IoPath::kReadAhead}) {
@@ -172,7 +167,7 @@ TEST_P(MixedDatasetTest, RecordsAreReadEachAsItIsStored) {
   spec.width = 24;
   const Manifest m = testing::WriteTestDataset(dir.path(), spec);
   EXPECT_EQ(m.format_minor, 4);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   std::vector<std::vector<uint8_t>> want;
   for (uint64_t i = 0; i < ds->size(); ++i) {
@@ -236,7 +231,7 @@ TEST(EncodedLoaderTest, AShrinkingTransformDecodesJpegsDctScaled) {
   spec.width = 96;
   spec.max_shard_records = 4;
   testing::WriteTestDataset(dir.path(), spec);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   LoaderOptions o;
   o.batch_size = 3;
@@ -320,7 +315,7 @@ class DamagedEncodedTest : public ::testing::TestWithParam<Backend> {};
 TEST_P(DamagedEncodedTest, AnImageThatDoesNotDecodeIsTheRecordsCorruption) {
   TempDir dir;
   const std::string shard = WriteDatasetWithATruncatedJpeg(dir.path(), GetParam());
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   ASSERT_NE(ds, nullptr);
   SampleView v;
   EXPECT_OK(ds->Get(2, &v));  // the checksums hold
@@ -381,7 +376,7 @@ Status GetWithEncodingClaimed(ImageEncoding stored, const std::string& claimed) 
   j["image"]["layout"] = "encoded";
   j["image"]["encoding"] = claimed;
   testing::WriteFileOrDie(path, j.dump(2) + "\n");
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   if (ds == nullptr) return InternalError("the edited dataset does not open");
   SampleView v;
   return ds->Get(0, &v);

@@ -19,14 +19,9 @@
 namespace shardpack {
 namespace {
 
+using testing::OpenDatasetOrDie;
 using testing::TempDir;
 using testing::TestDatasetSpec;
-
-std::shared_ptr<const Dataset> OpenOrDie(const std::string& dir) {
-  auto ds = Dataset::Open(dir);
-  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
-  return std::shared_ptr<const Dataset>(std::move(ds).value());
-}
 
 std::unique_ptr<Loader> LoaderOrDie(std::shared_ptr<const Dataset> ds, const LoaderOptions& o,
                                     const LoaderState* state = nullptr) {
@@ -87,7 +82,7 @@ TEST_P(LoaderTest, DeliversTheEpochOrderWithTheStoredPixelsAndLabels) {
   LoaderOptions o = Options();
   o.batch_size = 8;
   o.seed = 5;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   EXPECT_EQ(loader->batches_per_epoch(), 7u);
   std::vector<Got> got = ReadEpoch(*loader);
   ASSERT_EQ(got.size(), 7u);
@@ -112,7 +107,7 @@ TEST_P(LoaderTest, DeliversTheEpochOrderWithTheStoredPixelsAndLabels) {
 TEST_P(LoaderTest, BatchesDoNotDependOnThreadsOrPrefetch) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(61));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   std::vector<Got> reference;
   for (int threads : {1, 2, 8}) {
     for (int prefetch : {1, 4}) {
@@ -145,7 +140,7 @@ TEST_P(LoaderTest, BatchesDoNotDependOnThreadsOrPrefetch) {
 TEST_P(LoaderTest, ReadAheadChangesNoBatch) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(61));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   for (ShuffleMode shuffle : {ShuffleMode::kGlobal, ShuffleMode::kBlock}) {
     std::vector<Got> reference;
     for (uint64_t read_ahead : {uint64_t{0}, uint64_t{1}, uint64_t{1} << 30}) {
@@ -175,7 +170,7 @@ TEST_P(LoaderTest, ReadAheadChangesNoBatch) {
 TEST_P(LoaderTest, ResumingFromAStateContinuesWithTheSameBatches) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(45));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o = Options();
   o.batch_size = 4;
   o.seed = 3;
@@ -205,7 +200,7 @@ TEST_P(LoaderTest, ResumingFromAStateContinuesWithTheSameBatches) {
 TEST_P(LoaderTest, RanksSplitEveryEpochIntoDisjointEqualParts) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(30));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   std::multiset<uint64_t> seen;
   for (int rank = 0; rank < 4; ++rank) {
     LoaderOptions o = Options();
@@ -229,7 +224,7 @@ TEST_P(LoaderTest, PadCompletesTheLastBatchAndCountsValidSamples) {
   o.batch_size = 4;
   o.tail = Tail::kPad;
   o.shuffle = ShuffleMode::kNone;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   std::vector<Got> got = ReadEpoch(*loader);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[2].size, 4);
@@ -257,7 +252,7 @@ TEST_P(LoaderTest, CorruptRecordFailsNamingFileRecordAndOffset) {
   o.batch_size = 5;
   o.shuffle = ShuffleMode::kNone;
   o.num_threads = 2;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   auto b0 = loader->Next();
   ASSERT_OK(b0.status());
   b0->Release();
@@ -283,7 +278,7 @@ TEST_P(LoaderTest, VerifyCrcOffDeliversAFlippedPixelThatTheDefaultRejects) {
   bytes[at + 10] ^= 1;
   testing::WriteFileOrDie(shard, bytes);
   // The dataset is opened with its checksums on; the loader's option decides.
-  std::shared_ptr<const Dataset> ds = OpenOrDie(dir.path());
+  std::shared_ptr<const Dataset> ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o = Options();
   o.batch_size = 7;
   o.shuffle = ShuffleMode::kNone;
@@ -306,7 +301,7 @@ TEST_P(LoaderTest, AShardTruncatedWhileMappedIsAnIOErrorNamingItNotACrash) {
   o.io_buffer_bytes = 1;  // and the read-ahead path reads only the batch being claimed
   o.shuffle = ShuffleMode::kNone;
   o.num_threads = 2;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   // The last shard loses every page while the loader holds it mapped.
   const std::string last = dir.Join(m.shards.back().data.file);
   ASSERT_EQ(::truncate(last.c_str(), 0), 0);
@@ -349,7 +344,7 @@ TEST_P(LoaderTest, SkipModeLeavesCorruptSamplesOutAndCountsThem) {
   o.batch_size = 5;
   o.shuffle = ShuffleMode::kNone;
   o.on_corrupt = OnCorrupt::kSkip;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   std::vector<Got> got = ReadEpoch(*loader);
   ASSERT_EQ(got.size(), 3u);
   EXPECT_EQ(got[1].indices, (std::vector<uint64_t>{5, 7, 8, 9}));
@@ -380,7 +375,7 @@ TEST(LoaderRingTest, HoldingTheSlotThatIsNeededIsAnErrorNotADeadlock) {
   LoaderOptions o;
   o.batch_size = 2;
   o.prefetch = 1;  // 3 slots
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   std::vector<Batch> held;
   for (int i = 0; i < 3; ++i) {
     auto b = loader->Next();
@@ -403,7 +398,7 @@ TEST(LoaderRingTest, BatchesHeldAcrossStartEpochDoNotBlockTheNewEpoch) {
   o.batch_size = 2;
   o.prefetch = 1;  // 3 slots, 4 batches per epoch: epochs end in different slots
   o.shuffle = ShuffleMode::kNone;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   // The consumer always holds the two batches before the one it asks for (the most a
   // 3-slot ring allows), across epoch boundaries too, as a for-loop over batches that
   // keeps the previous step's batch alive does.
@@ -430,7 +425,7 @@ TEST(LoaderRingTest, WaitReadyReturnsOnceNextWouldNotBlock) {
   LoaderOptions o;
   o.batch_size = 2;
   o.prefetch = 1;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   EXPECT_TRUE(loader->WaitReady(std::chrono::seconds(30)));  // batch 0 gets made
   std::vector<Batch> held;
   for (int i = 0; i < 3; ++i) {
@@ -452,7 +447,7 @@ TEST(LoaderRingTest, WaitReadyReturnsOnceNextWouldNotBlock) {
 TEST(LoaderRingTest, StartEpochDropsWhatWasPrefetched) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 40});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 4;
   o.seed = 1;
@@ -471,7 +466,7 @@ TEST(LoaderRingTest, StatsCountWhatWasDelivered) {
   testing::WriteTestDataset(dir.path(), {.samples = 20});
   LoaderOptions o;
   o.batch_size = 6;
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   ReadEpoch(*loader);
   LoaderStats s = loader->stats();
   EXPECT_EQ(s.batches, 4u);
@@ -489,7 +484,7 @@ TEST(LoaderOutputTest, HostNormalisationMatchesTheReference) {
     o.batch_size = 4;
     o.output_type = type;
     o.shuffle = ShuffleMode::kNone;
-    auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+    auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
     auto b = loader->Next();
     ASSERT_OK(b.status());
     const size_t element = type == OutputType::kFloat32 ? 4 : 2;
@@ -515,7 +510,7 @@ TEST(LoaderOutputTest, HostNormalisationTablesAreBuiltOncePerLoader) {
   o.batch_size = 4;
   o.output_type = OutputType::kFloat16;
   const uint64_t before = read::HostNormalizer::Constructed();
-  auto loader = LoaderOrDie(OpenOrDie(dir.path()), o);
+  auto loader = LoaderOrDie(OpenDatasetOrDie(dir.path()), o);
   EXPECT_EQ(ReadEpoch(*loader).size(), 3u);  // batches
   ASSERT_OK(loader->StartEpoch(1));
   EXPECT_EQ(ReadEpoch(*loader).size(), 3u);  // batches
@@ -525,7 +520,7 @@ TEST(LoaderOutputTest, HostNormalisationTablesAreBuiltOncePerLoader) {
 TEST(LoaderOutputTest, NormalisationStatisticsOutside0To1UnitsAreRefused) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 4});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.output_type = OutputType::kFloat32;
   o.mean = {123.675f, 116.28f, 103.53f};
@@ -548,7 +543,7 @@ TEST(LoaderOutputTest, VariableSizeDatasetsNeedATransform) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(),
                             {.samples = 12, .height = 8, .width = 9, .variable_size = true});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 4;
   o.output_height = 6;
@@ -570,7 +565,7 @@ TEST(LoaderOutputTest, VariableSizeDatasetsNeedATransform) {
 TEST(LoaderOptionsTest, BadOptionsAreInvalidArguments) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 4});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   auto code = [&](auto change) {
     LoaderOptions o;
     change(o);
@@ -594,7 +589,7 @@ TEST(LoaderOptionsTest, BadOptionsAreInvalidArguments) {
 TEST(LoaderOptionsTest, AStateForAnotherConfigurationIsRefused) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 8});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 2;
   auto loader = LoaderOrDie(ds, o);
@@ -611,7 +606,7 @@ TEST(LoaderOptionsTest, AStateForAnotherConfigurationIsRefused) {
 TEST(LoaderOptionsTest, AStateNamesEveryFieldThatDiffers) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 8});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 2;
   o.shuffle = ShuffleMode::kBlock;
@@ -656,8 +651,8 @@ TEST(LoaderOptionsTest, ABlockStateForOtherShardSizesIsRefused) {
   o.batch_size = 2;
   o.shuffle = ShuffleMode::kBlock;
   o.block_size = 2;
-  LoaderState s = LoaderOrDie(OpenOrDie(a.path()), o)->state();
-  auto other = Loader::Create(OpenOrDie(b.path()), o, &s);
+  LoaderState s = LoaderOrDie(OpenDatasetOrDie(a.path()), o)->state();
+  auto other = Loader::Create(OpenDatasetOrDie(b.path()), o, &s);
   EXPECT_EQ(other.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(other.status().message().find("shard_layout"), std::string::npos)
       << other.status().message();
@@ -730,7 +725,7 @@ TEST(LoaderOptionsTest, MalformedStatesAreRejectedNamingTheItem) {
 TEST(LoaderOptionsTest, AVersion1StateStillResumes) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 8});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 2;
   auto v1 = LoaderState::Parse(
@@ -753,7 +748,8 @@ TEST(LoaderDeviceTest, ADeviceThatIsNotThereIsUnavailable) {
   testing::WriteTestDataset(dir.path(), {.samples = 4});
   LoaderOptions o;
   o.device = cuda::DeviceCount();  // one past the last device
-  EXPECT_EQ(Loader::Create(OpenOrDie(dir.path()), o).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(Loader::Create(OpenDatasetOrDie(dir.path()), o).status().code(),
+            StatusCode::kUnavailable);
 }
 
 // ---- GPU path (skipped without a CUDA device) ----
@@ -778,7 +774,7 @@ class LoaderGpuTest : public ::testing::Test {
 TEST_F(LoaderGpuTest, DeviceBatchesEqualTheHostPathsBatches) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 23, .height = 6, .width = 5});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   for (OutputType type : {OutputType::kUint8, OutputType::kFloat32, OutputType::kFloat16}) {
     LoaderOptions o;
     o.batch_size = 4;
@@ -804,7 +800,7 @@ TEST_F(LoaderGpuTest, DeviceBatchesEqualTheHostPathsBatches) {
 TEST_F(LoaderGpuTest, ReleasedSlotIsNotOverwrittenWhileTheConsumersStreamStillReadsIt) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 40, .height = 16, .width = 16});
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 4;
   o.prefetch = 1;  // 3 slots: batch 3 reuses batch 0's

@@ -20,16 +20,9 @@
 namespace shardpack {
 namespace {
 
+using testing::OpenDatasetOrDie;
 using testing::TempDir;
 using testing::TestDatasetSpec;
-
-std::shared_ptr<const Dataset> OpenOrDie(const std::string& dir, io::Env* env = nullptr) {
-  DatasetOptions options;
-  options.env = env;
-  auto ds = Dataset::Open(dir, options);
-  EXPECT_TRUE(ds.ok()) << ds.status().ToString();
-  return std::shared_ptr<const Dataset>(std::move(ds).value());
-}
 
 TestDatasetSpec Spec(Backend backend, uint64_t samples) {
   TestDatasetSpec s;
@@ -68,7 +61,7 @@ TEST(ReadUnitsTest, BatchesWithoutWindowsAndWholeWindowsWithThem) {
 TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredOne) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 21));  // 3 shards of 7
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   read::ReadAheadOptions o;
   o.unit_samples = 9;
   o.slots = 2;
@@ -149,7 +142,7 @@ TEST_P(ReadAheadTest, RecordsASmallGapApartJoinOneReadAndTheirBytesAreTheStoredO
   spec.max_shard_records = 6;
   spec.lmdb_initial_map_bytes = 16ull << 20;
   testing::WriteTestDataset(dir.path(), spec);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   read::ReadAheadOptions o;
   o.unit_samples = 6;
   o.slots = 1;
@@ -167,7 +160,7 @@ TEST_P(ReadAheadTest, RecordsASmallGapApartJoinOneReadAndTheirBytesAreTheStoredO
 TEST_P(ReadAheadTest, ASlotTakesItsNextUnitOnlyOnceEveryPositionIsFinished) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 14));  // 2 shards of 7
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   read::ReadAheadOptions o;
   o.unit_samples = 6;
   o.slots = 2;
@@ -260,7 +253,7 @@ class ReadAheadLoaderTest : public ::testing::TestWithParam<Backend> {};
 TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 61));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   struct Case {
     const char* name;
     std::function<void(LoaderOptions*)> set;
@@ -348,7 +341,7 @@ TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
 TEST_P(ReadAheadLoaderTest, StatsNameThePathAndCountTheBytesRead) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), Spec(GetParam(), 20));
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 5;
   o.io = IoPath::kReadAhead;
@@ -409,7 +402,7 @@ std::shared_ptr<const Dataset> InMemory(const TempDir& dir, io::MemEnv* env, Man
   for (const auto& entry : std::filesystem::directory_iterator(dir.path())) {
     env->SetFileContents(entry.path().string(), testing::ReadFileOrDie(entry.path().string()));
   }
-  return OpenOrDie(dir.path(), env);
+  return OpenDatasetOrDie(dir.path(), env);
 }
 
 StatusOr<int> BatchesUntilFailure(Loader& loader) {
@@ -487,7 +480,7 @@ TEST(ReadAheadFaultTest, ACorruptRecordReadsAsOnTheMappedPath) {
   ASSERT_NE(at, std::string::npos);
   bytes[at + 3] ^= 4;
   testing::WriteFileOrDie(shard, bytes);
-  auto ds = OpenOrDie(dir.path());
+  auto ds = OpenDatasetOrDie(dir.path());
   std::string messages[2];
   uint64_t skipped[2];
   for (int path = 0; path < 2; ++path) {

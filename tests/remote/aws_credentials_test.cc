@@ -22,13 +22,13 @@ namespace {
 namespace fs = std::filesystem;
 using testing::TempDir;
 
-constexpr char kSecret[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
-constexpr char kToken[] = "FwoGZXIvYXdzEXAMPLETOKEN";
+constexpr char kExampleSecret[] = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+constexpr char kExampleToken[] = "FwoGZXIvYXdzEXAMPLETOKEN";
 
 std::string ProcessJson(const std::string& expiration) {
   return std::string(R"({"Version": 1, "AccessKeyId": "ASIAPROCESS", "SecretAccessKey": ")") +
-         kSecret + R"(", "SessionToken": ")" + kToken + R"(", "Expiration": ")" + expiration +
-         R"("})";
+         kExampleSecret + R"(", "SessionToken": ")" + kExampleToken + R"(", "Expiration": ")" +
+         expiration + R"("})";
 }
 
 class OtherCredentialsTest : public ::testing::Test {
@@ -85,8 +85,8 @@ TEST_F(OtherCredentialsTest, CredentialProcessOfTheProfileIsRunOnceForTheProcess
   ASSERT_TRUE(found.ok()) << found.status().ToString();
   ASSERT_TRUE(found->credentials.has_value());
   EXPECT_EQ(found->credentials->access_key_id, "ASIAPROCESS");
-  EXPECT_EQ(found->credentials->secret_access_key, kSecret);
-  EXPECT_EQ(found->credentials->session_token, kToken);
+  EXPECT_EQ(found->credentials->secret_access_key, kExampleSecret);
+  EXPECT_EQ(found->credentials->session_token, kExampleToken);
   EXPECT_EQ(found->source, "credential_process of profile sso in /home/u/.aws/config");
   EXPECT_EQ(found->expires, 32472144000);  // 2999-01-01
   ASSERT_TRUE(Find(config).ok());
@@ -114,7 +114,7 @@ TEST_F(OtherCredentialsTest, AFailingOrMalformedProcessIsNamedWithoutItsOutput) 
                 "exited with status 3"),
             std::string::npos)
       << r.status().message();
-  EXPECT_EQ(r.status().message().find(kSecret), std::string::npos);
+  EXPECT_EQ(r.status().message().find(kExampleSecret), std::string::npos);
 
   S3Config no_secret = ProfileWithProcess("partial.sh", R"({"Version": 1, "AccessKeyId": "A"})");
   auto m = Find(no_secret);
@@ -124,12 +124,13 @@ TEST_F(OtherCredentialsTest, AFailingOrMalformedProcessIsNamedWithoutItsOutput) 
 }
 
 TEST(CredentialsJsonTest, FieldsVersionAndExpirationAreChecked) {
-  auto container = ParseCredentialsJson(
-      std::string(R"({"AccessKeyId": "ASIAC", "SecretAccessKey": ")") + kSecret +
-          R"(", "Token": ")" + kToken + R"(", "Expiration": "2026-11-26T14:03:00.123+01:00"})",
-      "x");
+  auto container =
+      ParseCredentialsJson(std::string(R"({"AccessKeyId": "ASIAC", "SecretAccessKey": ")") +
+                               kExampleSecret + R"(", "Token": ")" + kExampleToken +
+                               R"(", "Expiration": "2026-11-26T14:03:00.123+01:00"})",
+                           "x");
   ASSERT_TRUE(container.ok()) << container.status().ToString();
-  EXPECT_EQ(container->credentials->session_token, kToken);
+  EXPECT_EQ(container->credentials->session_token, kExampleToken);
   EXPECT_EQ(container->expires, 1795701780 - 3600);  // 2026-11-26T14:03:00Z minus the offset
   EXPECT_EQ(*ParseIso8601("2026-11-26T14:03:00Z"), 1795701780);
   for (const char* bad : {"", "2026-11-26", "2026-11-26T14:03:00Q", "tomorrow"}) {
@@ -150,7 +151,7 @@ TEST_F(OtherCredentialsTest, AContainerEndpointIsAskedWithItsToken) {
   TempDir root, work;
   testing::WriteFileOrDie(root.Join("v2-credentials"),
                           std::string(R"({"AccessKeyId": "ASIACONTAINER", "SecretAccessKey": ")") +
-                              kSecret + R"(", "Token": ")" + kToken +
+                              kExampleSecret + R"(", "Token": ")" + kExampleToken +
                               R"(", "Expiration": "2999-01-01T00:00:00Z"})");
   // nginx answers only a request carrying the token.
   testing::NginxServer server(

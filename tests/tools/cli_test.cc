@@ -16,67 +16,50 @@
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "test_util.h"
+#include "tools/cli_run.h"
 
 namespace shardpack {
 namespace {
 
-struct CliRun {
-  int code;
-  std::string out;
-};
-
-// Runs the CLI with `args` (in directory `cwd` when given); a run still going after 60 s
-// is killed and exits 124.
-CliRun Shardpack(const std::string& args, const std::string& cwd = "") {
-  std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
-                    std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
-  FILE* p = ::popen(cmd.c_str(), "r");
-  CliRun r{-1, ""};
-  if (p == nullptr) return r;
-  std::array<char, 4096> buf;
-  size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
-  int status = ::pclose(p);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+using testing::CliRun;
+using testing::RunCli;
 
 TEST(CliTest, VerifyExitsZeroOnACleanDatasetOneOnFaultsTwoOnNoDataset) {
   testing::TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 5});
-  CliRun ok = Shardpack("verify " + dir.path());
+  CliRun ok = RunCli("verify " + dir.path());
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find(": OK: "), std::string::npos) << ok.out;
 
   std::string bytes = testing::ReadFileOrDie(dir.Join(m.shards[0].data.file));
   bytes[bytes.size() - 1] ^= 1;  // the last record's data checksum
   testing::WriteFileOrDie(dir.Join(m.shards[0].data.file), bytes);
-  CliRun bad = Shardpack("verify " + dir.path());
+  CliRun bad = RunCli("verify " + dir.path());
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("shardpack verify: " + m.shards[0].data.file + ": record 3 at offset"),
             std::string::npos)
       << bad.out;
-  CliRun json = Shardpack("verify --json " + dir.path());
+  CliRun json = RunCli("verify --json " + dir.path());
   EXPECT_EQ(json.code, 1);
   EXPECT_NE(json.out.find("\"ok\": false"), std::string::npos) << json.out;
 
   testing::TempDir empty;
-  CliRun none = Shardpack("verify " + empty.path());
+  CliRun none = RunCli("verify " + empty.path());
   EXPECT_EQ(none.code, 2) << none.out;
   EXPECT_NE(none.out.find("is not a shardpack dataset"), std::string::npos);
-  EXPECT_EQ(Shardpack("verify").code, 2);
-  EXPECT_EQ(Shardpack("frobnicate").code, 2);
+  EXPECT_EQ(RunCli("verify").code, 2);
+  EXPECT_EQ(RunCli("frobnicate").code, 2);
 }
 
 TEST(CliTest, InfoDescribesTheDataset) {
   testing::TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 7, .num_classes = 2});
-  CliRun r = Shardpack("info " + dir.path());
+  CliRun r = RunCli("info " + dir.path());
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("samples      7"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("class1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("4x5, 3 channels"), std::string::npos) << r.out;
-  CliRun j = Shardpack("info --json " + dir.path());
+  CliRun j = RunCli("info --json " + dir.path());
   EXPECT_EQ(j.code, 0);
   EXPECT_NE(j.out.find("\"num_samples\": 7"), std::string::npos) << j.out;
 }
@@ -87,8 +70,8 @@ TEST(CliTest, ConvertStatsSaysWhereTheTimeWent) {
   testing::WriteFileOrDie(src.Join("c/a.png"),
                           testing::EncodePng(testing::Pattern(20, 30, 3, 1), 20, 30, 3));
   testing::TempDir out;
-  CliRun r = Shardpack("convert --quiet --stats --threads 1 --size 8x8 " + src.path() + " " +
-                       out.path() + " 2>/dev/null");
+  CliRun r = RunCli("convert --quiet --stats --threads 1 --size 8x8 " + src.path() + " " +
+                    out.path() + " 2>/dev/null");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("where the time went (1 threads"), std::string::npos) << r.out;
   for (const char* stage :
@@ -97,8 +80,8 @@ TEST(CliTest, ConvertStatsSaysWhereTheTimeWent) {
         << stage << ": " << r.out;
   }
   testing::TempDir json_out;
-  CliRun j = Shardpack("convert --quiet --json --threads 1 --size 8x8 " + src.path() + " " +
-                       json_out.path() + " 2>/dev/null");
+  CliRun j = RunCli("convert --quiet --json --threads 1 --size 8x8 " + src.path() + " " +
+                    json_out.path() + " 2>/dev/null");
   EXPECT_EQ(j.code, 0) << j.out;
   auto parsed = nlohmann::json::parse(j.out);
   ASSERT_TRUE(parsed.contains("stages")) << j.out;
@@ -114,18 +97,18 @@ TEST(CliTest, ConvertTakesTheFilterNamesOfTheManifestAndRefusesOthers) {
                           testing::EncodePng(testing::Pattern(20, 30, 3, 1), 20, 30, 3));
   for (const char* filter : {"lanczos3", "lanczos", "area"}) {
     testing::TempDir out;
-    CliRun r = Shardpack("convert --quiet --size 8x8 --filter " + std::string(filter) + " " +
-                         src.path() + " " + out.path());
+    CliRun r = RunCli("convert --quiet --size 8x8 --filter " + std::string(filter) + " " +
+                      src.path() + " " + out.path());
     EXPECT_EQ(r.code, 0) << filter << ": " << r.out;
     const std::string manifest = testing::ReadFileOrDie(out.Join("manifest.json"));
     const std::string written = std::string(filter) == "area" ? "area" : "lanczos3";
     EXPECT_NE(manifest.find("\"filter\": \"" + written + "\""), std::string::npos) << manifest;
   }
   testing::TempDir out;
-  CliRun bad = Shardpack("convert --size 8x8 --filter nearest " + src.path() + " " + out.path());
+  CliRun bad = RunCli("convert --size 8x8 --filter nearest " + src.path() + " " + out.path());
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("unknown resize filter \"nearest\""), std::string::npos) << bad.out;
-  CliRun fit = Shardpack("convert --size 8x8 --fit fill " + src.path() + " " + out.path());
+  CliRun fit = RunCli("convert --size 8x8 --fit fill " + src.path() + " " + out.path());
   EXPECT_EQ(fit.code, 2) << fit.out;
   EXPECT_NE(fit.out.find("unknown fit mode \"fill\""), std::string::npos) << fit.out;
   EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json")));
@@ -135,27 +118,27 @@ TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {
   testing::TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 5});
   const std::string png = dir.Join("grid.png");
-  CliRun ok = Shardpack("preview " + dir.path() + " -o " + png + " --thumb 32 --columns 4");
+  CliRun ok = RunCli("preview " + dir.path() + " -o " + png + " --thumb 32 --columns 4");
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("wrote " + png + ": 5 samples, 160x104"), std::string::npos) << ok.out;
   EXPECT_EQ(testing::ReadFileOrDie(png).substr(1, 3), "PNG");
   EXPECT_FALSE(std::filesystem::exists(png + ".tmp"));
-  CliRun rows = Shardpack("preview " + dir.path() + " -o " + png + " --per-class --thumb 32");
+  CliRun rows = RunCli("preview " + dir.path() + " -o " + png + " --per-class --thumb 32");
   EXPECT_EQ(rows.code, 0) << rows.out;
 
   std::string bytes = testing::ReadFileOrDie(dir.Join(m.shards[0].data.file));
   bytes[bytes.size() - 1] ^= 1;  // the last record's data checksum
   testing::WriteFileOrDie(dir.Join(m.shards[0].data.file), bytes);
-  CliRun bad = Shardpack("preview " + dir.path() + " -o " + png);
+  CliRun bad = RunCli("preview " + dir.path() + " -o " + png);
   EXPECT_EQ(bad.code, 1) << bad.out;
   EXPECT_NE(bad.out.find("shardpack preview: " + m.shards[0].data.file + ": record 3 at offset"),
             std::string::npos)
       << bad.out;
 
   testing::TempDir empty;
-  EXPECT_EQ(Shardpack("preview " + empty.path() + " -o " + png).code, 2);
-  EXPECT_EQ(Shardpack("preview " + dir.path()).code, 2);  // no -o
-  EXPECT_EQ(Shardpack("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code, 2);
+  EXPECT_EQ(RunCli("preview " + empty.path() + " -o " + png).code, 2);
+  EXPECT_EQ(RunCli("preview " + dir.path()).code, 2);  // no -o
+  EXPECT_EQ(RunCli("preview " + dir.path() + " -o " + png + " --per-class --columns 3").code, 2);
 }
 
 TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlocking) {
@@ -165,11 +148,11 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
   std::filesystem::remove(shard);
   ASSERT_EQ(::mkfifo(shard.c_str(), 0644), 0);
   const std::string why = m.shards[1].data.file + ": not a regular file but a FIFO";
-  CliRun verify = Shardpack("verify " + dir.path());
+  CliRun verify = RunCli("verify " + dir.path());
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find(why), std::string::npos) << verify.out;
   for (const std::string& command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
-    CliRun r = Shardpack(command + " " + dir.path());
+    CliRun r = RunCli(command + " " + dir.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << command << ": " << r.out;
   }
@@ -178,7 +161,7 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
   ASSERT_EQ(::mkfifo(fifo.Join("manifest.json").c_str(), 0644), 0);
   for (const std::string& command : {std::string("verify"), std::string("info"),
                                      "preview -o " + dir.Join("p.png"), std::string("bench")}) {
-    CliRun r = Shardpack(command + " " + fifo.path());
+    CliRun r = RunCli(command + " " + fifo.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find("manifest.json: not a regular file but a FIFO"), std::string::npos)
         << command << ": " << r.out;
@@ -195,11 +178,11 @@ TEST(CliTest, ATruncatedLmdbShardIsAFaultNamingItInVerifyPreviewAndBench) {
   const std::string shard = dir.Join(m.shards[1].data.file);
   const std::string bytes = testing::ReadFileOrDie(shard);
   testing::WriteFileOrDie(shard, bytes.substr(0, bytes.size() / 2));
-  CliRun verify = Shardpack("verify " + dir.path());
+  CliRun verify = RunCli("verify " + dir.path());
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find(m.shards[1].data.file), std::string::npos) << verify.out;
   for (const std::string& command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
-    CliRun r = Shardpack(command + " " + dir.path());
+    CliRun r = RunCli(command + " " + dir.path());
     EXPECT_EQ(r.code, 1) << command << ": " << r.out;
     EXPECT_NE(r.out.find(m.shards[1].data.file + ": the file is " +
                          std::to_string(bytes.size() / 2) + " bytes"),
@@ -238,26 +221,26 @@ TEST(CliTest, NumbersAreParsedStrictlyAndTheErrorStatesValueAndRange) {
        "--png-compression: 10 is out of range; expected an integer from 0 to 9"},
   };
   for (const auto& [args, message] : refused) {
-    CliRun r = Shardpack(convert + args);
+    CliRun r = RunCli(convert + args);
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find(message), std::string::npos) << args << ": " << r.out;
   }
   EXPECT_FALSE(std::filesystem::exists(dir.Join("out")));
-  CliRun ok = Shardpack(convert + "--size 8x8 --seed 18446744073709551615 --quiet");
+  CliRun ok = RunCli(convert + "--size 8x8 --seed 18446744073709551615 --quiet");
   EXPECT_EQ(ok.code, 0) << ok.out;
-  CliRun png = Shardpack("convert " + src.path() + " " + dir.Join("png") +
-                         " --size 8x8 --encoding png --png-compression 1 --quiet");
+  CliRun png = RunCli("convert " + src.path() + " " + dir.Join("png") +
+                      " --size 8x8 --encoding png --png-compression 1 --quiet");
   EXPECT_EQ(png.code, 0) << png.out;
   EXPECT_NE(testing::ReadFileOrDie(dir.Join("png/manifest.json")).find("\"png_compression\": 1"),
             std::string::npos);
 
-  CliRun batch = Shardpack("bench " + dir.Join("out") + " --batch-size 2.5");
+  CliRun batch = RunCli("bench " + dir.Join("out") + " --batch-size 2.5");
   EXPECT_EQ(batch.code, 2);
   EXPECT_NE(batch.out.find("--batch-size: \"2.5\" is not a whole number; expected an integer "
                            "from 1 to 2147483647"),
             std::string::npos)
       << batch.out;
-  CliRun zero = Shardpack("bench " + dir.Join("out") + " --batch-size 0");
+  CliRun zero = RunCli("bench " + dir.Join("out") + " --batch-size 0");
   EXPECT_NE(zero.out.find("--batch-size: 0 is out of range; expected an integer from 1"),
             std::string::npos)
       << zero.out;
@@ -266,16 +249,16 @@ TEST(CliTest, NumbersAreParsedStrictlyAndTheErrorStatesValueAndRange) {
 TEST(CliTest, BenchAndPreviewRefuseWhatCannotWorkInsteadOfTryingIt) {
   testing::TempDir dir;
   testing::WriteTestDataset(dir.path(), {.samples = 5});
-  CliRun big = Shardpack("bench " + dir.path() + " --batch-size 2147483647");
+  CliRun big = RunCli("bench " + dir.path() + " --batch-size 2147483647");
   EXPECT_EQ(big.code, 2) << big.out;
   EXPECT_NE(big.out.find("more than half of this machine's"), std::string::npos) << big.out;
-  CliRun larger = Shardpack("bench " + dir.path() + " --batch-size 6");
+  CliRun larger = RunCli("bench " + dir.path() + " --batch-size 6");
   EXPECT_EQ(larger.code, 2) << larger.out;
   EXPECT_NE(larger.out.find("--batch-size 6 is larger than the dataset (5 samples)"),
             std::string::npos)
       << larger.out;
   const std::string manifest = testing::ReadFileOrDie(dir.Join("manifest.json"));
-  CliRun over = Shardpack("preview " + dir.path() + " -o " + dir.Join("manifest.json"));
+  CliRun over = RunCli("preview " + dir.path() + " -o " + dir.Join("manifest.json"));
   EXPECT_EQ(over.code, 2) << over.out;
   EXPECT_NE(over.out.find("this is the dataset's own file manifest.json"), std::string::npos)
       << over.out;
@@ -303,7 +286,7 @@ TEST(CliTest, AUrlSchemeThatIsNotServedIsRefusedByEveryCommandAndNothingIsWritte
       {"merge s3://bucket/ds", "this path must be a local file or directory"},
   };
   for (const auto& [args, expected] : runs) {
-    CliRun r = Shardpack(args, cwd.path());
+    CliRun r = RunCli(args, cwd.path());
     EXPECT_EQ(r.code, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find(expected), std::string::npos) << args << ": " << r.out;
   }
@@ -311,7 +294,7 @@ TEST(CliTest, AUrlSchemeThatIsNotServedIsRefusedByEveryCommandAndNothingIsWritte
   EXPECT_TRUE(std::filesystem::is_empty(cwd.path()));
 
   // The same name as a local path is taken as one.
-  CliRun local = Shardpack("convert" + size + src.path() + " ./s3://bucket/ds", cwd.path());
+  CliRun local = RunCli("convert" + size + src.path() + " ./s3://bucket/ds", cwd.path());
   EXPECT_EQ(local.code, 0) << local.out;
   EXPECT_TRUE(std::filesystem::exists(cwd.Join("s3:/bucket/ds/manifest.json")));
 }
@@ -323,20 +306,20 @@ TEST(CliTest, ASecondConvertIntoALockedDirectoryFailsAtOnceNamingTheHolder) {
                           testing::EncodeJpeg(testing::Pattern(8, 8, 3, 1), 8, 8, 3));
   auto lock = io::DirLock::Acquire(dir.path(), "shardpack convert");
   ASSERT_TRUE(lock.ok());
-  CliRun r = Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8");
+  CliRun r = RunCli("convert " + src.path() + " " + dir.path() + " --size 8x8");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find(dir.path() + ": locked by shardpack convert (pid " +
                        std::to_string(::getpid()) + ")"),
             std::string::npos)
       << r.out;
   lock->reset();
-  EXPECT_EQ(Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8").code, 0);
-  CliRun again = Shardpack("convert " + src.path() + " " + dir.path() + " --size 8x8 --resume");
+  EXPECT_EQ(RunCli("convert " + src.path() + " " + dir.path() + " --size 8x8").code, 0);
+  CliRun again = RunCli("convert " + src.path() + " " + dir.path() + " --size 8x8 --resume");
   EXPECT_EQ(again.code, 0) << again.out;
   EXPECT_NE(again.out.find(dir.path() + ": already complete (the same inputs and options)"),
             std::string::npos)
       << again.out;
-  CliRun changed = Shardpack("convert " + src.path() + " " + dir.path() + " --size 9x9 --resume");
+  CliRun changed = RunCli("convert " + src.path() + " " + dir.path() + " --size 9x9 --resume");
   EXPECT_EQ(changed.code, 2) << changed.out;
   EXPECT_NE(changed.out.find("other options (size: "), std::string::npos) << changed.out;
 }
