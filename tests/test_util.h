@@ -16,10 +16,6 @@
 #include "shardpack/shard_writer.h"
 #include "shardpack/status.h"
 
-namespace shardpack::io {
-class Env;
-}  // namespace shardpack::io
-
 namespace shardpack::testing {
 
 // A fresh directory under the test temp dir, removed with its contents on destruction.
