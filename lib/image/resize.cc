@@ -412,7 +412,18 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
     internal::AxisTaps taps = axis.Taps();
     taps.groups = static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
     taps.packed = axis.packed.data();
-    internal::ResampleRowsRgbAvx2(in, in_stride, in_width, rows, taps, out, out_stride);
+    // Blocks of rows transposed and summed by the vertical kernel; the rows left, one
+    // at a time in place.
+    int done = 0;
+    if (rows >= internal::kRowBlockRows) {
+      taps.pairs = internal::VerticalPairs(axis.ksize);
+      taps.pair_weights = axis.pair_weights.data();
+      done = internal::ResampleRowBlocksRgbAvx2(
+          in, in_stride, in_width, rows, taps, out, out_stride,
+          buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size)));
+    }
+    internal::ResampleRowsRgbAvx2(in + done * in_stride, in_stride, in_width, rows - done, taps,
+                                  out + done * out_stride, out_stride);
     return;
   }
 #endif
@@ -420,7 +431,17 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
                           buffers.Columns(ColumnsBytes(in_width, rows, c)));
 }
 
-// Packs the horizontal weights for the AVX2 pass when it will run.
+// Splits the weights into pairs of taps (PackVerticalWeights), as the vertical kernel
+// takes them.
+void PackPairs(AxisWeights* axis) {
+  axis->pair_weights.resize(
+      internal::PairWeightsSize(axis->out_size, internal::VerticalPairs(axis->ksize)));
+  internal::AxisTaps taps = axis->Taps();
+  internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
+}
+
+// Packs the horizontal weights for the AVX2 passes when they will run: in groups of four
+// taps for the one that sums in place, in pairs for the row blocks.
 void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (c != 3 || !buffers.avx2) return;
   const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
@@ -428,15 +449,12 @@ void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& b
   axis->packed.resize(internal::PackedSize(axis->out_size, groups));
   internal::AxisTaps taps = axis->Taps();
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
+  PackPairs(axis);
 }
 
 // Packs the vertical weights for the AVX2 pass when it will run.
 void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
-  if (!buffers.avx2) return;
-  axis->pair_weights.resize(
-      internal::PairWeightsSize(axis->out_size, internal::VerticalPairs(axis->ksize)));
-  internal::AxisTaps taps = axis->Taps();
-  internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
+  if (buffers.avx2) PackPairs(axis);
 }
 
 // The vertical pass: the AVX2 kernel where it runs, else the portable one. `axis` is the
@@ -668,6 +686,8 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   if (channels == 3 && b.avx2) {
     b.horizontal.packed.reserve(
         internal::PackedSize(out_width, internal::PackedGroups(static_cast<int>(kh))));
+    b.horizontal.pair_weights.reserve(
+        internal::PairWeightsSize(out_width, internal::VerticalPairs(static_cast<int>(kh))));
   }
   b.vertical.first.reserve(out_height);
   b.vertical.count.reserve(out_height);
@@ -685,6 +705,7 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
                   static_cast<size_t>(out_height) * max_src_width * c));
   b.Columns(std::max(ColumnsBytes(max_src_width, max_src_height, channels),
                      ColumnsBytes(max_src_width, out_height, channels)));
+  if (channels == 3 && b.avx2) b.Columns(internal::RowBlockLinesBytes(max_src_width, out_width));
 }
 
 size_t ResizeScratch::capacity_bytes() const {

@@ -9,6 +9,15 @@
 // significant bits, more than vpmaddwd's 16, so each is split into a high and a low half
 // (resize_kernels.h) and the two sums are recombined: the result is the exact 32-bit sum
 // of the portable code, so the same bytes.
+//
+// That in-place sum takes about 16 instructions for the 21 multiply-adds of a 7-tap
+// pixel; the vertical pass needs about half as many per multiply-add. So rows go through
+// the horizontal pass 32 at a time, transposed (ResampleRowBlocksRgbAvx2): each source
+// column of the block becomes a 96-byte line (32 rows x RGB), the vertical kernel sums
+// the lines with the horizontal taps, and the output lines are transposed back, four
+// pixels of four rows per shuffle. Same sums, so the same bytes; the converter's resize
+// of a 350x280 photo to 256x256 ran 1.3-1.5x as fast (bench/micro_bench BM_ResizeCrop).
+// The rows left over, fewer than 32, are summed in place.
 #include <immintrin.h>
 
 #include <algorithm>
@@ -191,6 +200,30 @@ inline __m256i FinishColumns(const __m256i hi[4], const __m256i lo[4]) {
   return _mm256_packus_epi16(_mm256_packs_epi32(v[0], v[1]), _mm256_packs_epi32(v[2], v[3]));
 }
 
+inline __m128i Load16(const uint8_t* p) {
+  return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+}
+inline void Store16(uint8_t* p, __m128i v) { _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v); }
+
+// Four rows of four 3-byte pixels (the first 12 bytes of each input) to four columns of
+// four (the first 12 bytes of each output; the last 4 are zero): out[j] holds pixel j of
+// rows 0..3.
+inline void TransposePixels4x4(__m128i a, __m128i b, __m128i c, __m128i d, __m128i out[4]) {
+  const __m128i widen = _mm_setr_epi8(0, 1, 2, -1, 3, 4, 5, -1, 6, 7, 8, -1, 9, 10, 11, -1);
+  const __m128i narrow = _mm_setr_epi8(0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14, -1, -1, -1, -1);
+  a = _mm_shuffle_epi8(a, widen);
+  b = _mm_shuffle_epi8(b, widen);
+  c = _mm_shuffle_epi8(c, widen);
+  d = _mm_shuffle_epi8(d, widen);
+  const __m128i ab_low = _mm_unpacklo_epi32(a, b);   // a0 b0 a1 b1
+  const __m128i cd_low = _mm_unpacklo_epi32(c, d);   // c0 d0 c1 d1
+  const __m128i ab_high = _mm_unpackhi_epi32(a, b);  // a2 b2 a3 b3
+  const __m128i cd_high = _mm_unpackhi_epi32(c, d);  // c2 d2 c3 d3
+  out[0] = _mm_shuffle_epi8(_mm_unpacklo_epi64(ab_low, cd_low), narrow);
+  out[1] = _mm_shuffle_epi8(_mm_unpackhi_epi64(ab_low, cd_low), narrow);
+  out[2] = _mm_shuffle_epi8(_mm_unpacklo_epi64(ab_high, cd_high), narrow);
+  out[3] = _mm_shuffle_epi8(_mm_unpackhi_epi64(ab_high, cd_high), narrow);
+}
 }  // namespace
 
 size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
@@ -223,6 +256,65 @@ size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes
     }
   }
   return done;
+}
+
+int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride,
+                             uint8_t* lines) {
+  const int out_width = taps.out_size;
+  uint8_t* in_lines = lines;
+  uint8_t* out_lines = lines + static_cast<size_t>(in_width) * kRowLineStride;
+  int r0 = 0;
+  for (; r0 + kRowBlockRows <= rows; r0 += kRowBlockRows) {
+    const uint8_t* block = in + static_cast<size_t>(r0) * in_stride;
+    // In: line x holds source column x of the block's rows, row by row, 3 bytes each.
+    // Four columns of four rows at a time; a 16-byte load at column x reads to x + 5.33,
+    // so the last columns are copied one by one.
+    int x = 0;
+    for (; x + 6 <= in_width; x += 4) {
+      uint8_t* dst = in_lines + static_cast<size_t>(x) * kRowLineStride;
+      const uint8_t* src = block + static_cast<size_t>(x) * 3;
+#pragma GCC unroll 8
+      for (int r = 0; r < kRowBlockRows; r += 4, src += 4 * in_stride) {
+        __m128i c[4];
+        TransposePixels4x4(Load16(src), Load16(src + in_stride), Load16(src + 2 * in_stride),
+                           Load16(src + 3 * in_stride), c);
+        // 16 bytes each, 12 of them the pixels: the rest is written over by the next rows
+        // or falls in the line's spare bytes.
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) Store16(dst + j * kRowLineStride + r * 3, c[j]);
+      }
+    }
+    for (; x < in_width; ++x) {
+      uint8_t* dst = in_lines + static_cast<size_t>(x) * kRowLineStride;
+      const uint8_t* src = block + static_cast<size_t>(x) * 3;
+      for (int r = 0; r < kRowBlockRows; ++r) std::memcpy(dst + r * 3, src + r * in_stride, 3);
+    }
+    ResampleColumnsAvx2(in_lines, kRowLineStride, kRowLineBytes, taps, out_lines, kRowLineStride);
+    // Out: the same the other way; a 16-byte store at pixel x writes to x + 5.33, and the
+    // bytes past x + 4 are written over by the next columns, so the last ones one by one.
+    uint8_t* block_out = out + static_cast<size_t>(r0) * out_stride;
+    x = 0;
+    for (; x + 6 <= out_width; x += 4) {
+      const uint8_t* src = out_lines + static_cast<size_t>(x) * kRowLineStride;
+      uint8_t* dst = block_out + static_cast<size_t>(x) * 3;
+#pragma GCC unroll 8
+      for (int r = 0; r < kRowBlockRows; r += 4, dst += 4 * out_stride) {
+        __m128i p[4];
+        TransposePixels4x4(Load16(src + r * 3), Load16(src + kRowLineStride + r * 3),
+                           Load16(src + 2 * kRowLineStride + r * 3),
+                           Load16(src + 3 * kRowLineStride + r * 3), p);
+#pragma GCC unroll 4
+        for (int i = 0; i < 4; ++i) Store16(dst + i * out_stride, p[i]);
+      }
+    }
+    for (; x < out_width; ++x) {
+      const uint8_t* src = out_lines + static_cast<size_t>(x) * kRowLineStride;
+      uint8_t* dst = block_out + static_cast<size_t>(x) * 3;
+      for (int r = 0; r < kRowBlockRows; ++r) std::memcpy(dst + r * out_stride, src + r * 3, 3);
+    }
+  }
+  return r0;
 }
 
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,

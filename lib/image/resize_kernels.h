@@ -81,6 +81,18 @@ bool HaveAvx2();
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
                          const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
+// Horizontal pass over blocks of kRowBlockRows 3-channel rows with AVX2, transposed: each
+// block's columns become lines of kRowLineBytes (kRowLineStride apart) in `lines`, which
+// the vertical kernel resamples (taps with pair_weights), and back. Returns the rows done
+// (a multiple of kRowBlockRows); `lines` holds RowBlockLinesBytes(in_width, out_size).
+inline constexpr int kRowBlockRows = 32;
+inline constexpr size_t kRowLineBytes = kRowBlockRows * 3;
+inline constexpr size_t kRowLineStride = kRowLineBytes + 4;
+inline size_t RowBlockLinesBytes(int in_width, int out_width) {
+  return static_cast<size_t>(in_width + out_width) * kRowLineStride;
+}
+int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride, uint8_t* lines);
 // Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
 // out_stride) is the weighted sum of source rows first[y]..first[y] + count[y] (at in,
 // in_stride apart), with the weights packed by PackVerticalWeights, for the first

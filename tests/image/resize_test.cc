@@ -1074,7 +1074,8 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
 // slight to large (1 to 6 groups of horizontal taps; up to 181 vertical taps, odd and
 // even counts), upscaling, fractional boxes (taps starting anywhere in the row, so the
 // last pixels of a row take the scalar path), rows of fewer than 32 bytes and of 32k + r
-// bytes (the vertical pass's scalar tail), and strided sources. Noise exercises every
+// bytes (the vertical pass's scalar tail), strided sources, and RGB horizontal passes of
+// 32 rows or more (blocks of 32 transposed, the rows left in place). Noise exercises every
 // sample value and the extremes of the negative lobes.
 TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
   if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable kernels run";
@@ -1083,13 +1084,27 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
     float x0, y0, x1, y1;  // a fraction of the source side each
   };
   const Shape shapes[] = {
-      {280, 350, 256, 256, 0.05f, 0.0f, 0.95f, 1.0f}, {350, 280, 256, 256, 0.0f, 0.1f, 1.0f, 0.9f},
-      {37, 48, 17, 19, 0.0f, 0.0f, 1.0f, 1.0f},       {64, 48, 20, 44, 0.0f, 0.0f, 1.0f, 1.0f},
-      {9, 130, 9, 11, 0.013f, 0.0f, 0.977f, 1.0f},    {40, 31, 80, 62, 0.0f, 0.0f, 1.0f, 1.0f},
-      {5, 7, 3, 2, 0.0f, 0.0f, 1.0f, 1.0f},           {19, 200, 13, 3, 0.3f, 0.2f, 0.31f, 0.9f},
-      {33, 97, 33, 96, 0.0f, 0.0f, 1.0f, 1.0f},       {2, 4, 2, 1, 0.0f, 0.0f, 1.0f, 1.0f},
-      {97, 33, 40, 33, 0.0f, 0.0f, 1.0f, 1.0f},       {600, 40, 20, 40, 0.0f, 0.0f, 1.0f, 1.0f},
+      {280, 350, 256, 256, 0.05f, 0.0f, 0.95f, 1.0f},
+      {350, 280, 256, 256, 0.0f, 0.1f, 1.0f, 0.9f},
+      {37, 48, 17, 19, 0.0f, 0.0f, 1.0f, 1.0f},
+      {64, 48, 20, 44, 0.0f, 0.0f, 1.0f, 1.0f},
+      {9, 130, 9, 11, 0.013f, 0.0f, 0.977f, 1.0f},
+      {40, 31, 80, 62, 0.0f, 0.0f, 1.0f, 1.0f},
+      {5, 7, 3, 2, 0.0f, 0.0f, 1.0f, 1.0f},
+      {19, 200, 13, 3, 0.3f, 0.2f, 0.31f, 0.9f},
+      {33, 97, 33, 96, 0.0f, 0.0f, 1.0f, 1.0f},
+      {2, 4, 2, 1, 0.0f, 0.0f, 1.0f, 1.0f},
+      {97, 33, 40, 33, 0.0f, 0.0f, 1.0f, 1.0f},
+      {600, 40, 20, 40, 0.0f, 0.0f, 1.0f, 1.0f},
       {120, 75, 41, 75, 0.0f, 0.07f, 1.0f, 0.93f},
+      // RGB row blocks (32 rows, transposed four by four): sides under six pixels (every
+      // column copied one by one), tails of one to three columns, horizontal only (the
+      // blocks write the output), and 32k rows and 32k + 1.
+      {64, 5, 40, 3, 0.0f, 0.0f, 1.0f, 1.0f},
+      {70, 9, 66, 7, 0.0f, 0.0f, 1.0f, 1.0f},
+      {65, 30, 65, 29, 0.0f, 0.0f, 1.0f, 1.0f},
+      {96, 41, 96, 22, 0.1f, 0.0f, 0.8f, 1.0f},
+      {64, 130, 64, 255, 0.0f, 0.0f, 1.0f, 1.0f},
   };
   for (ResizeFilter filter : kAllFilters) {
     for (const Shape& sh : shapes) {
