@@ -1098,8 +1098,9 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
       {600, 40, 20, 40, 0.0f, 0.0f, 1.0f, 1.0f},
       {120, 75, 41, 75, 0.0f, 0.07f, 1.0f, 0.93f},
       // RGB row blocks (32 rows, transposed four by four): sides under six pixels (every
-      // column copied one by one), tails of one to three columns, horizontal only (the
-      // blocks write the output), and 32k rows and 32k + 1.
+      // column copied one by one), tails of two to five columns copied one by one (with
+      // 130, 255, 96 and 29 wide rows above and here), horizontal only (the blocks write
+      // the output), and 32k rows and 32k + 1.
       {64, 5, 40, 3, 0.0f, 0.0f, 1.0f, 1.0f},
       {70, 9, 66, 7, 0.0f, 0.0f, 1.0f, 1.0f},
       {65, 30, 65, 29, 0.0f, 0.0f, 1.0f, 1.0f},
