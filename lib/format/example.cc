@@ -234,7 +234,7 @@ Status ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, Fea
   Parser p(outer.base(), b, e);
   if (f->kind == FeatureRef::Kind::kAbsent) f->kind = FeatureRef::Kind::kNone;
   while (!p.done()) {
-    int field, wire;
+    int field = 0, wire = 0;  // ReadTag sets both when it succeeds
     SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
     if (field < 1 || field > 3 || wire != kLen) {
       SHARDPACK_RETURN_IF_ERROR(p.Skip(field, wire));
@@ -315,7 +315,7 @@ Status ParseMapEntry(const Parser& outer, const uint8_t* b, const uint8_t* e, Ex
   const uint8_t *vb = nullptr, *ve = nullptr;
   std::vector<std::pair<const uint8_t*, const uint8_t*>> extra_values;
   while (!p.done()) {
-    int field, wire;
+    int field = 0, wire = 0;  // ReadTag sets both when it succeeds
     SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
     if (field == 1 && wire == kLen) {
       const uint8_t *kb, *ke;
@@ -349,7 +349,7 @@ Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out)
   *out = ExampleView{};
   Parser p(payload, payload, payload + size);
   while (!p.done()) {
-    int field, wire;
+    int field = 0, wire = 0;  // ReadTag sets both when it succeeds
     SHARDPACK_RETURN_IF_ERROR(p.ReadTag(&field, &wire));
     if (field != 1 || wire != kLen) {
       SHARDPACK_RETURN_IF_ERROR(p.Skip(field, wire));
