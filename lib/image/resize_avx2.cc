@@ -224,6 +224,7 @@ inline void TransposePixels4x4(__m128i a, __m128i b, __m128i c, __m128i d, __m12
   out[2] = _mm_shuffle_epi8(_mm_unpacklo_epi64(ab_high, cd_high), narrow);
   out[3] = _mm_shuffle_epi8(_mm_unpackhi_epi64(ab_high, cd_high), narrow);
 }
+
 }  // namespace
 
 size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,

@@ -81,10 +81,14 @@ bool HaveAvx2();
 void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
                          const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
-// Horizontal pass over blocks of kRowBlockRows 3-channel rows with AVX2, transposed: each
-// block's columns become lines of kRowLineBytes (kRowLineStride apart) in `lines`, which
-// the vertical kernel resamples (taps with pair_weights), and back. Returns the rows done
-// (a multiple of kRowBlockRows); `lines` holds RowBlockLinesBytes(in_width, out_size).
+// Horizontal pass over 3-channel rows with AVX2 (call only when HaveAvx2()), as
+// ResampleRowsRgbAvx2 but kRowBlockRows rows at a time, transposed: each block's source
+// columns become lines of kRowLineBytes (kRowLineStride apart) in `lines`, which
+// ResampleColumnsAvx2 sums with the taps' pair_weights (PackVerticalWeights of the
+// horizontal weights), and back. `lines` holds RowBlockLinesBytes(in_width, out_size)
+// bytes. Returns the rows done, the largest multiple of kRowBlockRows up to `rows`; the
+// caller sums the rest. No byte past in_width * 3 of a source row is read, and none past
+// out_size * 3 of an output row is written. Same bytes as the portable pass.
 inline constexpr int kRowBlockRows = 32;
 inline constexpr size_t kRowLineBytes = kRowBlockRows * 3;
 inline constexpr size_t kRowLineStride = kRowLineBytes + 4;
