@@ -403,17 +403,15 @@ struct ResizeScratch::Buffers {
 namespace {
 
 // The horizontal pass: the AVX2 kernel for RGB where it runs, else the portable one.
-// `axis` is the horizontal axis with its packed weights (PrepareHorizontal).
+// `axis` is the horizontal axis with its packed weights (PrepareHorizontal for `rows`).
 void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, int rows,
                     const AxisWeights& axis, uint8_t* out, size_t out_stride,
                     ResizeScratch::Buffers& buffers) {
 #if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx2.cc is built only for x86-64
   if (c == 3 && buffers.avx2) {
-    internal::AxisTaps taps = axis.Taps();
-    taps.groups = static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
-    taps.packed = axis.packed.data();
     // Blocks of rows transposed and summed by the vertical kernel; the rows left, one
-    // at a time in place.
+    // at a time in place. PrepareHorizontal packed the weights each needs.
+    internal::AxisTaps taps = axis.Taps();
     int done = 0;
     if (rows >= internal::kRowBlockRows) {
       taps.pairs = internal::VerticalPairs(axis.ksize);
@@ -422,8 +420,13 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
           in, in_stride, in_width, rows, taps, out, out_stride,
           buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size)));
     }
-    internal::ResampleRowsRgbAvx2(in + done * in_stride, in_stride, in_width, rows - done, taps,
-                                  out + done * out_stride, out_stride);
+    if (done < rows) {
+      taps.groups =
+          static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
+      taps.packed = axis.packed.data();
+      internal::ResampleRowsRgbAvx2(in + done * in_stride, in_stride, in_width, rows - done, taps,
+                                    out + done * out_stride, out_stride);
+    }
     return;
   }
 #endif
@@ -440,16 +443,18 @@ void PackPairs(AxisWeights* axis) {
   internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
 }
 
-// Packs the horizontal weights for the AVX2 passes when they will run: in groups of four
-// taps for the one that sums in place, in pairs for the row blocks.
-void PrepareHorizontal(int c, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
+// Packs the horizontal weights for the AVX2 passes that will run over `rows` rows: in pairs
+// for the blocks of kRowBlockRows rows, in groups of four taps for the rows left, which
+// are summed in place.
+void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (c != 3 || !buffers.avx2) return;
+  if (rows >= internal::kRowBlockRows) PackPairs(axis);
+  if (rows % internal::kRowBlockRows == 0) return;
   const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
   const int groups = internal::PackedGroups(max_count);
   axis->packed.resize(internal::PackedSize(axis->out_size, groups));
   internal::AxisTaps taps = axis->Taps();
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
-  PackPairs(axis);
 }
 
 // Packs the vertical weights for the AVX2 pass when it will run.
@@ -537,7 +542,15 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
       row_end > src.top + src.avail_height) {
     return false;
   }
-  if (need_horizontal) PrepareHorizontal(c, &horizontal, buffers);
+  // Pillow's choice (and so ours, as the rounding between passes depends on it): when the
+  // height shrinks by more than twice as many pixels as the width, the vertical pass goes
+  // first so that the horizontal one has fewer rows to do. Decided on the whole source,
+  // as Pillow does, whatever the box. Each pass reads only the rows (or columns) that the
+  // other pass uses; the skipped ones would not change a byte.
+  const int height_loss = src.height - out_height;
+  const bool horizontal_first = !(height_loss > 0 && height_loss > (src.width - out_width) * 2);
+  const int horizontal_rows = need_vertical && horizontal_first ? row_end - row_begin : out_height;
+  if (need_horizontal) PrepareHorizontal(c, horizontal_rows, &horizontal, buffers);
   if (need_vertical) PrepareVertical(&vertical, buffers);
   const uint8_t* origin = src.At(row_begin, col_begin);
   const int in_width = col_end - col_begin;
@@ -558,13 +571,6 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
     return true;
   }
 
-  // Pillow's choice (and so ours, as the rounding between passes depends on it): when the
-  // height shrinks by more than twice as many pixels as the width, the vertical pass goes
-  // first so that the horizontal one has fewer rows to do. Decided on the whole source,
-  // as Pillow does, whatever the box. Each pass reads only the rows (or columns) that the
-  // other pass uses; the skipped ones would not change a byte.
-  const int height_loss = src.height - out_height;
-  const bool horizontal_first = !(height_loss > 0 && height_loss > (src.width - out_width) * 2);
   if (horizontal_first) {
     const int rows = row_end - row_begin;
     uint8_t* temp = buffers.Temp(static_cast<size_t>(rows) * out_row_bytes);
