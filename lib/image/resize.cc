@@ -121,11 +121,33 @@ struct AxisWeights {
 // tables of sines and cosines.
 constexpr size_t kKernelValueRows = 5;
 
+// The AVX2 forms where they are built and `avx2` asks for them, else the portable ones.
+void LanczosValuesFor([[maybe_unused]] bool avx2, const internal::LanczosTaps& taps, double* w) {
+#if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx2.cc is built only for x86-64
+  if (avx2) {
+    internal::LanczosValuesAvx2(taps, w);
+    return;
+  }
+#endif
+  internal::LanczosValues(taps, w);
+}
+
+void FixedWeightsFor([[maybe_unused]] bool avx2, int n, const double* w, double sum,
+                     int32_t* fixed) {
+#if defined(SHARDPACK_RESIZE_AVX2)
+  if (avx2) {
+    internal::FixedWeightsAvx2(n, w, sum, fixed);
+    return;
+  }
+#endif
+  internal::FixedWeights(n, w, sum, fixed);
+}
+
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc, for the source interval [in0, in1)
 // of an axis of in_size samples mapped onto out_size samples. `values` holds one pixel's
 // kernel values in double before they are normalised.
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const Kernel& kernel,
-                        AxisWeights* axis, std::vector<double>* values) {
+                        bool avx2, AxisWeights* axis, std::vector<double>* values) {
   const double scale = static_cast<double>(in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = kernel.support * filter_scale;
@@ -147,8 +169,12 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
   // sin to a few units in the last place, so a fixed-point weight could differ only if
   // its exact value lay within about 1e-9 of a rounding tie (no weight of the test
   // fixtures or of 3,000 real photos does). Everything else (the support test, the
-  // x == 0 case, the divisor) is Pillow's expression on Pillow's x_t.
+  // x == 0 case, the divisor) is Pillow's expression on Pillow's x_t. With AVX2 the taps
+  // and the fixed-point weights are computed four at a time (three divisions per tap were
+  // most of this function's time), with the same doubles (resize_kernels.h).
   const bool lanczos = kernel.weight == Lanczos3Kernel;
+  internal::LanczosTaps taps;
+  taps.inv = inv_filter_scale;
   double* sin_t = w + ksize;
   double* cos_t = sin_t + ksize;
   double* sin_t3 = cos_t + ksize;
@@ -161,6 +187,10 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
       sin_t3[t] = std::sin(angle / 3);
       cos_t3[t] = std::cos(angle / 3);
     }
+    taps.sin_t = sin_t;
+    taps.cos_t = cos_t;
+    taps.sin_t3 = sin_t3;
+    taps.cos_t3 = cos_t3;
   }
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
@@ -170,38 +200,23 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
     // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     const int hi = std::min(static_cast<int>(center + support + 0.5), in_size);
     const int n = hi - lo;
-    double sum = 0.0;
     if (lanczos) {
       const double x0 = (lo - center + 0.5) * inv_filter_scale;
-      const double sin0 = std::sin(x0 * std::numbers::pi);
-      const double cos0 = std::cos(x0 * std::numbers::pi);
-      const double sin03 = std::sin(x0 / 3 * std::numbers::pi);
-      const double cos03 = std::cos(x0 / 3 * std::numbers::pi);
-      for (int t = 0; t < n; ++t) {
-        const double x = (t + lo - center + 0.5) * inv_filter_scale;
-        double v = 0.0;
-        if (-3.0 <= x && x < 3.0) {
-          const double x3 = x / 3;
-          const double sinc =
-              x == 0.0 ? 1.0 : (sin0 * cos_t[t] + cos0 * sin_t[t]) / (x * std::numbers::pi);
-          const double sinc3 =
-              x3 == 0.0 ? 1.0 : (sin03 * cos_t3[t] + cos03 * sin_t3[t]) / (x3 * std::numbers::pi);
-          v = sinc * sinc3;
-        }
-        w[t] = v;
-        sum += v;
-      }
+      taps.n = n;
+      taps.lo = lo;
+      taps.center = center;
+      taps.sin0 = std::sin(x0 * std::numbers::pi);
+      taps.cos0 = std::cos(x0 * std::numbers::pi);
+      taps.sin03 = std::sin(x0 / 3 * std::numbers::pi);
+      taps.cos03 = std::cos(x0 / 3 * std::numbers::pi);
+      LanczosValuesFor(avx2, taps, w);
     } else {
-      for (int t = 0; t < n; ++t) {
-        w[t] = kernel.weight((t + lo - center + 0.5) * inv_filter_scale);
-        sum += w[t];
-      }
+      for (int t = 0; t < n; ++t) w[t] = kernel.weight((t + lo - center + 0.5) * inv_filter_scale);
     }
+    double sum = 0.0;
+    for (int t = 0; t < n; ++t) sum += w[t];
     int32_t* fixed = &axis->weights[static_cast<size_t>(i) * axis->ksize];
-    for (int t = 0; t < n; ++t) {
-      const double v = (sum != 0.0 ? w[t] / sum : w[t]) * (1 << kPrecisionBits);
-      fixed[t] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
-    }
+    FixedWeightsFor(avx2, n, w, sum, fixed);
     axis->first[i] = lo;
     axis->count[i] = n;
   }
@@ -527,14 +542,14 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
   int col_begin = static_cast<int>(box.x0);
   int col_end = col_begin + out_width;
   if (need_horizontal) {
-    ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel, &horizontal,
+    ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel, buffers.avx2, &horizontal,
                        &buffers.kernel_values);
     ReadRange(&horizontal, &col_begin, &col_end);
   }
   int row_begin = static_cast<int>(box.y0);
   int row_end = row_begin + out_height;
   if (need_vertical) {
-    ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel, &vertical,
+    ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel, buffers.avx2, &vertical,
                        &buffers.kernel_values);
     ReadRange(&vertical, &row_begin, &row_end);
   }
@@ -973,6 +988,31 @@ void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps) {
 }
 
 void UsePortableKernels(ResizeScratch* scratch) { scratch->buffers().avx2 = false; }
+
+void LanczosValues(const LanczosTaps& taps, double* w) {
+  for (int t = 0; t < taps.n; ++t) {
+    const double x = (t + taps.lo - taps.center + 0.5) * taps.inv;
+    double v = 0.0;
+    if (-3.0 <= x && x < 3.0) {
+      const double x3 = x / 3;
+      const double sinc = x == 0.0 ? 1.0
+                                   : (taps.sin0 * taps.cos_t[t] + taps.cos0 * taps.sin_t[t]) /
+                                         (x * std::numbers::pi);
+      const double sinc3 = x3 == 0.0 ? 1.0
+                                     : (taps.sin03 * taps.cos_t3[t] + taps.cos03 * taps.sin_t3[t]) /
+                                           (x3 * std::numbers::pi);
+      v = sinc * sinc3;
+    }
+    w[t] = v;
+  }
+}
+
+void FixedWeights(int n, const double* w, double sum, int32_t* fixed) {
+  for (int t = 0; t < n; ++t) {
+    const double v = (sum != 0.0 ? w[t] / sum : w[t]) * (1 << kPrecisionBits);
+    fixed[t] = static_cast<int32_t>(v < 0 ? v - 0.5 : v + 0.5);
+  }
+}
 
 }  // namespace internal
 

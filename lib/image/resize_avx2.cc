@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <numbers>
 
 #include "image/resize_kernels.h"
 
@@ -336,6 +337,71 @@ void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int 
     RowsOf<3>(in, in_stride, rows, vector_end, taps, out, out_stride);
   } else {
     RowsOf<0>(in, in_stride, rows, vector_end, taps, out, out_stride);
+  }
+}
+
+// The lanes of a group of four taps from t on that lie below n: all four, or the first
+// n - t (for the masked loads and stores of the last group).
+inline __m256i TapMask(int t, int n) {
+  return _mm256_cmpgt_epi64(_mm256_set1_epi64x(n - t), _mm256_setr_epi64x(0, 1, 2, 3));
+}
+
+void LanczosValuesAvx2(const LanczosTaps& taps, double* w) {
+  const __m256d pi = _mm256_set1_pd(std::numbers::pi);
+  const __m256d center = _mm256_set1_pd(taps.center);
+  const __m256d half = _mm256_set1_pd(0.5);
+  const __m256d inv = _mm256_set1_pd(taps.inv);
+  const __m256d three = _mm256_set1_pd(3.0);
+  const __m256d minus_three = _mm256_set1_pd(-3.0);
+  const __m256d one = _mm256_set1_pd(1.0);
+  const __m256d zero = _mm256_setzero_pd();
+  const __m256d sin0 = _mm256_set1_pd(taps.sin0), cos0 = _mm256_set1_pd(taps.cos0);
+  const __m256d sin03 = _mm256_set1_pd(taps.sin03), cos03 = _mm256_set1_pd(taps.cos03);
+  __m128i position = _mm_add_epi32(_mm_set1_epi32(taps.lo), _mm_setr_epi32(0, 1, 2, 3));
+  for (int t = 0; t < taps.n; t += 4) {
+    const __m256i mask = TapMask(t, taps.n);
+    // Past n the lanes compute from zeros (a 0 / 0 among them) and are not stored.
+    const __m256d sin_t = _mm256_maskload_pd(taps.sin_t + t, mask);
+    const __m256d cos_t = _mm256_maskload_pd(taps.cos_t + t, mask);
+    const __m256d sin_t3 = _mm256_maskload_pd(taps.sin_t3 + t, mask);
+    const __m256d cos_t3 = _mm256_maskload_pd(taps.cos_t3 + t, mask);
+    // ((lo + t) - center + 0.5) * inv: lo + t is an int, exact in a double.
+    const __m256d x = _mm256_mul_pd(
+        _mm256_add_pd(_mm256_sub_pd(_mm256_cvtepi32_pd(position), center), half), inv);
+    const __m256d x3 = _mm256_div_pd(x, three);
+    __m256d sinc =
+        _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(sin0, cos_t), _mm256_mul_pd(cos0, sin_t)),
+                      _mm256_mul_pd(x, pi));
+    sinc = _mm256_blendv_pd(sinc, one, _mm256_cmp_pd(x, zero, _CMP_EQ_OQ));
+    __m256d sinc3 =
+        _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(sin03, cos_t3), _mm256_mul_pd(cos03, sin_t3)),
+                      _mm256_mul_pd(x3, pi));
+    sinc3 = _mm256_blendv_pd(sinc3, one, _mm256_cmp_pd(x3, zero, _CMP_EQ_OQ));
+    const __m256d inside = _mm256_and_pd(_mm256_cmp_pd(minus_three, x, _CMP_LE_OQ),
+                                         _mm256_cmp_pd(x, three, _CMP_LT_OQ));
+    _mm256_maskstore_pd(w + t, mask, _mm256_and_pd(_mm256_mul_pd(sinc, sinc3), inside));
+    position = _mm_add_epi32(position, _mm_set1_epi32(4));
+  }
+}
+
+void FixedWeightsAvx2(int n, const double* w, double sum, int32_t* fixed) {
+  const __m256d divisor = _mm256_set1_pd(sum);
+  const bool divide = sum != 0.0;
+  const __m256d one_fixed = _mm256_set1_pd(1 << kPrecisionBits);
+  const __m256d half = _mm256_set1_pd(0.5);
+  const __m256d zero = _mm256_setzero_pd();
+  for (int t = 0; t < n; t += 4) {
+    const __m256i mask = TapMask(t, n);
+    __m256d v = _mm256_maskload_pd(w + t, mask);
+    if (divide) v = _mm256_div_pd(v, divisor);
+    v = _mm256_mul_pd(v, one_fixed);
+    // v - 0.5 below zero, v + 0.5 from zero on, then truncated: half away from zero.
+    const __m256d rounded = _mm256_blendv_pd(_mm256_add_pd(v, half), _mm256_sub_pd(v, half),
+                                             _mm256_cmp_pd(v, zero, _CMP_LT_OQ));
+    // The low 32 bits of each 64-bit lane of the mask select the int32 lanes.
+    const __m128i mask32 = _mm256_castsi256_si128(
+        _mm256_permutevar8x32_epi32(mask, _mm256_setr_epi32(0, 2, 4, 6, 0, 0, 0, 0)));
+    _mm_maskstore_epi32(fixed + t, mask32, _mm256_cvttpd_epi32(rounded));
   }
 }
 

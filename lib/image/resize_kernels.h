@@ -74,6 +74,34 @@ void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps);
 // True when this CPU runs the AVX2 kernels (and this build has them).
 bool HaveAvx2();
 
+// The Lanczos kernel at the taps of one output sample, as Pillow's precompute_coeffs
+// evaluates it, its sines by angle addition: for t < n, x = ((lo + t) - center + 0.5) * inv
+// and w[t] = sinc(x) sinc(x / 3) for -3 <= x < 3, else 0, where sinc(x) = sin(pi x) /
+// (pi x) (1 at 0), sin(pi x) = sin0 cos_t[t] + cos0 sin_t[t] and sin(pi x / 3) = sin03
+// cos_t3[t] + cos03 sin_t3[t]. The tables hold at least n values.
+struct LanczosTaps {
+  int n = 0;
+  int lo = 0;
+  double center = 0.0;
+  double inv = 0.0;
+  double sin0 = 0.0, cos0 = 0.0, sin03 = 0.0, cos03 = 0.0;
+  const double* sin_t = nullptr;
+  const double* cos_t = nullptr;
+  const double* sin_t3 = nullptr;
+  const double* cos_t3 = nullptr;
+};
+// Writes w[0..n). The AVX2 form (call only when HaveAvx2()) computes four taps at a time
+// with the same operations in the same order, and no fused multiply-add (the file is built
+// without -mfma): the same doubles, so the same fixed-point weights.
+void LanczosValues(const LanczosTaps& taps, double* w);
+void LanczosValuesAvx2(const LanczosTaps& taps, double* w);
+
+// Pillow's normalize_coeffs_8bpc for one output sample: fixed[t] = w[t] / sum (w[t] when
+// sum is 0) times 2^kPrecisionBits, rounded half away from zero, for t < n. The AVX2 form
+// (call only when HaveAvx2()) gives the same integers.
+void FixedWeights(int n, const double* w, double sum, int32_t* fixed);
+void FixedWeightsAvx2(int n, const double* w, double sum, int32_t* fixed);
+
 // Horizontal pass over 3-channel rows with AVX2 (call only when HaveAvx2()): each of
 // `rows` rows of `in` (rows in_stride bytes apart, in_width pixels each; no byte past
 // in_width * 3 of a row is read) becomes taps.out_size pixels at out (rows out_stride

@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -1140,6 +1142,71 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
         }
       }
     }
+  }
+}
+
+// The weights' vector forms give the portable doubles and integers bit for bit, and write
+// nothing past the n taps: Lanczos taps at every scale from enlargement to 20x shrinking,
+// centres at arbitrary fractions (x = 0 exactly included), tap counts 0..60; fixed-point
+// weights of values of both signs, exact rounding ties, and a zero sum.
+TEST(ResizeWeightsTest, VectorFormsGiveThePortableValues) {
+  if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable code runs";
+  uint64_t seed = 12345;
+  auto uniform = [&seed] {
+    seed = seed * 6364136223846793005u + 1442695040888963407u;
+    return static_cast<double>(seed >> 11) / static_cast<double>(uint64_t{1} << 53);
+  };
+  constexpr int kMaxTaps = 60;
+  constexpr double kSentinel = -12345.678;
+  std::array<double, 4 * kMaxTaps> tables;
+  for (int round = 0; round < 4000; ++round) {
+    const double filter_scale = round % 7 == 0 ? 1.0 : 1.0 + 19.0 * uniform() * uniform();
+    const double inv = 1.0 / filter_scale;
+    const int ksize = static_cast<int>(std::ceil(3.0 * filter_scale)) * 2 + 1;
+    // Centres on half pixels put a tap at x = 0 exactly.
+    const double center = round % 5 == 0 ? 40.5 : 3.0 + 200.0 * uniform();
+    internal::LanczosTaps taps;
+    taps.n = std::min(round % 3 == 0 ? ksize : static_cast<int>(uniform() * ksize), kMaxTaps);
+    taps.lo = std::max(static_cast<int>(center - 3.0 * filter_scale + 0.5), 0);
+    taps.center = center;
+    taps.inv = inv;
+    const double x0 = (taps.lo - center + 0.5) * inv;
+    taps.sin0 = std::sin(x0 * std::numbers::pi);
+    taps.cos0 = std::cos(x0 * std::numbers::pi);
+    taps.sin03 = std::sin(x0 / 3 * std::numbers::pi);
+    taps.cos03 = std::cos(x0 / 3 * std::numbers::pi);
+    for (int t = 0; t < kMaxTaps; ++t) {
+      const double angle = t * inv * std::numbers::pi;
+      tables[t] = std::sin(angle);
+      tables[kMaxTaps + t] = std::cos(angle);
+      tables[2 * kMaxTaps + t] = std::sin(angle / 3);
+      tables[3 * kMaxTaps + t] = std::cos(angle / 3);
+    }
+    taps.sin_t = tables.data();
+    taps.cos_t = tables.data() + kMaxTaps;
+    taps.sin_t3 = tables.data() + 2 * kMaxTaps;
+    taps.cos_t3 = tables.data() + 3 * kMaxTaps;
+    std::vector<double> portable(kMaxTaps + 4, kSentinel), vector(kMaxTaps + 4, kSentinel);
+    internal::LanczosValues(taps, portable.data());
+    internal::LanczosValuesAvx2(taps, vector.data());
+    ASSERT_EQ(0, std::memcmp(portable.data(), vector.data(), vector.size() * sizeof(double)))
+        << "round " << round << ": " << taps.n << " taps from " << taps.lo << ", centre " << center
+        << ", scale " << filter_scale;
+
+    double sum = 0.0;
+    for (int t = 0; t < taps.n; ++t) sum += portable[t];
+    if (round % 11 == 0) {
+      // Values that land exactly on a rounding tie: (m + 0.5) / 2^22 of a sum of 1.
+      sum = 1.0;
+      for (int t = 0; t < taps.n; ++t) {
+        portable[t] = (std::floor(uniform() * 2000.0) - 1000.0 + 0.5) / (1 << 22);
+      }
+    }
+    if (round % 13 == 0) sum = 0.0;
+    std::vector<int32_t> fixed_portable(kMaxTaps + 4, -7), fixed_vector(kMaxTaps + 4, -7);
+    internal::FixedWeights(taps.n, portable.data(), sum, fixed_portable.data());
+    internal::FixedWeightsAvx2(taps.n, portable.data(), sum, fixed_vector.data());
+    ASSERT_EQ(fixed_portable, fixed_vector) << "round " << round << ", " << taps.n << " taps";
   }
 }
 
