@@ -132,6 +132,15 @@ struct Item {
   Status write_status;
 };
 
+// One worker's memory for DecodeStage, kept from image to image: the resize's buffers,
+// the file's bytes and the decoded window, which grow to the largest image seen instead of
+// being allocated and zero-filled for each.
+struct DecodeScratch {
+  image::ResizeScratch resize;
+  std::vector<uint8_t> file;
+  image::ImageWindow window;
+};
+
 // Reads, decodes and resizes inputs as the options say. Thread-safe: any number of
 // threads may call Process at once, each with its own scratch.
 class DecodeStage {
@@ -140,11 +149,11 @@ class DecodeStage {
 
   // item->input into item->image, or the reason it fails into item->status. Never throws
   // (an allocation failure is ResourceExhausted).
-  void Process(Item* item, image::ResizeScratch* scratch) const;
+  void Process(Item* item, DecodeScratch* scratch) const;
 
  private:
-  Status DecodeFile(Item* item, image::ResizeScratch* scratch) const;
-  Status DecodeRecord(Item* item, image::ResizeScratch* scratch) const;
+  Status DecodeFile(Item* item, DecodeScratch* scratch) const;
+  Status DecodeRecord(Item* item, DecodeScratch* scratch) const;
   Status Resize(image::Image decoded, Item* item, image::ResizeScratch* scratch) const;
   Status Encode(Item* item) const;
 

@@ -99,30 +99,28 @@ ImageWindow CutWindow(Image image, const NeededRegion& needed) {
   const Region r = needed
                        ? ClampRegion(needed(image.height, image.width), image.height, image.width)
                        : Region{0, 0, image.width, image.height};
-  window.left = r.x0;
-  window.top = r.y0;
-  if (r.x0 == 0 && r.y0 == 0 && r.x1 == image.width && r.y1 == image.height) {
-    window.image = std::move(image);
-    return window;
-  }
-  Image& cut = window.image;
-  cut.height = r.y1 - r.y0;
-  cut.width = r.x1 - r.x0;
-  cut.channels = image.channels;
-  const size_t row_bytes = static_cast<size_t>(cut.width) * cut.channels;
-  cut.pixels.resize(row_bytes * cut.height);
-  for (int y = 0; y < cut.height; ++y) {
-    std::copy_n(image.row(r.y0 + y) + static_cast<size_t>(r.x0) * image.channels, row_bytes,
-                cut.row(y));
-  }
+  window.left = window.x0 = r.x0;
+  window.top = window.y0 = r.y0;
+  window.width = r.x1 - r.x0;
+  window.height = r.y1 - r.y0;
+  window.image = std::move(image);
   return window;
 }
 
 StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
                                    const NeededRegion& needed) {
-  if (Sniff(data, size) == Format::kJpeg) return DecodeJpegWindow(data, size, options, needed);
+  ImageWindow window;
+  SHARDPACK_RETURN_IF_ERROR(DecodeWindow(data, size, options, needed, &window));
+  return window;
+}
+
+Status DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
+                    const NeededRegion& needed, ImageWindow* window) {
+  if (Sniff(data, size) == Format::kJpeg)
+    return DecodeJpegWindow(data, size, options, needed, window);
   SHARDPACK_ASSIGN_OR_RETURN(Image image, Decode(data, size, options));
-  return CutWindow(std::move(image), needed);
+  *window = CutWindow(std::move(image), needed);
+  return Status::Ok();
 }
 
 }  // namespace shardpack::image

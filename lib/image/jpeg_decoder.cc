@@ -82,10 +82,11 @@ struct Session {
                          // stream without some AC scans: WithoutDcOnlyAcScans)
   // The part decoded: libjpeg's output columns [crop_x, crop_x + crop_width) (set to the
   // iMCU-aligned ones by jpeg_crop_scanline) and rows [row_begin, row_end). Of those,
-  // columns [keep_x0, keep_x1) and rows [keep_y0, keep_y1) are stored in `pixels`.
+  // rows [keep_y0, keep_y1) are stored in `pixels`, all crop_width columns of them, of
+  // which columns [keep_x0, keep_x1) are the ones asked for.
   JDIMENSION crop_x, crop_width, row_begin, row_end;
   JDIMENSION keep_x0, keep_x1, keep_y0, keep_y1;
-  uint8_t* pixels;  // (keep_y1 - keep_y0) * (keep_x1 - keep_x0) * out_channels bytes
+  uint8_t* pixels;  // (keep_y1 - keep_y0) * crop_width * out_channels bytes
   // kBatchRows rows of crop_width pixels as libjpeg gives them (4 bytes each when cmyk,
   // else out_channels), for the rows not read straight into `pixels`.
   uint8_t* spare_rows;
@@ -276,10 +277,10 @@ void ConvertRow(const Session* s, const uint8_t* row, JDIMENSION from, JDIMENSIO
 void ReadStep(Session* s) {
   jpeg_decompress_struct* cinfo = &s->cinfo;
   const JDIMENSION height = cinfo->output_height;
-  // Rows straight into the pixels when they are kept whole and need no conversion.
-  const bool direct =
-      !s->cmyk && s->keep_x0 == s->crop_x && s->keep_x1 == s->crop_x + s->crop_width;
-  const size_t stride = static_cast<size_t>(s->keep_x1 - s->keep_x0) * s->out_channels;
+  // Kept rows go straight into the pixels, whole (the caller's window starts keep_x0 -
+  // crop_x in: cutting the columns out was a copy of every row, 1.7% of a conversion),
+  // unless they need converting (CMYK).
+  const size_t stride = static_cast<size_t>(s->crop_width) * s->out_channels;
   const size_t spare_stride = SpareRowBytes(s->crop_width, s->cmyk, s->out_channels);
   while (cinfo->output_scanline < s->row_end) {
     const JDIMENSION y0 = cinfo->output_scanline;
@@ -288,8 +289,8 @@ void ReadStep(Session* s) {
     for (JDIMENSION i = 0; i < n; ++i) {
       const JDIMENSION y = y0 + i;
       const bool keep = y >= s->keep_y0 && y < s->keep_y1;
-      rows[i] = direct && keep ? s->pixels + static_cast<size_t>(y - s->keep_y0) * stride
-                               : s->spare_rows + i * spare_stride;
+      rows[i] = !s->cmyk && keep ? s->pixels + static_cast<size_t>(y - s->keep_y0) * stride
+                                 : s->spare_rows + i * spare_stride;
     }
     const JDIMENSION got = jpeg_read_scanlines(cinfo, rows, n);
     if (got == 0) {
@@ -301,9 +302,7 @@ void ReadStep(Session* s) {
       const JDIMENSION y = y0 + i;
       if (y < s->keep_y0 || y >= s->keep_y1) continue;
       uint8_t* out = s->pixels + static_cast<size_t>(y - s->keep_y0) * stride;
-      if (rows[i] != out) {
-        ConvertRow(s, rows[i], s->keep_x0 - s->crop_x, s->keep_x1 - s->crop_x, out);
-      }
+      if (rows[i] != out) ConvertRow(s, rows[i], 0, s->crop_width, out);
     }
   }
   // Skipping to the very end would mark the input finished without reading it (libjpeg-
@@ -737,7 +736,7 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
   }
 
   Image& image = window->image;
-  image.width = keep.x1 - keep.x0;
+  image.width = static_cast<int>(s.crop_width);
   image.height = keep.y1 - keep.y0;
   image.channels = options.channels;
   std::vector<uint8_t> spare_rows;
@@ -752,6 +751,10 @@ Status DecodeJpegInto(const uint8_t* data, size_t size, const DecodeOptions& opt
   s.pixels = image.pixels.data();
   s.spare_rows = spare_rows.data();
   SHARDPACK_RETURN_IF_ERROR(decompressor.Run(ReadStep));
+  window->x0 = keep.x0 - static_cast<int>(s.crop_x);
+  window->y0 = 0;
+  window->height = keep.y1 - keep.y0;
+  window->width = keep.x1 - keep.x0;
   window->left = keep.x0;
   window->top = keep.y0;
   window->full_height = height;
@@ -823,18 +826,25 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
 
 StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
                                        const DecodeOptions& options, const NeededRegion& needed) {
-  int orientation = 1;
   ImageWindow window;
+  SHARDPACK_RETURN_IF_ERROR(DecodeJpegWindow(data, size, options, needed, &window));
+  return window;
+}
+
+Status DecodeJpegWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
+                        const NeededRegion& needed, ImageWindow* window) {
+  int orientation = 1;
   bool region_applied = false;
   SHARDPACK_RETURN_IF_ERROR(
-      DecodeJpegInto(data, size, options, &needed, &region_applied, &orientation, &window));
-  if (region_applied) return window;
+      DecodeJpegInto(data, size, options, &needed, &region_applied, &orientation, window));
+  if (region_applied) return Status::Ok();
   // Decoded whole (rotated: the region is in upright coordinates; or progressive): orient
   // when asked, then cut.
   if (options.apply_orientation && orientation != 1) {
-    window.image = ApplyOrientation(std::move(window.image), orientation);
+    window->image = ApplyOrientation(std::move(window->image), orientation);
   }
-  return CutWindow(std::move(window.image), needed);
+  *window = CutWindow(std::move(window->image), needed);
+  return Status::Ok();
 }
 
 StatusOr<Image> DecodeJpeg(const uint8_t* data, size_t size, const DecodeOptions& options) {

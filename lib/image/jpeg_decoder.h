@@ -66,6 +66,9 @@ StatusOr<Image> DecodeJpegRaw(const uint8_t* data, size_t size, const DecodeOpti
 // when the image is stored upright (or orientation is not applied).
 StatusOr<ImageWindow> DecodeJpegWindow(const uint8_t* data, size_t size,
                                        const DecodeOptions& options, const NeededRegion& needed);
+// The same into *window, reusing its pixels' memory (DecodeWindow's second form).
+Status DecodeJpegWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
+                        const NeededRegion& needed, ImageWindow* window);
 
 // image::DecodeExact (image.h) for a JPEG: decodes straight into `dst`, without an
 // intermediate image. The stored size must be height x width (checked from the header,

@@ -870,22 +870,29 @@ StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_
   const Image& img = src.image;
   SHARDPACK_RETURN_IF_ERROR(CheckSource(img));
   SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src.full_height, src.full_width, img.channels));
-  if (src.left < 0 || src.top < 0 || src.left > src.full_width - img.width ||
-      src.top > src.full_height - img.height) {
-    return InvalidArgumentError("resize: window " + SizeText(img.height, img.width) + " at (" +
+  if (src.height <= 0 || src.width <= 0 || src.x0 < 0 || src.y0 < 0 ||
+      src.x0 > img.width - src.width || src.y0 > img.height - src.height) {
+    return InvalidArgumentError("resize: window " + SizeText(src.height, src.width) + " at (" +
+                                std::to_string(src.x0) + ", " + std::to_string(src.y0) +
+                                ") is not inside its " + SizeText(img.height, img.width) +
+                                " pixels");
+  }
+  if (src.left < 0 || src.top < 0 || src.left > src.full_width - src.width ||
+      src.top > src.full_height - src.height) {
+    return InvalidArgumentError("resize: window " + SizeText(src.height, src.width) + " at (" +
                                 std::to_string(src.left) + ", " + std::to_string(src.top) +
                                 ") is not inside the " + SizeText(src.full_height, src.full_width) +
                                 " image");
   }
-  const Source source = {img.pixels.data(),
+  const Source source = {src.row(0),
                          src.full_height,
                          src.full_width,
                          img.channels,
                          static_cast<size_t>(img.width) * img.channels,
                          src.left,
                          src.top,
-                         img.height,
-                         img.width};
+                         src.height,
+                         src.width};
   return FitSource(source, out_height, out_width, fit, filter, pad_rgb, scratch);
 }
 

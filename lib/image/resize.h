@@ -95,7 +95,7 @@ StatusOr<Image> ResizeFit(const Image& src, int out_height, int out_width, FitMo
 // ResizeFit of the full image that `src` is a window of (image.h, ImageWindow; e.g. from
 // DecodeWindow): the same bytes as ResizeFit on the whole image, as long as the window
 // holds every source pixel the resize reads, which FitReadRegion names. InvalidArgument
-// when it does not, or when the window is not inside its image.
+// when it does not, or when the window is not inside its pixels or its image.
 StatusOr<Image> ResizeFitWindow(const ImageWindow& src, int out_height, int out_width, FitMode fit,
                                 ResizeFilter filter, const uint8_t pad_rgb[3],
                                 ResizeScratch* scratch = nullptr);

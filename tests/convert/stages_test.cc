@@ -141,7 +141,7 @@ TEST(ConvertStagesTest, DecodeStageGivesTheImageTheOptionsAskForOrTheReason) {
   Write(dir.Join("c/bad.png"), png.substr(0, png.size() / 2));
   const ConvertOptions o = Crop24x20();
   const DecodeStage stage(o);
-  image::ResizeScratch scratch;
+  DecodeScratch scratch;
 
   InputFile good{dir.Join("c/x.png"), "c/x.png", 0};
   Item item;
@@ -155,8 +155,8 @@ TEST(ConvertStagesTest, DecodeStageGivesTheImageTheOptionsAskForOrTheReason) {
   d.channels = 3;
   auto whole = image::Decode(reinterpret_cast<const uint8_t*>(png.data()), png.size(), d);
   ASSERT_TRUE(whole.ok());
-  auto expected = image::ResizeFit(*whole, 24, 20, FitMode::kCrop, ResizeFilter::kLanczos3,
-                                   o.background, &scratch);
+  auto expected =
+      image::ResizeFit(*whole, 24, 20, FitMode::kCrop, ResizeFilter::kLanczos3, o.background);
   ASSERT_TRUE(expected.ok());
   EXPECT_EQ(item.image.height, 24);
   EXPECT_EQ(item.image.width, 20);
@@ -180,6 +180,7 @@ TEST(ConvertStagesTest, DecodeStageGivesTheImageTheOptionsAskForOrTheReason) {
   missing.input = &gone;
   stage.Process(&missing, &scratch);
   EXPECT_EQ(missing.status.code(), StatusCode::kNotFound) << missing.status.ToString();
+  EXPECT_EQ(missing.bytes_in, 0u);  // not the size of the file before it
 }
 
 TEST(ConvertStagesTest, WriteStageWritesInOrderAndCountsRejectsAgainstTheLimit) {

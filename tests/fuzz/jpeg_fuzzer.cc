@@ -57,12 +57,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const shardpack::image::Region r = shardpack::image::ClampRegion(region, h, w);
     FUZZ_CHECK(window->left == r.x0 && window->top == r.y0 && window->full_width == w &&
                window->full_height == h);
-    FUZZ_CHECK(window->image.width == r.x1 - r.x0 && window->image.height == r.y1 - r.y0);
+    FUZZ_CHECK(window->width == r.x1 - r.x0 && window->height == r.y1 - r.y0);
+    FUZZ_CHECK(window->x0 >= 0 && window->y0 >= 0 &&
+               window->x0 + window->width <= window->image.width &&
+               window->y0 + window->height <= window->image.height);
     Touch(window->image, 3);
     for (int y = r.y0; y < r.y1; ++y) {
       FUZZ_CHECK(std::equal(full->row(y) + static_cast<size_t>(r.x0) * 3,
                             full->row(y) + static_cast<size_t>(r.x1) * 3,
-                            window->image.row(y - r.y0)));
+                            window->row(y - r.y0)));
     }
   }
 

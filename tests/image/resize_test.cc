@@ -1210,17 +1210,24 @@ TEST(ResizeWeightsTest, VectorFormsGiveThePortableValues) {
   }
 }
 
-// The window of `src` that `r` names, as DecodeWindow would give it.
+// The window of `src` that `r` names, as DecodeWindow would give it: inside pixels with
+// two more rows above, three more columns left and five right, which the resize must not
+// read (they hold other values than the source's).
 ImageWindow WindowOf(const Image& src, const Region& r) {
   ImageWindow w;
+  w.x0 = 3;
+  w.y0 = 2;
+  w.height = r.y1 - r.y0;
+  w.width = r.x1 - r.x0;
   w.left = r.x0;
   w.top = r.y0;
   w.full_height = src.height;
   w.full_width = src.width;
-  w.image = MakeImage(r.y1 - r.y0, r.x1 - r.x0, src.channels);
+  w.image = NoiseImage(w.y0 + w.height, w.x0 + w.width + 5, src.channels, 99);
   for (int y = r.y0; y < r.y1; ++y) {
     std::copy_n(src.row(y) + static_cast<size_t>(r.x0) * src.channels,
-                static_cast<size_t>(r.x1 - r.x0) * src.channels, w.image.row(y - r.y0));
+                static_cast<size_t>(w.width) * src.channels,
+                w.image.row(w.y0 + y - r.y0) + static_cast<size_t>(w.x0) * src.channels);
   }
   return w;
 }
@@ -1287,6 +1294,17 @@ TEST(ResizeFitWindowTest, AWindowLackingReadPixelsIsInvalidArgument) {
       ResizeFitWindow(outside, 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3, nullptr);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("is not inside the 280x350"), std::string::npos)
+      << bad.status().message();
+
+  ImageWindow past_pixels = WindowOf(src, {0, 0, 350, 280});
+  past_pixels.x0 = 9;  // 350 columns from column 9 of 358
+  const StatusOr<Image> past =
+      ResizeFitWindow(past_pixels, 256, 256, FitMode::kCrop, ResizeFilter::kLanczos3, nullptr);
+  ASSERT_FALSE(past.ok());
+  EXPECT_EQ(past.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(past.status().message().find("is not inside its 282x358"), std::string::npos)
+      << past.status().message();
 }
 
 }  // namespace
