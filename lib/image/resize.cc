@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -105,6 +106,13 @@ struct AxisWeights {
   // the horizontal one, pair_weights for the vertical one.
   std::vector<int16_t> packed;
   std::vector<int32_t> pair_weights;
+  // Each output sample's tap positions (the kernel's arguments x, ksize apart), with the
+  // kernel and the filter scale's inverse they were weighed with: another axis whose
+  // sample has the same ones has the same weights (ComputeAxisWeights). kernel is null
+  // until the axis is complete.
+  std::vector<double> positions;
+  double (*kernel)(double) = nullptr;
+  double inv_filter_scale = 0.0;
 
   internal::AxisTaps Taps() const {
     internal::AxisTaps taps;
@@ -143,23 +151,42 @@ void FixedWeightsFor([[maybe_unused]] bool avx2, int n, const double* w, double 
   internal::FixedWeights(n, w, sum, fixed);
 }
 
+// True when output sample i of `other` (a complete axis) has taps at the positions x[0..n)
+// weighed with the same kernel and filter scale: its fixed-point weights are then the ones
+// ComputeAxisWeights would compute, as they are a function of exactly these.
+bool SameTaps(const AxisWeights& other, int i, double (*kernel)(double), double inv_filter_scale,
+              const double* x, int n) {
+  return other.kernel == kernel && other.inv_filter_scale == inv_filter_scale &&
+         i < other.out_size && other.count[i] == n &&
+         std::memcmp(&other.positions[static_cast<size_t>(i) * other.ksize], x,
+                     static_cast<size_t>(n) * sizeof(double)) == 0;
+}
+
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc, for the source interval [in0, in1)
 // of an axis of in_size samples mapped onto out_size samples. `values` holds one pixel's
-// kernel values in double before they are normalised.
+// kernel values in double before they are normalised. A sample whose taps sit where those
+// of `other`'s sample of the same index do (not null: the other axis of the same resize,
+// or of an earlier one) takes that sample's weights: a square crop of a photo has the same
+// taps on both axes but near the ends when the crop starts on a whole pixel, so about half
+// of the photos need only one axis computed.
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const Kernel& kernel,
-                        bool avx2, AxisWeights* axis, std::vector<double>* values) {
+                        bool avx2, const AxisWeights* other, AxisWeights* axis,
+                        std::vector<double>* values) {
   const double scale = static_cast<double>(in1 - in0) / out_size;
   const double filter_scale = std::max(scale, 1.0);
   const double support = kernel.support * filter_scale;
   const double inv_filter_scale = 1.0 / filter_scale;
 
+  axis->kernel = nullptr;
   axis->ksize = static_cast<int>(std::ceil(support)) * 2 + 1;
   axis->out_size = out_size;
+  axis->inv_filter_scale = inv_filter_scale;
   // Within capacity, resize and assign do not allocate.
   axis->first.resize(out_size);
   axis->count.resize(out_size);
   axis->weights.assign(static_cast<size_t>(out_size) * axis->ksize, 0);
   const size_t ksize = static_cast<size_t>(axis->ksize);
+  axis->positions.resize(static_cast<size_t>(out_size) * ksize);
   if (values->size() < kKernelValueRows * ksize) values->resize(kKernelValueRows * ksize);
   double* w = values->data();
   // Lanczos needs sin(pi x) and sin(pi x / 3) at every tap x_t = x_0 + t * s (s =
@@ -174,24 +201,11 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
   // most of this function's time), with the same doubles (resize_kernels.h).
   const bool lanczos = kernel.weight == Lanczos3Kernel;
   internal::LanczosTaps taps;
-  taps.inv = inv_filter_scale;
   double* sin_t = w + ksize;
   double* cos_t = sin_t + ksize;
   double* sin_t3 = cos_t + ksize;
   double* cos_t3 = sin_t3 + ksize;
-  if (lanczos) {
-    for (size_t t = 0; t < ksize; ++t) {
-      const double angle = static_cast<double>(t) * inv_filter_scale * std::numbers::pi;
-      sin_t[t] = std::sin(angle);
-      cos_t[t] = std::cos(angle);
-      sin_t3[t] = std::sin(angle / 3);
-      cos_t3[t] = std::cos(angle / 3);
-    }
-    taps.sin_t = sin_t;
-    taps.cos_t = cos_t;
-    taps.sin_t3 = sin_t3;
-    taps.cos_t3 = cos_t3;
-  }
+  bool tables = false;
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
     // Truncation, not floor, as in Pillow; it differs only below 0, which is clamped.
@@ -200,26 +214,46 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
     // NOLINTNEXTLINE(bugprone-incorrect-roundings)
     const int hi = std::min(static_cast<int>(center + support + 0.5), in_size);
     const int n = hi - lo;
+    double* x = &axis->positions[static_cast<size_t>(i) * ksize];
+    for (int t = 0; t < n; ++t) x[t] = (t + lo - center + 0.5) * inv_filter_scale;
+    axis->first[i] = lo;
+    axis->count[i] = n;
+    int32_t* fixed = &axis->weights[static_cast<size_t>(i) * ksize];
+    if (other != nullptr && SameTaps(*other, i, kernel.weight, inv_filter_scale, x, n)) {
+      std::copy_n(&other->weights[static_cast<size_t>(i) * other->ksize], n, fixed);
+      continue;
+    }
     if (lanczos) {
+      if (!tables) {
+        for (size_t t = 0; t < ksize; ++t) {
+          const double angle = static_cast<double>(t) * inv_filter_scale * std::numbers::pi;
+          sin_t[t] = std::sin(angle);
+          cos_t[t] = std::cos(angle);
+          sin_t3[t] = std::sin(angle / 3);
+          cos_t3[t] = std::cos(angle / 3);
+        }
+        taps.sin_t = sin_t;
+        taps.cos_t = cos_t;
+        taps.sin_t3 = sin_t3;
+        taps.cos_t3 = cos_t3;
+        tables = true;
+      }
       const double x0 = (lo - center + 0.5) * inv_filter_scale;
       taps.n = n;
-      taps.lo = lo;
-      taps.center = center;
+      taps.x = x;
       taps.sin0 = std::sin(x0 * std::numbers::pi);
       taps.cos0 = std::cos(x0 * std::numbers::pi);
       taps.sin03 = std::sin(x0 / 3 * std::numbers::pi);
       taps.cos03 = std::cos(x0 / 3 * std::numbers::pi);
       LanczosValuesFor(avx2, taps, w);
     } else {
-      for (int t = 0; t < n; ++t) w[t] = kernel.weight((t + lo - center + 0.5) * inv_filter_scale);
+      for (int t = 0; t < n; ++t) w[t] = kernel.weight(x[t]);
     }
     double sum = 0.0;
     for (int t = 0; t < n; ++t) sum += w[t];
-    int32_t* fixed = &axis->weights[static_cast<size_t>(i) * axis->ksize];
     FixedWeightsFor(avx2, n, w, sum, fixed);
-    axis->first[i] = lo;
-    axis->count[i] = n;
   }
+  axis->kernel = kernel.weight;
 }
 
 // The source samples [*begin, *end) that the weights read, and `first` made relative to
@@ -399,6 +433,8 @@ bool IsWholePixelWindow(float in0, float in1, int out_size) {
 struct ResizeScratch::Buffers {
   // The AVX2 horizontal pass for RGB where the CPU has it (same bytes either way).
   bool avx2 = internal::HaveAvx2();
+  // An axis's output samples take the other axis's weights where the taps are the same.
+  bool share_weights = true;
   AxisWeights horizontal;
   AxisWeights vertical;
   std::vector<double> kernel_values;
@@ -542,14 +578,16 @@ bool ResampleInto(const Source& src, const Box& box, int out_height, int out_wid
   int col_begin = static_cast<int>(box.x0);
   int col_end = col_begin + out_width;
   if (need_horizontal) {
-    ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel, buffers.avx2, &horizontal,
+    ComputeAxisWeights(src.width, box.x0, box.x1, out_width, kernel, buffers.avx2,
+                       buffers.share_weights ? &vertical : nullptr, &horizontal,
                        &buffers.kernel_values);
     ReadRange(&horizontal, &col_begin, &col_end);
   }
   int row_begin = static_cast<int>(box.y0);
   int row_end = row_begin + out_height;
   if (need_vertical) {
-    ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel, buffers.avx2, &vertical,
+    ComputeAxisWeights(src.height, box.y0, box.y1, out_height, kernel, buffers.avx2,
+                       buffers.share_weights ? &horizontal : nullptr, &vertical,
                        &buffers.kernel_values);
     ReadRange(&vertical, &row_begin, &row_end);
   }
@@ -704,6 +742,7 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   b.horizontal.first.reserve(out_width);
   b.horizontal.count.reserve(out_width);
   b.horizontal.weights.reserve(static_cast<size_t>(out_width) * kh);
+  b.horizontal.positions.reserve(static_cast<size_t>(out_width) * kh);
   if (channels == 3 && b.avx2) {
     b.horizontal.packed.reserve(
         internal::PackedSize(out_width, internal::PackedGroups(static_cast<int>(kh))));
@@ -713,6 +752,7 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   b.vertical.first.reserve(out_height);
   b.vertical.count.reserve(out_height);
   b.vertical.weights.reserve(static_cast<size_t>(out_height) * kv);
+  b.vertical.positions.reserve(static_cast<size_t>(out_height) * kv);
   if (b.avx2) {
     b.vertical.pair_weights.reserve(
         internal::PairWeightsSize(out_height, internal::VerticalPairs(static_cast<int>(kv))));
@@ -738,7 +778,8 @@ size_t ResizeScratch::capacity_bytes() const {
     bytes += (axis->first.capacity() + axis->count.capacity()) * sizeof(int) +
              axis->weights.capacity() * sizeof(int32_t) +
              axis->packed.capacity() * sizeof(int16_t) +
-             axis->pair_weights.capacity() * sizeof(int32_t);
+             axis->pair_weights.capacity() * sizeof(int32_t) +
+             axis->positions.capacity() * sizeof(double);
   }
   return bytes;
 }
@@ -996,9 +1037,11 @@ void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps) {
 
 void UsePortableKernels(ResizeScratch* scratch) { scratch->buffers().avx2 = false; }
 
+void WeighEachSampleAlone(ResizeScratch* scratch) { scratch->buffers().share_weights = false; }
+
 void LanczosValues(const LanczosTaps& taps, double* w) {
   for (int t = 0; t < taps.n; ++t) {
-    const double x = (t + taps.lo - taps.center + 0.5) * taps.inv;
+    const double x = taps.x[t];
     double v = 0.0;
     if (-3.0 <= x && x < 3.0) {
       const double x3 = x / 3;

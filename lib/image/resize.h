@@ -119,6 +119,9 @@ namespace internal {
 // For tests (resize_kernels.h): makes `scratch` run the portable kernels even where the
 // CPU has AVX2.
 void UsePortableKernels(ResizeScratch* scratch);
+// For tests: makes `scratch` weigh every output sample itself, never taking the weights of
+// the other axis's sample with the same taps.
+void WeighEachSampleAlone(ResizeScratch* scratch);
 }  // namespace internal
 
 // The reusable working memory of ResizeRegionInto: the 8-bit image between the two

@@ -348,26 +348,20 @@ inline __m256i TapMask(int t, int n) {
 
 void LanczosValuesAvx2(const LanczosTaps& taps, double* w) {
   const __m256d pi = _mm256_set1_pd(std::numbers::pi);
-  const __m256d center = _mm256_set1_pd(taps.center);
-  const __m256d half = _mm256_set1_pd(0.5);
-  const __m256d inv = _mm256_set1_pd(taps.inv);
   const __m256d three = _mm256_set1_pd(3.0);
   const __m256d minus_three = _mm256_set1_pd(-3.0);
   const __m256d one = _mm256_set1_pd(1.0);
   const __m256d zero = _mm256_setzero_pd();
   const __m256d sin0 = _mm256_set1_pd(taps.sin0), cos0 = _mm256_set1_pd(taps.cos0);
   const __m256d sin03 = _mm256_set1_pd(taps.sin03), cos03 = _mm256_set1_pd(taps.cos03);
-  __m128i position = _mm_add_epi32(_mm_set1_epi32(taps.lo), _mm_setr_epi32(0, 1, 2, 3));
   for (int t = 0; t < taps.n; t += 4) {
     const __m256i mask = TapMask(t, taps.n);
     // Past n the lanes compute from zeros (a 0 / 0 among them) and are not stored.
+    const __m256d x = _mm256_maskload_pd(taps.x + t, mask);
     const __m256d sin_t = _mm256_maskload_pd(taps.sin_t + t, mask);
     const __m256d cos_t = _mm256_maskload_pd(taps.cos_t + t, mask);
     const __m256d sin_t3 = _mm256_maskload_pd(taps.sin_t3 + t, mask);
     const __m256d cos_t3 = _mm256_maskload_pd(taps.cos_t3 + t, mask);
-    // ((lo + t) - center + 0.5) * inv: lo + t is an int, exact in a double.
-    const __m256d x = _mm256_mul_pd(
-        _mm256_add_pd(_mm256_sub_pd(_mm256_cvtepi32_pd(position), center), half), inv);
     const __m256d x3 = _mm256_div_pd(x, three);
     __m256d sinc =
         _mm256_div_pd(_mm256_add_pd(_mm256_mul_pd(sin0, cos_t), _mm256_mul_pd(cos0, sin_t)),
@@ -380,7 +374,6 @@ void LanczosValuesAvx2(const LanczosTaps& taps, double* w) {
     const __m256d inside = _mm256_and_pd(_mm256_cmp_pd(minus_three, x, _CMP_LE_OQ),
                                          _mm256_cmp_pd(x, three, _CMP_LT_OQ));
     _mm256_maskstore_pd(w + t, mask, _mm256_and_pd(_mm256_mul_pd(sinc, sinc3), inside));
-    position = _mm_add_epi32(position, _mm_set1_epi32(4));
   }
 }
 

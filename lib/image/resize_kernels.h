@@ -75,15 +75,14 @@ void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps);
 bool HaveAvx2();
 
 // The Lanczos kernel at the taps of one output sample, as Pillow's precompute_coeffs
-// evaluates it, its sines by angle addition: for t < n, x = ((lo + t) - center + 0.5) * inv
-// and w[t] = sinc(x) sinc(x / 3) for -3 <= x < 3, else 0, where sinc(x) = sin(pi x) /
-// (pi x) (1 at 0), sin(pi x) = sin0 cos_t[t] + cos0 sin_t[t] and sin(pi x / 3) = sin03
-// cos_t3[t] + cos03 sin_t3[t]. The tables hold at least n values.
+// evaluates it, its sines by angle addition: for t < n, w[t] = sinc(x[t]) sinc(x[t] / 3)
+// for -3 <= x[t] < 3, else 0, where sinc(x) = sin(pi x) / (pi x) (1 at 0), sin(pi x[t]) =
+// sin0 cos_t[t] + cos0 sin_t[t] and sin(pi x[t] / 3) = sin03 cos_t3[t] + cos03 sin_t3[t]
+// (sin0 and the rest are those of pi x[0] and pi x[0] / 3; the tables those of t times
+// the taps' spacing). The positions and the tables hold at least n values.
 struct LanczosTaps {
   int n = 0;
-  int lo = 0;
-  double center = 0.0;
-  double inv = 0.0;
+  const double* x = nullptr;
   double sin0 = 0.0, cos0 = 0.0, sin03 = 0.0, cos03 = 0.0;
   const double* sin_t = nullptr;
   const double* cos_t = nullptr;

@@ -1005,6 +1005,34 @@ TEST(ResizeRegionIntoTest, ReusedScratchGivesTheSameBytesAsFreshOnes) {
   EXPECT_EQ(RunMixedCalls(&shared), fresh);
 }
 
+// An output sample takes the weights of the other axis's sample (of this call or of the
+// call before) only where its taps are the same positions under the same kernel: square
+// crops whose axes share their taps but at the clamped ends (rows 0..90 against columns
+// 5..95 of 100), the same boxes under each filter in turn, and boxes a whole and a half
+// pixel apart, through one scratch, give the bytes of weighing every sample alone.
+TEST(ResizeRegionIntoTest, WeightsSharedBetweenAxesAreTheSamplesOwnWeights) {
+  const Image src = NoiseImage(90, 100, 3, 21);
+  struct Box {
+    float x0, y0, x1, y1;
+    int out;
+  };
+  const Box boxes[] = {{5, 0, 95, 90, 64},       {0, 0, 90, 90, 64}, {1, 0, 91, 90, 64},
+                       {5.5f, 0, 95.5f, 90, 64}, {5, 0, 95, 90, 37}, {10, 0, 100, 90, 120}};
+  ResizeScratch shared;
+  for (int pass = 0; pass < 2; ++pass) {
+    for (const Box& b : boxes) {
+      for (ResizeFilter filter : kAllFilters) {
+        ResizeScratch alone;
+        internal::WeighEachSampleAlone(&alone);
+        EXPECT_EQ(RegionInto(src, b.x0, b.y0, b.x1, b.y1, b.out, b.out, filter, &shared),
+                  RegionInto(src, b.x0, b.y0, b.x1, b.y1, b.out, b.out, filter, &alone))
+            << "box " << b.x0 << ".." << b.x1 << " x " << b.y0 << ".." << b.y1 << " to " << b.out
+            << ", filter " << static_cast<int>(filter) << ", pass " << pass;
+      }
+    }
+  }
+}
+
 TEST(ResizeRegionIntoTest, ScratchStopsGrowingOnceItHasSeenTheLargestCall) {
   ResizeScratch scratch;
   EXPECT_EQ(scratch.capacity_bytes(), 0u);
@@ -1167,10 +1195,11 @@ TEST(ResizeWeightsTest, VectorFormsGiveThePortableValues) {
     const double center = round % 5 == 0 ? 40.5 : 3.0 + 200.0 * uniform();
     internal::LanczosTaps taps;
     taps.n = std::min(round % 3 == 0 ? ksize : static_cast<int>(uniform() * ksize), kMaxTaps);
-    taps.lo = std::max(static_cast<int>(center - 3.0 * filter_scale + 0.5), 0);
-    taps.center = center;
-    taps.inv = inv;
-    const double x0 = (taps.lo - center + 0.5) * inv;
+    const int lo = std::max(static_cast<int>(center - 3.0 * filter_scale + 0.5), 0);
+    std::array<double, kMaxTaps> x;
+    for (int t = 0; t < kMaxTaps; ++t) x[t] = (t + lo - center + 0.5) * inv;
+    taps.x = x.data();
+    const double x0 = x[0];
     taps.sin0 = std::sin(x0 * std::numbers::pi);
     taps.cos0 = std::cos(x0 * std::numbers::pi);
     taps.sin03 = std::sin(x0 / 3 * std::numbers::pi);
@@ -1190,7 +1219,7 @@ TEST(ResizeWeightsTest, VectorFormsGiveThePortableValues) {
     internal::LanczosValues(taps, portable.data());
     internal::LanczosValuesAvx2(taps, vector.data());
     ASSERT_EQ(0, std::memcmp(portable.data(), vector.data(), vector.size() * sizeof(double)))
-        << "round " << round << ": " << taps.n << " taps from " << taps.lo << ", centre " << center
+        << "round " << round << ": " << taps.n << " taps from " << lo << ", centre " << center
         << ", scale " << filter_scale;
 
     double sum = 0.0;
