@@ -166,9 +166,9 @@ bool SameTaps(const AxisWeights& other, int i, double (*kernel)(double), double 
 // of an axis of in_size samples mapped onto out_size samples. `values` holds one pixel's
 // kernel values in double before they are normalised. A sample whose taps sit where those
 // of `other`'s sample of the same index do (not null: the other axis of the same resize,
-// or of an earlier one) takes that sample's weights: a square crop of a photo has the same
-// taps on both axes but near the ends when the crop starts on a whole pixel, so about half
-// of the photos need only one axis computed.
+// or of an earlier one) takes that sample's weights: a square crop that starts on a whole
+// pixel (a photo whose sides differ by an even number) has the same taps on both axes but
+// at the clamped ends.
 void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const Kernel& kernel,
                         bool avx2, const AxisWeights* other, AxisWeights* axis,
                         std::vector<double>* values) {
