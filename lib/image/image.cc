@@ -107,13 +107,6 @@ ImageWindow CutWindow(Image image, const NeededRegion& needed) {
   return window;
 }
 
-StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
-                                   const NeededRegion& needed) {
-  ImageWindow window;
-  SHARDPACK_RETURN_IF_ERROR(DecodeWindow(data, size, options, needed, &window));
-  return window;
-}
-
 Status DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
                     const NeededRegion& needed, ImageWindow* window) {
   if (Sniff(data, size) == Format::kJpeg)

@@ -138,7 +138,7 @@ Region ClampRegion(Region r, int height, int width);
 ImageWindow CutWindow(Image image, const NeededRegion& needed);
 
 // As Decode, for a caller that reads only part of the image: `needed` (called once the
-// size is known) names that part, and the result holds exactly it, clamped to the image
+// size is known) names that part, and *window holds exactly it, clamped to the image
 // (the whole image when `needed` is empty, or names an empty region). A sequential JPEG
 // stored upright (EXIF orientation 1, or orientation not applied) is then decoded only in the
 // iMCU columns and the rows the region covers (libjpeg-turbo's jpeg_crop_scanline and
@@ -146,13 +146,9 @@ ImageWindow CutWindow(Image image, const NeededRegion& needed);
 // decode's edge pixels would differ from the whole decode's). Skipped rows are still
 // entropy-decoded, so truncated or corrupt data fails the decode as it would the whole
 // decode. Other JPEGs (rotated, progressive) and PNGs are decoded whole, then cut. Errors as
-// Decode.
-StatusOr<ImageWindow> DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
-                                   const NeededRegion& needed);
-
-// As DecodeWindow, into *window, whose pixels' memory it reuses: a caller decoding image
-// after image keeps one window, so that the pixels are not allocated and zero-filled
-// anew for each (the zero-fill alone was 1% of a conversion).
+// Decode. The window's pixels' memory is reused: a caller decoding image after image keeps
+// one window, so that the pixels are not allocated and zero-filled anew for each (the
+// zero-fill alone was 1% of a conversion).
 Status DecodeWindow(const uint8_t* data, size_t size, const DecodeOptions& options,
                     const NeededRegion& needed, ImageWindow* window);
 

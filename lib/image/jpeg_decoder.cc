@@ -237,16 +237,10 @@ size_t SpareRowBytes(JDIMENSION crop_width, bool cmyk, int out_channels) {
   return static_cast<size_t>(crop_width) * (cmyk ? 4 : out_channels);
 }
 
-// One decoded row (crop_width pixels as libjpeg gives them: CMYK or the output colour)
-// to out_channels bytes per pixel for columns [from, to) of it, at `out`.
-void ConvertRow(const Session* s, const uint8_t* row, JDIMENSION from, JDIMENSION to,
-                uint8_t* out) {
-  if (!s->cmyk) {
-    std::memcpy(out, row + static_cast<size_t>(from) * s->out_channels,
-                static_cast<size_t>(to - from) * s->out_channels);
-    return;
-  }
-  for (JDIMENSION x = from; x < to; ++x, out += s->out_channels) {
+// One decoded CMYK row (crop_width pixels of 4 bytes, as libjpeg gives them) to
+// out_channels bytes per pixel at `out`.
+void ConvertCmykRow(const Session* s, const uint8_t* row, uint8_t* out) {
+  for (JDIMENSION x = 0; x < s->crop_width; ++x, out += s->out_channels) {
     const uint8_t* ink = row + 4 * static_cast<size_t>(x);
     const unsigned c = ink[0], m = ink[1], y = ink[2], k = ink[3];
     // Adobe (Photoshop) CMYK is stored inverted: 255 means no ink.
@@ -298,11 +292,11 @@ void ReadStep(Session* s) {
       s->failure = Failure::kInternal;
       return;
     }
+    if (!s->cmyk) continue;
     for (JDIMENSION i = 0; i < got; ++i) {
       const JDIMENSION y = y0 + i;
       if (y < s->keep_y0 || y >= s->keep_y1) continue;
-      uint8_t* out = s->pixels + static_cast<size_t>(y - s->keep_y0) * stride;
-      if (rows[i] != out) ConvertRow(s, rows[i], 0, s->crop_width, out);
+      ConvertCmykRow(s, rows[i], s->pixels + static_cast<size_t>(y - s->keep_y0) * stride);
     }
   }
   // Skipping to the very end would mark the input finished without reading it (libjpeg-

@@ -200,12 +200,16 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
   // and the fixed-point weights are computed four at a time (three divisions per tap were
   // most of this function's time), with the same doubles (resize_kernels.h).
   const bool lanczos = kernel.weight == Lanczos3Kernel;
-  internal::LanczosTaps taps;
   double* sin_t = w + ksize;
   double* cos_t = sin_t + ksize;
   double* sin_t3 = cos_t + ksize;
   double* cos_t3 = sin_t3 + ksize;
-  bool tables = false;
+  internal::LanczosTaps taps;
+  taps.sin_t = sin_t;
+  taps.cos_t = cos_t;
+  taps.sin_t3 = sin_t3;
+  taps.cos_t3 = cos_t3;
+  bool tables = false;  // filled when the first sample needs them
   for (int i = 0; i < out_size; ++i) {
     const double center = in0 + (i + 0.5) * scale;
     // Truncation, not floor, as in Pillow; it differs only below 0, which is clamped.
@@ -232,10 +236,6 @@ void ComputeAxisWeights(int in_size, float in0, float in1, int out_size, const K
           sin_t3[t] = std::sin(angle / 3);
           cos_t3[t] = std::cos(angle / 3);
         }
-        taps.sin_t = sin_t;
-        taps.cos_t = cos_t;
-        taps.sin_t3 = sin_t3;
-        taps.cos_t3 = cos_t3;
         tables = true;
       }
       const double x0 = (lo - center + 0.5) * inv_filter_scale;

@@ -64,8 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     Touch(window->image, 3);
     for (int y = r.y0; y < r.y1; ++y) {
       FUZZ_CHECK(std::equal(full->row(y) + static_cast<size_t>(r.x0) * 3,
-                            full->row(y) + static_cast<size_t>(r.x1) * 3,
-                            window->row(y - r.y0)));
+                            full->row(y) + static_cast<size_t>(r.x1) * 3, window->row(y - r.y0)));
     }
   }
 
