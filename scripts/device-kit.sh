@@ -92,6 +92,10 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   psutil==7.2.2 ||
   echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
 git rev-parse --short HEAD > "$out/REVISION" 2>/dev/null || echo unknown > "$out/REVISION"
+# The version of the library and the package (the root project() line, as python/pyproject.toml
+# reads it).
+sed -n 's/^project(shardpack VERSION \([0-9]*\.[0-9]*\.[0-9]*\).*/\1/p' CMakeLists.txt > "$out/VERSION"
+[ -s "$out/VERSION" ] || { echo "device-kit: no version in CMakeLists.txt's project() line" >&2; exit 2; }
 
 bytes=$(du -sb "$out" | cut -f1)
 echo "device-kit: $out, $((bytes >> 20)) MiB ($bytes bytes; limit $limit_mib MiB)"

@@ -110,7 +110,9 @@ def test_jax_batches_adopt_the_ring_slot_without_a_copy(dataset_path):
 
 
 def test_a_sharding_splits_each_batch_over_the_devices():
-    # Four CPU devices exist only in a fresh interpreter started with this flag.
+    # Four CPU devices exist only in a fresh interpreter started with this flag; JAX's
+    # default backend is made the CPU, which a machine with a GPU (and jax[cuda]) would
+    # otherwise take first.
     out = run_python(
         """
         import jax, numpy as np, shardpack, shardpack.jax, tempfile, os
@@ -146,6 +148,7 @@ def test_a_sharding_splits_each_batch_over_the_devices():
         """,
         env={
             "XLA_FLAGS": "--xla_force_host_platform_device_count=4",
+            "JAX_PLATFORMS": "cpu",
             "PYTHONPATH": str(Path(__file__).parent),
         },
     )

@@ -115,6 +115,8 @@ sanitizer() {
     return
   fi
   summary "$(grep -o -E '(ERROR|RACECHECK) SUMMARY: .*' "$work/cs" | tail -1); $(gtest_counts "$work/cs")"
+  # A filter that matches nothing would pass with no error to report.
+  grep -q '^\[       OK \] ' "$work/cs" || { summary "no test ran under $tool: $(cat "$work/summary")"; return 1; }
   return "$rc"
 }
 step_memcheck() { sanitizer memcheck; }
@@ -226,7 +228,12 @@ step_python_tests() {
   # The package is imported through a link in a folder of its own: conftest.py takes the
   # tests' parent folder (the kit's python/, where it was built) off sys.path.
   local site="$work/site" pkg="$work/package"
+  # Beside it, the distribution's metadata as pip would install it (the kit's VERSION, the
+  # root project() line): the tests check the version against it.
   mkdir -p "$pkg" && ln -sfn "$kit/python/shardpack" "$pkg/shardpack"
+  mkdir -p "$pkg/shardpack-$(cat "$kit/VERSION").dist-info"
+  printf 'Metadata-Version: 2.1\nName: shardpack\nVersion: %s\n' "$(cat "$kit/VERSION")" \
+    > "$pkg/shardpack-$(cat "$kit/VERSION").dist-info/METADATA"
   if ls "$kit"/wheels/*.whl >/dev/null 2>&1; then
     "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$kit"/wheels/*.whl ||
       return 1
@@ -312,7 +319,7 @@ declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [race
                    [first-epoch]=240)
 # What the steps' subshells (bash -c, below) see.
 export -f $(declare -F | awk '{print $3}')
-export kit report work py cores cuda_filter sp per_class
+export kit report work py cores cuda_filter sanitizer_filter sp per_class
 failed=0
 for name in $steps; do
   fn=step_${name//-/_}
