@@ -9,6 +9,8 @@
 #             the extension there, against that machine's Python and nanobind.
 #   samples/  the Python samples (train_torch.py); gpu-check/ the ImageFolder + DataLoader
 #             reference and the loader's throughput on the GPU.
+#   photos/   a subset of set A's photos (bench/convert_bench.sh) for convert-scaling,
+#             where out/bench-images is here (PHOTOS=DIR names another corpus's scale/).
 #   gpu-check.sh, which runs the check and writes report.md and report.json.
 # Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
 # library of scripts/install-python.sh (python/build/), brought up to date first, or made
@@ -91,6 +93,30 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   pytest==9.2.0 pluggy==1.7.0 iniconfig==2.3.1 packaging==26.4 pygments==2.19.2 \
   psutil==7.2.2 ||
   echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
+# Real photos for the convert-scaling step: issue 17's 16-thread target is stated on set A
+# of bench/convert_bench.sh (scale/ of ../shared/tools/make-bench-images.sh, Caltech-sized
+# photo JPEGs). Every tenth of its files, the JPEGs of at most 128 KiB, up to 8 MiB; where the
+# corpus is not here, the step converts make_images' synthetic pictures instead.
+photos=${PHOTOS:-out/bench-images/scale}
+if [ -d "$photos" ]; then
+  mkdir -p "$out/photos"
+  taken=0 count=0 index=0
+  while read -r f; do
+    index=$((index + 1))
+    [ $((index % 10)) -eq 1 ] || continue
+    size=$(stat -c %s "$photos/$f")
+    [ "$size" -le 131072 ] || continue
+    [ "$(head -c 2 "$photos/$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] || continue
+    [ $((taken + size)) -le $((8 << 20)) ] || break
+    mkdir -p "$out/photos/$(dirname "$f")"
+    cp "$photos/$f" "$out/photos/$f"
+    taken=$((taken + size)) count=$((count + 1))
+  done < <(cd "$photos" && find . -type f | sed 's|^\./||' | LC_ALL=C sort)
+  echo "every tenth JPEG of at most 128 KiB of $photos: $count files, $taken bytes" > "$out/photos/SOURCE"
+  cat "$out/photos/SOURCE"
+else
+  echo "device-kit: no $photos (../shared/tools/make-bench-images.sh): convert-scaling will use synthetic pictures" >&2
+fi
 git rev-parse --short HEAD > "$out/REVISION" 2>/dev/null || echo unknown > "$out/REVISION"
 # The version of the library and the package (the root project() line, as python/pyproject.toml
 # reads it).

@@ -20,9 +20,9 @@
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
 #                DataLoader (pin_memory, num_workers = cores) on the same images:
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
-#   convert-scaling  shardpack convert of the dataset's JPEGs (each listed 4 times) at
-#                1, 2, 4, 8, 16 threads against libjpeg-turbo's bare decode of the same
-#                files (decode_floor)
+#   convert-scaling  shardpack convert of the kit's set A photos (else the dataset's
+#                JPEGs), about 1,500 images a thread, at 1, 2, 4, 8, 16 threads against
+#                libjpeg-turbo's bare decode of the same files (decode_floor)
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer, less those that provoke
 #                CUDA errors on purpose (skipped where it is missing or refuses the
 #                device, "Device not supported")
@@ -141,27 +141,35 @@ step_bench() {
 }
 
 step_convert_scaling() {
-  [ -d "$work/images" ] || { skip "no images (step dataset)"; return; }
-  # The JPEGs, by their first bytes (the floor decodes JPEGs only; make_images names one
-  # PNG .JPEG), as convert --list takes them. The shards go to memory where it can, as
-  # bench/convert_bench.sh does: the converter is measured, not the disk. Each JPEG is
-  # listed SCALING_REPEAT times (default 4): 16 threads then run for more than a second,
-  # and the process's start and the pipeline's ramp weigh little.
-  local f out=/dev/shm/shardpack-gpu-check-scaling n t floor line t0 t1 rate inside ratios=""
-  local repeat=${SCALING_REPEAT:-4}
+  # Set A's photos where the kit has them (photos/, scripts/device-kit.sh), else the
+  # dataset's synthetic pictures. Their JPEGs, by their first bytes (the floor decodes JPEGs
+  # only; make_images names one PNG .JPEG), as convert --list takes them. The shards go to
+  # memory where it can, as bench/convert_bench.sh does: the converter is measured, not the
+  # disk. The list repeats the files so that each thread has about 1,500 images (at least
+  # SCALING_REPEAT copies, default 4): 16 threads then run for about two seconds, and the
+  # process's start and the pipeline's ramp weigh little.
+  local root=$kit/photos what="set A photos"
+  [ -d "$root" ] || { root=$work/images; what="synthetic pictures (make_images)"; }
+  [ -d "$root" ] || { skip "no photos in the kit and no images (step dataset)"; return; }
+  local f out=/dev/shm/shardpack-gpu-check-scaling files n t copies floor line t0 t1 rate inside
+  local ratios=""
   [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
-  (cd "$work/images" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
+  (cd "$root" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
     [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
   done) > "$work/jpegs.once"
-  for _ in $(seq "$repeat"); do cat "$work/jpegs.once"; done > "$work/jpegs.list"
-  n=$(wc -l < "$work/jpegs.list")
+  files=$(wc -l < "$work/jpegs.once")
+  [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || break
-    floor=$("$kit/bin/decode_floor" --root "$work/images" --list "$work/jpegs.list" --threads "$t" \
+    copies=$(( (1500 * t + files - 1) / files ))
+    [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
+    for _ in $(seq "$copies"); do cat "$work/jpegs.once"; done > "$work/jpegs.list"
+    n=$(wc -l < "$work/jpegs.list")
+    floor=$("$kit/bin/decode_floor" --root "$root" --list "$work/jpegs.list" --threads "$t" \
       --reps 1 | grep '^decode_floor threads=') || return 1
     rm -rf "$out"
     t0=$EPOCHREALTIME
-    "$sp" convert "$work/images" "$out" --list "$work/jpegs.list" --size 256x256 \
+    "$sp" convert "$root" "$out" --list "$work/jpegs.list" --size 256x256 \
       --fit crop --threads "$t" --json > "$work/scaling.json" || return 1
     t1=$EPOCHREALTIME
     rate=$(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
@@ -169,13 +177,13 @@ step_convert_scaling() {
     inside=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p' "$work/scaling.json")
     line=$(awk -v t="$t" -v r="$rate" -v n="$n" -v s="$inside" '{for (i = 2; i <= NF; i++) {split($i, kv, "="); f[kv[1]] = kv[2]}}
       END {d = f["images"] / f["seconds"];
-           printf "%d threads: convert %d images/s, bare decode %.0f, ratio %.2f (%.2f in-process)",
-                  t, r, d, r / d, (s > 0 ? n / s / d : 0)}' <<< "$floor")
+           printf "%d threads (%d images): convert %d images/s, bare decode %.0f, ratio %.2f (%.2f in-process)",
+                  t, n, r, d, r / d, (s > 0 ? n / s / d : 0)}' <<< "$floor")
     echo "$line"
     ratios="$ratios${ratios:+; }$line"
   done
   rm -rf "$out"
-  summary "$n JPEGs ($(wc -l < "$work/jpegs.once") files, each $repeat times) to 256x256: $ratios"
+  summary "$files JPEGs of $what to 256x256 crop: $ratios"
 }
 
 step_first_epoch() {
