@@ -24,6 +24,7 @@
 #include "image/encoder.h"
 #include "image/image.h"
 #include "image/resize.h"
+#include "io/chunked_file.h"
 #include "io/dir_lock.h"
 #include "io/env.h"
 #include "read/random.h"
@@ -199,6 +200,7 @@ Status CheckOptions(const ConvertOptions& o) {
         "Caffe-schema LMDB output cannot be converted in parts: its keys number samples "
         "across the whole dataset; convert it in one process");
   }
+  if (Status s = io::CheckWriteChunk(o.write_chunk_bytes); !s.ok()) return s;
   if (!o.list_file.empty() && o.input_format == InputFormat::kTfrecord) {
     return InvalidArgumentError("a list file names image files; it cannot be a TFRecord input");
   }
@@ -535,6 +537,7 @@ ShardWriterOptions WriterOptions(const convert::ScanResult& scan, const ConvertO
   wo.lmdb_schema = o.lmdb_schema;
   wo.max_shard_bytes = o.max_shard_bytes;
   wo.max_shard_records = o.max_shard_records;
+  wo.write_chunk_bytes = o.write_chunk_bytes;
   wo.class_names = scan.inputs.classes;
   wo.image.channels = o.channels;
   wo.image.encoding = o.encoding;

@@ -8,6 +8,7 @@
 #include "format/lmdb_shard.h"
 #include "format/tfrecord_shard.h"
 #include "image/image.h"
+#include "io/chunked_file.h"
 #include "io/env.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -314,7 +315,8 @@ class ShardWriter::Impl {
     std::string path = io::JoinPath(dir_, format::StagedShardFileName(n, options_.backend));
     if (IsTfrecord()) {
       auto w = format::TfrecordShardWriter::Create(
-          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)), options_.pixel_alignment);
+          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)), options_.pixel_alignment,
+          options_.write_chunk_bytes);
       if (!w.ok()) return w.status();
       tfrecord_ = std::move(w).value();
     } else {
@@ -477,6 +479,7 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
   if (options.max_shard_bytes == 0) {
     return InvalidArgumentError("max_shard_bytes must be positive");
   }
+  if (Status s = io::CheckWriteChunk(options.write_chunk_bytes); !s.ok()) return s;
   if (!nlohmann::json::accept(options.options_json.empty() ? "{}" : options.options_json)) {
     return InvalidArgumentError("options_json is not valid JSON");
   }

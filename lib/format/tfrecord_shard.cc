@@ -2,16 +2,25 @@
 
 #include "format/index_file.h"
 #include "format/record.h"
+#include "io/chunked_file.h"
 #include "util/crc32c.h"
 
 namespace shardpack::format {
 
-StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(
-    io::Env* env, std::string path, std::string index_path, uint32_t pixel_alignment) {
+StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(io::Env* env,
+                                                                           std::string path,
+                                                                           std::string index_path,
+                                                                           uint32_t pixel_alignment,
+                                                                           uint64_t write_chunk) {
   auto file = env->NewWritableFile(path + ".tmp");
   if (!file.ok()) return file.status();
+  std::unique_ptr<io::WritableFile> out = std::move(file).value();
+  if (write_chunk > 0) {
+    out =
+        io::NewChunkedWritableFile(std::move(out), path + ".tmp", static_cast<size_t>(write_chunk));
+  }
   return std::unique_ptr<TfrecordShardWriter>(new TfrecordShardWriter(
-      env, std::move(path), std::move(index_path), pixel_alignment, std::move(file).value()));
+      env, std::move(path), std::move(index_path), pixel_alignment, std::move(out)));
 }
 
 TfrecordShardWriter::TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,

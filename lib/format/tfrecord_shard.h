@@ -39,9 +39,12 @@ struct PlacedRecord {
 // before Finish.
 class TfrecordShardWriter {
  public:
+  // `write_chunk`: 0, the records are written as they come; else the file is written in
+  // aligned chunks of that many bytes (io/chunked_file.h), a multiple of 4096.
   static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env, std::string path,
                                                                std::string index_path,
-                                                               uint32_t pixel_alignment);
+                                                               uint32_t pixel_alignment,
+                                                               uint64_t write_chunk = 0);
   ~TfrecordShardWriter();
 
   // Appends one sample: `entries` from EncodeFeatureEntries, then the pixels, whose

@@ -239,6 +239,7 @@ def convert(
     mixed_ratio=0.5,
     shard_size=64 << 20,
     shard_records=0,
+    write_chunk=0,
     shuffle=False,
     seed=0,
     threads=0,
@@ -262,7 +263,8 @@ def convert(
 
     Exactly one geometry: ``size`` (an int, (height, width), or the CLI's "WxH") with
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
-    keywords are the CLI's flags (docs/CLI.md); ``shard_size`` is in bytes,
+    keywords are the CLI's flags (docs/CLI.md); ``shard_size`` and ``write_chunk``
+    (``--write-chunk``: 2097152 writes the shards in 2 MiB chunks) are in bytes,
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
     "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png" (deflated at
@@ -310,6 +312,7 @@ def convert(
     o.mixed_max_ratio = float(mixed_ratio)
     o.max_shard_bytes = integer(shard_size, "shard_size", 1, UINT64_MAX)
     o.max_shard_records = integer(shard_records, "shard_records", 0, UINT64_MAX)
+    o.write_chunk_bytes = integer(write_chunk, "write_chunk", 0, 1 << 30)
     o.shuffle = bool(shuffle)
     o.seed = integer(seed, "seed", 0, UINT64_MAX)
     o.num_threads = integer(threads, "threads", 0, 4096)

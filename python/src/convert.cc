@@ -98,6 +98,7 @@ void BindConvert(nb::module_& m) {
       .def_rw("mixed_max_ratio", &ConvertOptions::mixed_max_ratio)
       .def_rw("max_shard_bytes", &ConvertOptions::max_shard_bytes)
       .def_rw("max_shard_records", &ConvertOptions::max_shard_records)
+      .def_rw("write_chunk_bytes", &ConvertOptions::write_chunk_bytes)
       .def_rw("shuffle", &ConvertOptions::shuffle)
       .def_rw("seed", &ConvertOptions::seed)
       .def_rw("num_threads", &ConvertOptions::num_threads)

@@ -15,6 +15,20 @@ def test_version_is_the_library_and_package_version():
     assert shardpack.__version__.count(".") == 2
 
 
+def test_write_chunk_gives_the_same_bytes(image_folder, tmp_path):
+    # Shards written in 4 KiB chunks (several records each) hold the bytes of shards written
+    # record by record; a chunk that is not a multiple of 4096 is refused, naming it.
+    shards = {}
+    for chunk in (0, 4096):
+        shardpack.convert(image_folder, tmp_path / str(chunk), size=(24, 32), write_chunk=chunk)
+        shards[chunk] = {
+            p.name: p.read_bytes() for p in sorted((tmp_path / str(chunk)).glob("*.tfrecord"))
+        }
+    assert shards[0] and shards[0] == shards[4096]
+    with pytest.raises(shardpack.InvalidArgumentError, match="write chunk of 5000 bytes"):
+        shardpack.convert(image_folder, tmp_path / "bad", size=(24, 32), write_chunk=5000)
+
+
 def test_convert_accounts_for_every_input(image_folder, tmp_path):
     progress = []
     s = shardpack.convert(

@@ -134,23 +134,29 @@ TEST(ConvertTest, TheSummaryAccountsForTheTimeOfEachStage) {
   }
 }
 
-// The acceptance test of determinism: 1, 2 and 8 threads give byte-identical datasets.
+// The acceptance test of determinism: 1, 2 and 8 threads give byte-identical datasets,
+// and so do shards written in chunks (4 KiB and 1 MiB, each more than these shards of two
+// records: OutputBytesArePinned fills whole chunks, tests/io/chunked_file_test.cc fills
+// them from several threads).
 TEST(ConvertTest, OutputBytesAreIdenticalForAnyThreadCount) {
   Tree tree;
   std::vector<std::unique_ptr<TempDir>> outs;
-  for (int threads : {1, 2, 8}) {
+  const std::pair<int, uint64_t> runs[] = {{1, 0}, {2, 0}, {8, 0}, {8, 4096}, {2, 1 << 20}};
+  for (const auto& [threads, chunk] : runs) {
     outs.push_back(std::make_unique<TempDir>());
     ConvertOptions o = Options16(threads);
     o.shuffle = true;
     o.seed = 5;
     o.max_shard_records = 2;
+    o.write_chunk_bytes = chunk;
     ASSERT_TRUE(Convert(tree.dir.path(), outs.back()->path(), o).ok());
   }
   for (const auto& entry : fs::directory_iterator(outs[0]->path())) {
     const std::string name = entry.path().filename();
     std::string a = testing::ReadFileOrDie(entry.path());
-    EXPECT_EQ(a, testing::ReadFileOrDie(outs[1]->Join(name))) << name;
-    EXPECT_EQ(a, testing::ReadFileOrDie(outs[2]->Join(name))) << name;
+    for (size_t i = 1; i < outs.size(); ++i) {
+      EXPECT_EQ(a, testing::ReadFileOrDie(outs[i]->Join(name))) << name << ", run " << i;
+    }
   }
 }
 
@@ -172,28 +178,33 @@ TEST(ConvertTest, OutputBytesArePinned) {
       ++seed;
     }
   }
-  TempDir out;
-  ConvertOptions o;
-  o.height = 24;
-  o.width = 20;
-  o.fit = FitMode::kCrop;
-  o.filter = ResizeFilter::kLanczos3;
-  o.shuffle = true;
-  o.seed = 7;
-  o.max_shard_records = 3;
-  o.num_threads = 2;
-  auto s = Convert(in.path(), out.path(), o);
-  ASSERT_TRUE(s.ok()) << s.status().ToString();
-  ASSERT_EQ(s->written, 16u) << testing::RejectList(*s);
-  std::string digests;
-  for (const ShardEntry& e : s->manifest.shards) {
-    ASSERT_TRUE(e.index.has_value());
-    for (const std::string& file : {e.data.file, e.index->file}) {
-      const std::string bytes = testing::ReadFileOrDie(out.Join(file));
-      digests += file + " " + Xxh3HexPortable(bytes.data(), bytes.size()) + "\n";
+  // Also written in 4 KiB chunks: a shard of three records (5,220 bytes) fills one chunk
+  // and leaves a partial one.
+  for (const uint64_t chunk : {uint64_t{0}, uint64_t{4096}}) {
+    TempDir out;
+    ConvertOptions o;
+    o.height = 24;
+    o.width = 20;
+    o.fit = FitMode::kCrop;
+    o.filter = ResizeFilter::kLanczos3;
+    o.shuffle = true;
+    o.seed = 7;
+    o.max_shard_records = 3;
+    o.num_threads = 2;
+    o.write_chunk_bytes = chunk;
+    auto s = Convert(in.path(), out.path(), o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_EQ(s->written, 16u) << testing::RejectList(*s);
+    std::string digests;
+    for (const ShardEntry& e : s->manifest.shards) {
+      ASSERT_TRUE(e.index.has_value());
+      for (const std::string& file : {e.data.file, e.index->file}) {
+        const std::string bytes = testing::ReadFileOrDie(out.Join(file));
+        digests += file + " " + Xxh3HexPortable(bytes.data(), bytes.size()) + "\n";
+      }
     }
+    EXPECT_EQ(digests, kPinnedDigests) << "write chunk " << chunk;
   }
-  EXPECT_EQ(digests, kPinnedDigests);
 }
 
 TEST(ConvertTest, ShuffleIsSeededAndChangesTheOrder) {

@@ -31,7 +31,8 @@
 #                first epoch over shards in the page cache against its later ones, with the
 #                shards written in record-sized writes (as convert writes them) and copied in
 #                2 MiB writes (2 MiB folios), what each way of writing costs, and whether the
-#                machine hands new memory out slowly (free page reporting, first_touch):
+#                machine hands new memory out slowly (free page reporting, first_touch);
+#                also the kit's photos converted with and without --write-chunk 2097152:
 #                docs/LOADER.md, "The first epoch from the page cache"
 #
 # The whole check keeps within BUDGET seconds (default 540, under the device tool's 600 s
@@ -220,8 +221,29 @@ step_first_epoch() {
     for f in "$d/written"/*; do dd if="$f" of="$d/$how/${f##*/}" bs="$how" status=none || return 1; done
     copies="$copies, copied in $how-byte writes $(rate)"
   done
+  # The kit's photos converted (listed again and again to about as many samples), record by
+  # record and in 2 MiB chunks (convert --write-chunk): the same bytes, and what each way
+  # of writing costs the conversion.
+  local kinds="written 196928 2097152" list=$work/first-epoch.list copies_n chunk
+  if [ -d "$kit/photos" ]; then
+    (cd "$kit/photos" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
+      [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
+    done) > "$list.once"
+    copies_n=$(( (n + $(wc -l < "$list.once") - 1) / $(wc -l < "$list.once") ))
+    for _ in $(seq "$copies_n"); do cat "$list.once"; done > "$list"
+    for chunk in 0 2097152; do
+      t0=$EPOCHREALTIME
+      "$sp" convert "$kit/photos" "$d/converted-$chunk" --list "$list" --size 256x256 \
+        --fit crop --threads "$cores" --write-chunk "$chunk" --quiet > /dev/null || return 1
+      bytes=$(du -sb "$d/converted-$chunk" | cut -f1)
+      copies="$copies, converted ($(wc -l < "$list") photos) with --write-chunk $chunk $(rate)"
+      kinds="$kinds converted-$chunk"
+    done
+    cmp <(cat "$d/converted-0"/*.tfrecord) <(cat "$d/converted-2097152"/*.tfrecord) ||
+      { summary "convert --write-chunk 2097152 changed the shards' bytes"; return 1; }
+  fi
   # Two processes over each: the first after the writes, and the next.
-  for how in written 196928 2097152; do
+  for how in $kinds; do
     for run in 1 2; do
       line=$("$sp" bench "$d/$how" --epochs 4 --no-baseline --shuffle global --threads "$cores" |
         grep '^| global') || return 1
