@@ -42,14 +42,14 @@ class ChunkedWritableFile final : public WritableFile {
         while (end < at + take &&
                !chunk->end.compare_exchange_weak(end, at + take, std::memory_order_relaxed)) {
         }
-        // The write that fills the chunk's last byte sees every other write's bytes (their
-        // additions came before, in acq_rel order) and hands the chunk on.
         written_.fetch_add(take, std::memory_order_relaxed);
         uint64_t file_end = file_end_.load(std::memory_order_relaxed);
         while (
             file_end < offset + take &&
             !file_end_.compare_exchange_weak(file_end, offset + take, std::memory_order_relaxed)) {
         }
+        // The write that fills the chunk's last byte sees every other write's bytes (their
+        // additions came before, in acq_rel order) and hands the chunk on.
         if (chunk->filled.fetch_add(take, std::memory_order_acq_rel) + take == chunk_) {
           Status s = HandOn(index, chunk, chunk_);
           if (result.ok()) result = std::move(s);
