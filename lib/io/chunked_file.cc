@@ -38,10 +38,6 @@ class ChunkedWritableFile final : public WritableFile {
         const size_t take = std::min(left, chunk_ - at);
         Chunk* chunk = Acquire(index);
         std::memcpy(chunk->bytes.get() + at, p, take);
-        size_t end = chunk->end.load(std::memory_order_relaxed);
-        while (end < at + take &&
-               !chunk->end.compare_exchange_weak(end, at + take, std::memory_order_relaxed)) {
-        }
         written_.fetch_add(take, std::memory_order_relaxed);
         uint64_t file_end = file_end_.load(std::memory_order_relaxed);
         while (
@@ -82,7 +78,6 @@ class ChunkedWritableFile final : public WritableFile {
   struct Chunk {
     std::unique_ptr<char[]> bytes;
     std::atomic<size_t> filled{0};  // bytes written into it
-    std::atomic<size_t> end{0};     // one past the last byte written
   };
 
   Chunk* Acquire(uint64_t index) {
@@ -110,8 +105,9 @@ class ChunkedWritableFile final : public WritableFile {
     return s;
   }
 
-  // The chunks not filled: the file's last. Writes never overlap, so the file has no gap
-  // when the bytes written add up to its end; where they do not, nothing is handed on.
+  // The chunk not filled: the file's last, which ends at the file's end. Writes never
+  // overlap, so the file has no gap when the bytes written add up to its end; where they do
+  // not, nothing is handed on.
   Status HandOnPartial() {
     const uint64_t written = written_.load(std::memory_order_acquire);
     const uint64_t file_end = file_end_.load(std::memory_order_acquire);
@@ -127,7 +123,7 @@ class ChunkedWritableFile final : public WritableFile {
     }
     Status result = Status::Ok();
     for (const auto& [index, chunk] : left) {
-      Status s = HandOn(index, chunk, chunk->end.load(std::memory_order_acquire));
+      Status s = HandOn(index, chunk, static_cast<size_t>(file_end - index * chunk_));
       if (result.ok()) result = std::move(s);
     }
     return result;

@@ -69,6 +69,18 @@ sp="$kit/bin/shardpack"
 summary() { echo "$*" > "$work/summary"; }
 skip() { summary "$*"; return 77; }
 
+# jpeg_list DIR: the JPEGs under DIR, by their first bytes (decode_floor decodes JPEGs
+# only; make_images names one PNG .JPEG), as convert --list takes them ("path 0").
+jpeg_list() {
+  local f
+  [ -d "$1" ] || return 0
+  (cd "$1" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
+    [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
+  done)
+}
+# repeat FILE COPIES: FILE's lines, COPIES times over.
+repeat() { for _ in $(seq "$2"); do cat "$1"; done; }
+
 step_gpu() {
   command -v nvidia-smi >/dev/null || { summary "no nvidia-smi"; return 3; }
   nvidia-smi || { summary "nvidia-smi failed"; return 3; }
@@ -156,28 +168,25 @@ step_bench() {
 
 step_convert_scaling() {
   # Set A's photos where the kit has them (photos/, scripts/device-kit.sh), else the
-  # dataset's synthetic pictures. Their JPEGs, by their first bytes (the floor decodes JPEGs
-  # only; make_images names one PNG .JPEG), as convert --list takes them. The shards go to
-  # memory where it can, as bench/convert_bench.sh does: the converter is measured, not the
+  # dataset's synthetic pictures: their JPEGs (jpeg_list). The shards go to memory where it
+  # can, as bench/convert_bench.sh does: the converter is measured, not the
   # disk. The list repeats the files so that each thread has about 1,500 images (at least
   # SCALING_REPEAT copies, default 4): 16 threads then run for about two seconds, and the
   # process's start and the pipeline's ramp weigh little.
   local root=$kit/photos what="set A photos"
   [ -d "$root" ] || { root=$work/images; what="synthetic pictures (make_images)"; }
   [ -d "$root" ] || { skip "no photos in the kit and no images (step dataset)"; return; }
-  local f out=/dev/shm/shardpack-gpu-check-scaling files n t copies floor line t0 t1 rate inside
+  local out=/dev/shm/shardpack-gpu-check-scaling files n t copies floor line t0 t1 rate inside
   local ratios=""
   [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
-  (cd "$root" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
-    [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
-  done) > "$work/jpegs.once"
+  jpeg_list "$root" > "$work/jpegs.once"
   files=$(wc -l < "$work/jpegs.once")
   [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || break
     copies=$(( (1500 * t + files - 1) / files ))
     [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
-    for _ in $(seq "$copies"); do cat "$work/jpegs.once"; done > "$work/jpegs.list"
+    repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
     n=$(wc -l < "$work/jpegs.list")
     floor=$("$kit/bin/decode_floor" --root "$root" --list "$work/jpegs.list" --threads "$t" \
       --reps 1 | grep '^decode_floor threads=') || return 1
@@ -224,13 +233,11 @@ step_first_epoch() {
   # The kit's photos converted (listed again and again to about as many samples), record by
   # record and in 2 MiB chunks (convert --write-chunk): the same bytes, and what each way
   # of writing costs the conversion.
-  local kinds="written 196928 2097152" list=$work/first-epoch.list copies_n chunk
-  if [ -d "$kit/photos" ]; then
-    (cd "$kit/photos" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
-      [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
-    done) > "$list.once"
-    copies_n=$(( (n + $(wc -l < "$list.once") - 1) / $(wc -l < "$list.once") ))
-    for _ in $(seq "$copies_n"); do cat "$list.once"; done > "$list"
+  local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk
+  jpeg_list "$kit/photos" > "$list.once"
+  files=$(wc -l < "$list.once")
+  if [ "$files" -gt 0 ]; then
+    repeat "$list.once" $(( (n + files - 1) / files )) > "$list"
     for chunk in 0 2097152; do
       t0=$EPOCHREALTIME
       "$sp" convert "$kit/photos" "$d/converted-$chunk" --list "$list" --size 256x256 \
