@@ -30,7 +30,7 @@ struct ConvertArgs {
        resume = false, overwrite = false, quiet = false, mpi = false, stats = false;
   uint64_t seed = 0, shard_size = 64ull << 20, shard_records = 0, max_pixels = kMaxImagePixels;
   uint64_t max_rejects = UINT64_MAX, max_png_chunk = 8000000, max_file = 1ull << 30;
-  uint64_t write_chunk = 0;
+  uint64_t write_chunk = ConvertOptions{}.write_chunk_bytes;
   double mixed_ratio = 0.5;
 };
 
@@ -163,7 +163,7 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--write-chunk", a->write_chunk,
                   "TFRecord: write each shard in aligned chunks of this many bytes, a multiple "
                   "of 4096 (2097152: 2 MiB folios in the page cache, a faster first epoch "
-                  "from it; 0: record by record)")
+                  "from it; 0: record by record, less memory)")
       ->check(Integer<uint64_t>(0, uint64_t{1} << 30))
       ->capture_default_str();
   cmd->add_flag("--shuffle", a->shuffle, "Shuffle the write order with --seed");

@@ -239,7 +239,7 @@ def convert(
     mixed_ratio=0.5,
     shard_size=64 << 20,
     shard_records=0,
-    write_chunk=0,
+    write_chunk=2 << 20,
     shuffle=False,
     seed=0,
     threads=0,
@@ -264,7 +264,8 @@ def convert(
     Exactly one geometry: ``size`` (an int, (height, width), or the CLI's "WxH") with
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` and ``write_chunk``
-    (``--write-chunk``: 2097152 writes the shards in 2 MiB chunks) are in bytes,
+    (``--write-chunk``: the default 2097152 writes the shards in 2 MiB chunks, 0 record
+    by record) are in bytes,
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
     "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png" (deflated at

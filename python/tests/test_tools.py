@@ -1,6 +1,7 @@
 """convert, verify, info and the package's metadata."""
 
 import importlib.metadata
+import inspect
 import os
 
 import numpy as np
@@ -15,16 +16,34 @@ def test_version_is_the_library_and_package_version():
     assert shardpack.__version__.count(".") == 2
 
 
+def write_calls():
+    """This process's write system calls so far (/proc/self/io), or None."""
+    try:
+        with open("/proc/self/io") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("syscw:"))
+    except (OSError, StopIteration):
+        return None
+
+
 def test_write_chunk_gives_the_same_bytes(image_folder, tmp_path):
-    # Shards written in 4 KiB chunks (several records each) hold the bytes of shards written
-    # record by record; a chunk that is not a multiple of 4096 is refused, naming it.
-    shards = {}
-    for chunk in (0, 4096):
+    # Shards written in 4 KiB chunks (several records each) and in the default 2 MiB ones
+    # hold the bytes of shards written record by record; a chunk that is not a multiple of
+    # 4096 is refused, naming it.
+    default = inspect.signature(shardpack.convert).parameters["write_chunk"].default
+    assert default == 2 << 20 == shardpack._shardpack.ConvertOptions().write_chunk_bytes
+    shards, calls = {}, {}
+    for chunk in (0, 4096, default):
+        before = write_calls()
         shardpack.convert(image_folder, tmp_path / str(chunk), size=(24, 32), write_chunk=chunk)
+        calls[chunk] = None if before is None else write_calls() - before
         shards[chunk] = {
             p.name: p.read_bytes() for p in sorted((tmp_path / str(chunk)).glob("*.tfrecord"))
         }
-    assert shards[0] and shards[0] == shards[4096]
+    assert shards[0] and shards[0] == shards[4096] == shards[default]
+    if calls[0] is not None:
+        # One write a record against one a shard (the shards are under 2 MiB).
+        records = len(shardpack.Dataset(tmp_path / "0"))
+        assert calls[0] - calls[default] >= records - len(shards[0])
     with pytest.raises(shardpack.InvalidArgumentError, match="write chunk of 5000 bytes"):
         shardpack.convert(image_folder, tmp_path / "bad", size=(24, 32), write_chunk=5000)
 

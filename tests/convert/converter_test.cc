@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include "convert/input_scan.h"
 #include "format/caffe_datum.h"
@@ -160,6 +161,52 @@ TEST(ConvertTest, OutputBytesAreIdenticalForAnyThreadCount) {
   }
 }
 
+// This process's write system calls so far (/proc/self/io, all threads), or -1 where the
+// kernel does not count them.
+int64_t WriteCalls() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  int64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "syscw:") return value;
+  }
+  return -1;
+}
+
+// By default the converter writes each shard in whole 2 MiB chunks (docs/LOADER.md, "The
+// first epoch from the page cache"): a shard of 40 records (about 37 KB) goes down in one
+// write at its end, against one write a record with write_chunk_bytes = 0. Everything else
+// the two conversions write (index, manifest, reject list) is the same.
+TEST(ConvertTest, ShardsAreWrittenInTwoMebibyteChunksByDefault) {
+  EXPECT_EQ(ConvertOptions{}.write_chunk_bytes, uint64_t{2} << 20);
+  if (WriteCalls() < 0) GTEST_SKIP() << "/proc/self/io does not count write calls here";
+  TempDir in;
+  constexpr int kRecords = 40;
+  for (int i = 0; i < kRecords; ++i) {
+    Write(in.Join("001.cat/" + std::to_string(i) + ".png"),
+          testing::EncodePng(testing::Pattern(16, 16, 3, i), 16, 16, 3));
+  }
+  auto writes = [&](const ConvertOptions& o) -> int64_t {
+    TempDir out;
+    const int64_t before = WriteCalls();
+    auto s = Convert(in.path(), out.path(), o);
+    const int64_t after = WriteCalls();
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    if (s.ok()) {
+      EXPECT_EQ(s->written, static_cast<uint64_t>(kRecords));
+      EXPECT_EQ(s->manifest.shards.size(), 1u);
+    }
+    return after - before;
+  };
+  ConvertOptions record_by_record = Options16(2);
+  record_by_record.write_chunk_bytes = 0;
+  const int64_t each = writes(record_by_record);
+  const int64_t chunked = writes(Options16(2));
+  EXPECT_GE(each, kRecords);
+  EXPECT_GE(each - chunked, kRecords - 1)
+      << each << " write calls record by record, " << chunked << " by default";
+}
+
 // The output bytes are part of the format's contract: a refactor of the converter must
 // not change them. PNG inputs (decoded exactly by any libpng) of several sizes and
 // channel counts, resized with Lanczos into a crop, shuffled, in shards of 3: the digest
@@ -178,9 +225,9 @@ TEST(ConvertTest, OutputBytesArePinned) {
       ++seed;
     }
   }
-  // Also written in 4 KiB chunks: a shard of three records (5,220 bytes) fills one chunk
-  // and leaves a partial one.
-  for (const uint64_t chunk : {uint64_t{0}, uint64_t{4096}}) {
+  // Also written record by record and in 4 KiB chunks (a shard of three records, 5,220
+  // bytes, fills one chunk and leaves a partial one), besides the default 2 MiB.
+  for (const uint64_t chunk : {ConvertOptions{}.write_chunk_bytes, uint64_t{0}, uint64_t{4096}}) {
     TempDir out;
     ConvertOptions o;
     o.height = 24;

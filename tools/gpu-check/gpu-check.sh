@@ -29,7 +29,7 @@
 #                device, "Device not supported")
 #   first-epoch  no GPU needed, last so that it takes only what time is left: the loader's
 #                first epoch over shards in the page cache against its later ones, with the
-#                shards written in record-sized writes (as convert writes them) and copied in
+#                shards written in record-sized writes (as convert --write-chunk 0 does) and copied in
 #                2 MiB writes (2 MiB folios), what each way of writing costs, and whether the
 #                machine hands new memory out slowly (free page reporting, first_touch);
 #                also the kit's photos converted with and without --write-chunk 2097152:

@@ -65,7 +65,8 @@ struct ShardWriterOptions {
   // epoch from the page cache runs about as fast as the later ones (docs/LOADER.md, "The
   // first epoch from the page cache"). The bytes written are the same. The records of a
   // chunk wait in memory until it is full (a chunk per shard being written, and about
-  // one per thread). LMDB ignores it.
+  // one per thread). LMDB ignores it. The converter writes 2 MiB chunks unless told
+  // otherwise (ConvertOptions::write_chunk_bytes).
   uint64_t write_chunk_bytes = 0;
   // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
   uint64_t lmdb_initial_map_bytes = 1ull << 30;

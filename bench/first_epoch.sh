@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# The first epoch from the page cache right after a conversion (issue 23; docs/LOADER.md,
+# "The first epoch from the page cache"), and what `convert --write-chunk` costs to get it.
+# Set A's photos (IMAGES/scale, the corpus of ../shared/tools/make-bench-images.sh, listed
+# again and again to SAMPLES samples) are converted to 256x256 (crop) into DIR, on the disk,
+# with each of CHUNKS (`--write-chunk 0`: record by record, the default; 2097152: whole 2 MiB
+# chunks, so that the page cache holds the shards in 2 MiB folios), ROUNDS rounds, the
+# order turning each round. After each conversion, with its shards still in the page cache,
+# two `shardpack bench --epochs 4 --no-baseline --shuffle global` processes read them: each
+# one's first epoch against its later ones (the target is >= 0.9). The shards of every way
+# are checked to be the same bytes.
+#
+# Prints one markdown table (also out/bench/first-epoch.md): per round and way, the
+# conversion's images/s (its own seconds, `convert --json`), the write's GB/s, and the two
+# processes' first/later ratios; then the medians. Also the machine's free page reporting
+# order and first_touch's rates: on a virtual machine that reports free memory to its host,
+# fresh 2 MiB blocks cost a host fault per page (docs/LOADER.md), and so do 2 MiB folios.
+#
+# Usage: bash bench/first_epoch.sh [DIR]   (default out/first-epoch; emptied at the end)
+# Environment: SAMPLES (default 30000: 5.9 GB of shards; two ways' shards are never in the
+#   cache at once), ROUNDS (3), THREADS (all cores), CHUNKS ("0 2097152"), IMAGES
+#   (out/bench-images), BUILD_DIR (build).
+set -euo pipefail
+export LC_ALL=C
+cd "$(dirname "$0")/.."
+dir=${1:-out/first-epoch}
+samples=${SAMPLES:-30000}
+rounds=${ROUNDS:-3}
+threads=${THREADS:-$(nproc)}
+chunks=${CHUNKS:-0 2097152}
+images=${IMAGES:-out/bench-images}
+build=${BUILD_DIR:-build}
+out=out/bench
+say() { echo "first_epoch: $*" >&2; }
+die() { say "$*"; exit 2; }
+
+# The binaries, up to date with the sources.
+mkdir -p "$out"
+if [ -f "$build/CMakeCache.txt" ]; then
+  cmake --build "$build" -j "$(nproc)" --target shardpack_cli first_touch > "$out/build.log" 2>&1 ||
+    { cat "$out/build.log"; die "building in $build failed"; }
+else
+  bash scripts/build.sh
+fi
+sp=$build/tools/shardpack
+[ -x "$sp" ] && [ -x "$build/bench/first_touch" ] || die "$sp or $build/bench/first_touch is missing"
+if [ ! -d "$images/scale" ]; then
+  tool=../shared/tools/make-bench-images.sh
+  [ -f "$tool" ] || die "$images/scale is missing and $tool is not here to make it"
+  bash "$tool" "$images" 3000
+fi
+[ -f "$images/manifest-scale.tsv" ] || die "$images/manifest-scale.tsv is missing"
+mkdir -p "$dir"
+work=$(mktemp -d)
+trap 'rm -rf "$work" "$dir"/converted-*' EXIT
+
+# "path label" lines (label: the class folder's index), repeated to SAMPLES lines.
+awk -F'\t' 'NR > 1 { if (!($2 in label)) label[$2] = n++; print $1, label[$2] }' \
+  "$images/manifest-scale.tsv" > "$work/once"
+files=$(wc -l < "$work/once")
+[ "$files" -gt 0 ] || die "no photos listed in $images/manifest-scale.tsv"
+for _ in $(seq $(( (samples + files - 1) / files ))); do cat "$work/once"; done |
+  awk -v n="$samples" 'NR <= n' > "$work/list"
+
+order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2> /dev/null || echo none)
+touch_rates=$("$build/bench/first_touch" 1024 1 3 3 | awk '{printf "%s%s", sep, $5; sep = ", "}')
+say "free page reporting order: $order; first touch of new huge pages: $touch_rates GB/s"
+
+# One way, one round: convert, then two bench processes. Appends a row to $work/rows:
+# chunk images/s GB/s first/later#1 first/later#2
+one() {
+  local chunk=$1 d=$dir/converted-$1 seconds bytes line ratios=""
+  rm -rf "$dir"/converted-*
+  "$sp" convert "$images/scale" "$d" --list "$work/list" --size 256x256 --fit crop \
+    --threads "$threads" --write-chunk "$chunk" --quiet --json > "$work/convert.json"
+  seconds=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p' "$work/convert.json")
+  bytes=$(cat "$d"/*.tfrecord | wc -c)
+  cat "$d"/*.tfrecord | sha256sum | cut -d' ' -f1 > "$work/digest-$chunk"
+  for run in 1 2; do
+    line=$("$sp" bench "$d" --epochs 4 --no-baseline --shuffle global --threads "$threads" |
+      grep '^| global') || die "shardpack bench failed on $d"
+    # Columns: shuffle threads samples/s GB/s memcpy ratio first-epoch-GB/s ...
+    ratios="$ratios $(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")"
+    say "--write-chunk $chunk, process $run: $line"
+  done
+  awk -v c="$chunk" -v n="$samples" -v s="$seconds" -v b="$bytes" -v r="$ratios" \
+    'BEGIN {printf "%s %.0f %.2f%s\n", c, n / s, b / s / 1e9, r}' >> "$work/rows"
+}
+
+: > "$work/rows"
+for round in $(seq "$rounds"); do
+  ways=$chunks
+  # Turn the order each round: the way run first in a round is not always the same one.
+  [ $((round % 2)) -eq 0 ] && ways=$(tr ' ' '\n' <<< "$chunks" | tac | tr '\n' ' ')
+  for chunk in $ways; do
+    one "$chunk"
+    echo "$round $(tail -1 "$work/rows")" >> "$work/table"
+  done
+done
+sort -u "$work"/digest-* | wc -l | grep -qx 1 || die "the ways wrote different shard bytes"
+
+median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+{
+  echo "# First epoch after a conversion ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD))"
+  echo
+  echo "$samples photos of $images/scale to 256x256 crop, $threads threads, into $dir" \
+    "($(df -T "$dir" | awk 'NR == 2 {print $2}')); free page reporting order $order;" \
+    "first touch of new huge pages $touch_rates GB/s. Each conversion is followed by two" \
+    "\`shardpack bench --epochs 4 --no-baseline --shuffle global\` processes: first epoch" \
+    "against the later ones. Shard bytes identical across ways."
+  echo
+  echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 |"
+  echo "|---|---|---|---|---|---|"
+  awk '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$work/table"
+  for chunk in $chunks; do
+    printf '| median | %s | %s | %s | %s | %s |\n' "$chunk" \
+      "$(awk -v c="$chunk" '$1 == c {print $2}' "$work/rows" | median)" \
+      "$(awk -v c="$chunk" '$1 == c {print $3}' "$work/rows" | median)" \
+      "$(awk -v c="$chunk" '$1 == c {print $4}' "$work/rows" | median)" \
+      "$(awk -v c="$chunk" '$1 == c {print $5}' "$work/rows" | median)"
+  done
+} | tee "$out/first-epoch.md"
