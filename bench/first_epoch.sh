@@ -3,7 +3,7 @@
 # "The first epoch from the page cache"), and what `convert --write-chunk` costs to get it.
 # Set A's photos (IMAGES/scale, the corpus of ../shared/tools/make-bench-images.sh, listed
 # again and again to SAMPLES samples) are converted to 256x256 (crop) into DIR, on the disk,
-# with each of CHUNKS (`--write-chunk 0`: record by record, the default; 2097152: whole 2 MiB
+# with each of CHUNKS (`--write-chunk 0`: record by record; 2097152, the default: whole 2 MiB
 # chunks, so that the page cache holds the shards in 2 MiB folios), ROUNDS rounds, the
 # order turning each round. After each conversion, with its shards still in the page cache,
 # two `shardpack bench --epochs 4 --no-baseline --shuffle global` processes read them: each
@@ -12,14 +12,17 @@
 #
 # Prints one markdown table (also out/bench/first-epoch.md): per round and way, the
 # conversion's images/s (its own seconds, `convert --json`), the write's GB/s, and the two
-# processes' first/later ratios; then the medians. Also the machine's free page reporting
-# order and first_touch's rates: on a virtual machine that reports free memory to its host,
-# fresh 2 MiB blocks cost a host fault per page (docs/LOADER.md), and so do 2 MiB folios.
+# processes' first/later ratios (and the Python loader's, PY=1); then the medians. Also the
+# machine's free page reporting order and first_touch's rates: on a virtual machine that
+# reports free memory to its host, fresh 2 MiB blocks cost a host fault per page
+# (docs/LOADER.md), and so do 2 MiB folios.
 #
 # Usage: bash bench/first_epoch.sh [DIR]   (default out/first-epoch; emptied at the end)
 # Environment: SAMPLES (default 30000: 5.9 GB of shards; two ways' shards are never in the
 #   cache at once), ROUNDS (3), THREADS (all cores), CHUNKS ("0 2097152"), IMAGES
-#   (out/bench-images), BUILD_DIR (build).
+#   (out/bench-images), BUILD_DIR (build), PY=1: a third process, the Python loader as
+#   bench/peers/readers.py shardpack-py runs it (pyenv's python3 with the package installed,
+#   scripts/install-python.sh), its epoch 1 against its steady epochs.
 set -euo pipefail
 export LC_ALL=C
 cd "$(dirname "$0")/.."
@@ -29,6 +32,7 @@ rounds=${ROUNDS:-3}
 threads=${THREADS:-$(nproc)}
 chunks=${CHUNKS:-0 2097152}
 images=${IMAGES:-out/bench-images}
+py=${PY:-0}
 build=${BUILD_DIR:-build}
 out=out/bench
 say() { echo "first_epoch: $*" >&2; }
@@ -83,6 +87,15 @@ one() {
     ratios="$ratios $(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")"
     say "--write-chunk $chunk, process $run: $line"
   done
+  if [ "$py" = 1 ]; then
+    # A third process: the Python loader as bench/peers/run.sh runs it (epoch 1 against
+    # the steady epochs, start-up included in both).
+    line=$(python3 bench/peers/readers.py shardpack-py "$d" --samples "$samples" \
+      --threads "$threads" --epochs 3 --seconds 2 | tail -1) || die "readers.py failed on $d"
+    ratios="$ratios $(python3 -c 'import json, sys; j = json.loads(sys.argv[1])
+print("%.2f" % (j["epoch1_per_s"] / j["samples_per_s"]))' "$line")"
+    say "--write-chunk $chunk, Python loader: $line"
+  fi
   awk -v c="$chunk" -v n="$samples" -v s="$seconds" -v b="$bytes" -v r="$ratios" \
     'BEGIN {printf "%s %.0f %.2f%s\n", c, n / s, b / s / 1e9, r}' >> "$work/rows"
 }
@@ -109,14 +122,19 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
     "\`shardpack bench --epochs 4 --no-baseline --shuffle global\` processes: first epoch" \
     "against the later ones. Shard bytes identical across ways."
   echo
-  echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 |"
-  echo "|---|---|---|---|---|---|"
-  awk '{printf "| %s | %s | %s | %s | %s | %s |\n", $1, $2, $3, $4, $5, $6}' "$work/table"
+  if [ "$py" = 1 ]; then
+    echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 | Python loader, process 3 |"
+    echo "|---|---|---|---|---|---|---|"
+  else
+    echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 |"
+    echo "|---|---|---|---|---|---|"
+  fi
+  awk '{printf "| %s", $1; for (i = 2; i <= NF; i++) printf " | %s", $i; print " |"}' "$work/table"
   for chunk in $chunks; do
-    printf '| median | %s | %s | %s | %s | %s |\n' "$chunk" \
-      "$(awk -v c="$chunk" '$1 == c {print $2}' "$work/rows" | median)" \
-      "$(awk -v c="$chunk" '$1 == c {print $3}' "$work/rows" | median)" \
-      "$(awk -v c="$chunk" '$1 == c {print $4}' "$work/rows" | median)" \
-      "$(awk -v c="$chunk" '$1 == c {print $5}' "$work/rows" | median)"
+    printf '| median | %s' "$chunk"
+    for col in $(seq 2 $((py == 1 ? 6 : 5))); do
+      printf ' | %s' "$(awk -v c="$chunk" -v k="$col" '$1 == c {print $k}' "$work/rows" | median)"
+    done
+    echo " |"
   done
 } | tee "$out/first-epoch.md"
