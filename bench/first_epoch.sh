@@ -11,7 +11,7 @@
 # are checked to be the same bytes.
 #
 # Prints one markdown table (also out/bench/first-epoch.md): per round and way, the
-# conversion's images/s (its own seconds, `convert --json`), the write's GB/s, and the two
+# conversion's images/s (its own seconds, `convert --json`) and GB/s of shards, and the two
 # processes' first/later ratios (and the Python loader's, PY=1); then the medians. Also the
 # machine's free page reporting order and first_touch's rates: on a virtual machine that
 # reports free memory to its host, fresh 2 MiB blocks cost a host fault per page
@@ -123,10 +123,10 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
     "against the later ones. Shard bytes identical across ways."
   echo
   if [ "$py" = 1 ]; then
-    echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 | Python loader, process 3 |"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 |"
     echo "|---|---|---|---|---|---|---|"
   else
-    echo "| round | --write-chunk | convert images/s | write GB/s | first/later, process 1 | process 2 |"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 |"
     echo "|---|---|---|---|---|---|"
   fi
   awk '{printf "| %s", $1; for (i = 2; i <= NF; i++) printf " | %s", $i; print " |"}' "$work/table"
