@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "io/env.h"
+#include "io/mapped_range.h"
 
 namespace {
 
@@ -53,13 +54,6 @@ long FilePmdMappedKib() {
     }
   }
   return -1;
-}
-
-void Advise(const void* p, size_t n, int advice) {
-  const uintptr_t page = 4096;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(p) & ~(page - 1);
-  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + n + page - 1) & ~(page - 1);
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
 }
 
 }  // namespace
@@ -103,7 +97,8 @@ int main(int argc, char** argv) {
     }
     const uint8_t* base = (*f)->data();
     const size_t size = (*f)->size();
-    if (huge) Advise(base, size, MADV_HUGEPAGE);
+    // The mapping starts on a page: its whole length advised at once.
+    if (huge) ::madvise(const_cast<uint8_t*>(base), size, MADV_HUGEPAGE);
     const size_t n = std::max<size_t>(1, (size + record / 2) / record);
     for (size_t i = 0; i < n; ++i) {
       const size_t begin = size * i / n;
@@ -117,15 +112,15 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::shuffle(order.begin(), order.end(), std::mt19937_64(1));
   const size_t ahead = std::max<size_t>(1, ahead_bytes / record);
-  std::printf("cold_read %s: %zu files, %.2f GB, %zu pieces, %d threads, %d populators, %zu "
-              "pieces ahead\n",
-              mode.c_str(), files.size(), total / 1e9, pieces.size(), threads,
-              huge ? populators : 0, ahead);
+  std::printf(
+      "cold_read %s: %zu files, %.2f GB, %zu pieces, %d threads, %d populators, %zu "
+      "pieces ahead\n",
+      mode.c_str(), files.size(), total / 1e9, pieces.size(), threads, huge ? populators : 0,
+      ahead);
 
   std::unique_ptr<std::atomic<uint8_t>[]> ready(new std::atomic<uint8_t>[pieces.size()]());
   for (int epoch = 1; epoch <= epochs; ++epoch) {
     std::atomic<size_t> next{0}, hinted{0}, next_populate{0};
-    std::atomic<bool> done{false};
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;
     if (huge && epoch == 1) {
@@ -134,11 +129,12 @@ int main(int argc, char** argv) {
           for (;;) {
             const size_t k = next_populate.fetch_add(1);
             if (k >= order.size()) return;
-            while (k > next.load(std::memory_order_relaxed) + ahead && !done.load()) {
+            // The readers wait for every piece, so this wait always ends.
+            while (k > next.load(std::memory_order_relaxed) + ahead) {
               std::this_thread::yield();
             }
             const Piece& piece = pieces[order[k]];
-            Advise(piece.data, piece.bytes, MADV_POPULATE_READ);
+            shardpack::io::PopulatePages(piece.data, piece.bytes);
             ready[k].store(1, std::memory_order_release);
             ready[k].notify_all();
           }
@@ -163,9 +159,9 @@ int main(int argc, char** argv) {
               while (h < want && !hinted.compare_exchange_weak(h, want)) {
               }
               for (size_t j = h; j < want; ++j) {
-                Advise(pieces[order[j]].data, pieces[order[j]].bytes, MADV_WILLNEED);
+                shardpack::io::WillNeedPages(pieces[order[j]].data, pieces[order[j]].bytes);
               }
-              Advise(piece.data, piece.bytes, MADV_POPULATE_READ);
+              shardpack::io::PopulatePages(piece.data, piece.bytes);
             }
           }
           if (buffer.size() < piece.bytes) buffer.resize(piece.bytes);
@@ -174,7 +170,6 @@ int main(int argc, char** argv) {
       });
     }
     for (auto& r : readers) r.join();
-    done = true;
     for (auto& p : pool) p.join();
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::printf("epoch %d: %.2f GB/s (%.2f s)\n", epoch, total / s / 1e9, s);
