@@ -61,6 +61,7 @@ struct Args {
   bool no_crc = false;
   uint64_t read_ahead = LoaderOptions{}.read_ahead_bytes;
   std::string io = "auto";
+  std::string huge_pages = "auto";
   int io_depth = LoaderOptions{}.io_depth;
   uint64_t io_buffer = LoaderOptions{}.io_buffer_bytes;
   std::string io_queue = "auto";
@@ -70,6 +71,10 @@ struct Args {
 
 IoQueue IoQueueOf(const std::string& s) {
   return s == "uring" ? IoQueue::kUring : s == "pread" ? IoQueue::kPread : IoQueue::kAuto;
+}
+
+HugePages HugePagesOf(const std::string& s) {
+  return s == "on" ? HugePages::kOn : s == "off" ? HugePages::kOff : HugePages::kAuto;
 }
 
 IoPath IoPathOf(const std::string& s) {
@@ -92,6 +97,7 @@ LoaderOptions OptionsOf(const Args& a, int threads, const std::string& shuffle) 
   o.verify_crc = !a.no_crc;
   o.read_ahead_bytes = a.read_ahead;
   o.io = IoPathOf(a.io);
+  o.huge_pages = HugePagesOf(a.huge_pages);
   o.io_depth = a.io_depth;
   o.io_buffer_bytes = a.io_buffer;
   o.io_queue = IoQueueOf(a.io_queue);
@@ -416,6 +422,12 @@ std::function<int()> AddBench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--io", a->io, "I/O path: auto, mapped or readahead (docs/LOADER.md)")
       ->check(CLI::IsMember({"auto", "mapped", "readahead"}))
+      ->capture_default_str();
+  cmd->add_option("--huge-pages", a->huge_pages,
+                  "Mapped path: read uncached pages 2 MiB at a time, so that the next process "
+                  "maps them in 2 MiB entries: auto (where the dataset fits in memory and the "
+                  "host does not take free memory back), on or off (docs/LOADER.md)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--io-depth", a->io_depth, "Read-ahead path: reads in flight")
       ->check(Integer<int>(1, 256))

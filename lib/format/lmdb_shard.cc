@@ -446,6 +446,10 @@ void LmdbShardReader::Populate(std::string_view value) const {
   if (map_ != nullptr) io::PopulatePages(value.data(), value.size());
 }
 
+void LmdbShardReader::PreferHugePages() const {
+  if (map_ != nullptr) io::PreferHugePages(map_, file_bytes_);
+}
+
 bool LmdbShardReader::Resident(std::string_view value) const {
   return map_ == nullptr || value.empty() || io::PageResident(value.data());
 }

@@ -135,6 +135,8 @@ class LmdbShardReader {
   void WillNeed(std::string_view value) const;
   // Maps the pages under `value` (from Get) into the page tables in one call.
   void Populate(std::string_view value) const;
+  // Faults on the map's uncached pages read 2 MiB folios from now on (io::PreferHugePages).
+  void PreferHugePages() const;
   // Whether the first page under `value` (from Get, or a part of it) is in memory now.
   bool Resident(std::string_view value) const;
   // Opens read transactions until the pool has made `readers` of them, so that that many

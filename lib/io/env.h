@@ -66,6 +66,9 @@ class MappedFile {
     (void)offset;
     (void)length;
   }
+  // Faults on pages not yet cached read the aligned 2 MiB around them into one folio from
+  // now on (io::PreferHugePages). A hint: it never fails and never changes what is read.
+  virtual void PreferHugePages() const {}
   // Whether the page holding byte `offset` is in memory now (mincore); true where that
   // cannot be told (memory that is no file mapping).
   virtual bool Resident(uint64_t offset) const {

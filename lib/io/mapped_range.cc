@@ -179,6 +179,13 @@ void PopulatePages(const void* p, size_t n) {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
 }
 
+void PreferHugePages(const void* p, size_t n) {
+  if (p == nullptr || n == 0) return;
+  const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
+  const auto end = reinterpret_cast<uintptr_t>(p) + n;
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+}
+
 void PrefaultWrite(void* p, size_t n) {
   if (p == nullptr || n == 0) return;
   const auto begin = (reinterpret_cast<uintptr_t>(p) + g_page_size - 1) / g_page_size * g_page_size;

@@ -76,6 +76,13 @@ void WillNeedPages(const void* p, size_t n);
 // handling of the read that follows).
 void PopulatePages(const void* p, size_t n);
 
+// Advises [p, p + n) of a file mapping MADV_HUGEPAGE: from then on, a fault on a page the
+// page cache does not hold reads the aligned 2 MiB around it into one folio (where the
+// file system keeps large folios) and maps it with one page-table entry, so that the next
+// process to map those pages maps 2 MiB per entry (docs/LOADER.md, "The first epoch from
+// the page cache"). Pages already cached keep their size. A hint: it never fails.
+void PreferHugePages(const void* p, size_t n);
+
 // Backs [p, p + n) of fresh anonymous memory (a buffer allocated once and reused) with
 // pages now (MADV_POPULATE_WRITE, or touching each page where the kernel lacks it), so that
 // its first use does not take a page fault per 4 KiB: buffers allocated at start-up then

@@ -188,6 +188,7 @@ class PosixMappedFile final : public MappedFile {
     if (base_ == nullptr || offset >= size_) return;
     PopulatePages(data() + offset, std::min(length, size_ - offset));
   }
+  void PreferHugePages() const override { io::PreferHugePages(base_, size_); }
 
  private:
   void* base_;

@@ -156,6 +156,18 @@ void Dataset::WillNeed(std::span<const uint64_t> indices) const {
   }
 }
 
+void Dataset::Populate(std::span<const uint64_t> indices) const {
+  for (const uint64_t index : indices) {
+    if (index >= size()) continue;
+    const size_t s = impl_->ShardOf(index);
+    impl_->shards[s]->Populate(index - impl_->first_sample[s]);
+  }
+}
+
+void Dataset::PreferHugePages() const {
+  for (const auto& shard : impl_->shards) shard->PreferHugePages();
+}
+
 bool Dataset::Resident(uint64_t index) const {
   if (index >= size()) return false;
   const size_t s = impl_->ShardOf(index);

@@ -4,6 +4,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
@@ -98,6 +99,49 @@ IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit) {
                std::to_string(static_cast<int>(kMappedFraction * 100)) + "% of the " +
                FormatBytes(limit.bytes) + " the page cache may hold (" + limit.source + ")";
   return choice;
+}
+
+PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& host) {
+  if (option != HugePages::kAuto) return {option == HugePages::kOn, "forced"};
+  if (fit.read_ahead) return {false, "the dataset may not fit in memory"};
+  if (!host.empty()) return {false, host};
+  return {true, "the dataset fits in memory"};
+}
+
+std::string HostReclaimsFreeMemory(const std::string& root) {
+  constexpr std::string_view kBalloon = "0x0005";  // virtio device id of a memory balloon
+  constexpr size_t kReportingBit = 5;              // VIRTIO_BALLOON_F_REPORTING
+  std::error_code ec;
+  std::filesystem::directory_iterator devices(root + "/sys/bus/virtio/devices", ec);
+  bool reporting = false;
+  for (; !ec && devices != std::filesystem::directory_iterator(); devices.increment(ec)) {
+    const std::string dir = devices->path().string();
+    // "features" is one character per feature bit, '0' or '1', bit 0 first.
+    const std::string features = FirstLine(dir + "/features");
+    if (FirstLine(dir + "/device") == kBalloon && features.size() > kReportingBit &&
+        features[kReportingBit] == '1') {
+      reporting = true;
+      break;
+    }
+  }
+  if (!reporting) return "";
+  // Blocks of this order and above are reported (absent: the kernel's default, the
+  // huge-page order). A huge page's order, from its size: 9 for 2 MiB of 4 KiB pages.
+  uint64_t order = 0;
+  uint64_t huge_bytes = 0;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  int huge_order = 9;
+  if (ParseBytes(FirstLine(root + "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"),
+                 &huge_bytes) &&
+      page > 0 && huge_bytes >= static_cast<uint64_t>(page)) {
+    huge_order = 0;
+    while ((static_cast<uint64_t>(page) << (huge_order + 1)) <= huge_bytes) ++huge_order;
+  }
+  const bool known = ParseBytes(
+      FirstLine(root + "/sys/module/page_reporting/parameters/page_reporting_order"), &order);
+  if (known && order > static_cast<uint64_t>(huge_order)) return "";
+  return std::string("free memory is reported to the host: virtio balloon free page reporting") +
+         (known ? ", page_reporting_order " + std::to_string(order) : "");
 }
 
 }  // namespace shardpack::read

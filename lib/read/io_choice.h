@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "shardpack/loader.h"
+
 namespace shardpack::read {
 
 // What the page cache may hold for this process: the memory the kernel reports available
@@ -30,6 +32,25 @@ struct IoChoice {
   std::string why;  // "dataset 5.9 GB > 75% of 2.1 GB that the page cache may hold (cgroup ...)"
 };
 IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit);
+
+// Whether this (virtual) machine's host takes its free memory back in 2 MiB blocks: a
+// virtio balloon device (device id 0x0005) that negotiated free page reporting
+// (VIRTIO_BALLOON_F_REPORTING, feature bit 5) for blocks of the huge-page order or smaller
+// (page_reporting.page_reporting_order, where the module says). There every 2 MiB block
+// freed for a few seconds is handed back to the host, and touching it again costs a fault
+// in the host per page: fresh huge pages arrive at 0.3-0.5 GB/s instead of about 10
+// (docs/LOADER.md, "The first epoch from the page cache"). "" when not so; otherwise what
+// was found, in words. Reads /sys under `root` ("" for the real one; tests pass a folder).
+std::string HostReclaimsFreeMemory(const std::string& root = "");
+
+// LoaderOptions::huge_pages on the mapped path: whether uncached pages are read 2 MiB at a
+// time, and why. kAuto: where the dataset fits (`fit` from ChooseIo) and the host does not
+// take free memory back (`host`: HostReclaimsFreeMemory's words, "" when it does not).
+struct PagesChoice {
+  bool huge = false;
+  std::string why;  // "forced", "it fits", "the dataset may not fit in memory", or `host`
+};
+PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& host);
 
 }  // namespace shardpack::read
 

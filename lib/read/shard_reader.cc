@@ -143,6 +143,13 @@ class TfrecordShard final : public ShardReader {
     file_->WillNeed(e.offset, e.size);
   }
 
+  void Populate(uint64_t record) const override {
+    const format::IndexEntry& e = index_[record];
+    if (first_reads_.First(record)) file_->Populate(e.offset, e.size);
+  }
+
+  void PreferHugePages() const override { file_->PreferHugePages(); }
+
   // The middle of the record: its pixels. Its first page also holds the previous record's
   // tail and its own header, which a reader may have touched alone.
   bool Resident(uint64_t record) const override {
@@ -227,6 +234,14 @@ class LmdbShard final : public ShardReader {
     if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return;
     lmdb_->WillNeed(value);
   }
+
+  void Populate(uint64_t record) const override {
+    std::string_view value;
+    if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return;
+    if (first_reads_.First(record)) lmdb_->Populate(value);
+  }
+
+  void PreferHugePages() const override { lmdb_->PreferHugePages(); }
 
   bool Resident(uint64_t record) const override {
     std::string_view value;

@@ -275,6 +275,13 @@ class Loader:
             way; ``loader.stats().io`` says which path and why (docs/LOADER.md).
         read_ahead: mapped path: bytes of the epoch's next samples the kernel is asked to
             read into the page cache ahead (default 128 MiB; 0: off).
+        huge_pages: mapped path with ``read_ahead``: "on" reads the pages the cache lacks
+            2 MiB at a time (the shards advised MADV_HUGEPAGE, 8 threads mapping the
+            records ahead), so that the next process maps the cache in 2 MiB entries and
+            its first epoch runs about as fast as its later ones; "off" hints them in
+            4 KiB pages; "auto" (default) is "on" where the dataset fits in memory and
+            the host of this virtual machine does not take free memory back (virtio
+            balloon free page reporting). Same batches either way (docs/LOADER.md).
         io_buffer: read-ahead path: bytes of the buffers the records are read into
             (default 0: automatic, 384 MiB, or three windows of blocks under a block
             shuffle, at most 1 GiB; at least a batch).
@@ -333,6 +340,7 @@ class Loader:
         prefetch=2,
         read_ahead=128 << 20,
         io="auto",
+        huge_pages="auto",
         io_buffer=0,
         io_depth=32,
         device="cpu",
@@ -372,6 +380,7 @@ class Loader:
         o.prefetch = integer(prefetch, "prefetch", 1, 64)
         o.read_ahead_bytes = integer(read_ahead, "read_ahead", 0, UINT64_MAX)
         o.io = enum_member(_shardpack.IoPath, io, "io")
+        o.huge_pages = enum_member(_shardpack.HugePages, huge_pages, "huge_pages")
         o.io_depth = integer(io_depth, "io_depth", 1, 256)
         o.io_buffer_bytes = integer(io_buffer, "io_buffer", 0, UINT64_MAX)
         o.device = _parse_device(device)

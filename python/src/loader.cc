@@ -238,6 +238,10 @@ void BindLoader(nb::module_& m) {
       .value("auto", IoPath::kAuto)
       .value("mapped", IoPath::kMapped)
       .value("readahead", IoPath::kReadAhead);
+  nb::enum_<HugePages>(m, "HugePages")
+      .value("auto", HugePages::kAuto)
+      .value("on", HugePages::kOn)
+      .value("off", HugePages::kOff);
   nb::enum_<OnCorrupt>(m, "OnCorrupt")
       .value("fail", OnCorrupt::kFail)
       .value("skip", OnCorrupt::kSkip);
@@ -267,6 +271,7 @@ void BindLoader(nb::module_& m) {
       .def_rw("prefetch", &LoaderOptions::prefetch)
       .def_rw("read_ahead_bytes", &LoaderOptions::read_ahead_bytes)
       .def_rw("io", &LoaderOptions::io)
+      .def_rw("huge_pages", &LoaderOptions::huge_pages)
       .def_rw("io_depth", &LoaderOptions::io_depth)
       .def_rw("io_buffer_bytes", &LoaderOptions::io_buffer_bytes)
       .def_rw("tail", &LoaderOptions::tail)

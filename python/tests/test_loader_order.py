@@ -234,6 +234,26 @@ def test_read_ahead_changes_no_batch(dataset_path):
         loader(dataset_path, read_ahead=-1)
 
 
+def test_huge_pages_change_no_batch_and_the_stats_say_which(dataset_path):
+    got = {}
+    for huge_pages in ("on", "off", "auto"):
+        ld = loader(dataset_path, batch_size=7, seed=3, io="mapped", huge_pages=huge_pages)
+        indices, labels, images = collect(ld)
+        got[huge_pages] = (indices, labels, np.concatenate(images))
+        io = ld.stats().io
+        if huge_pages == "on":
+            assert io.endswith("; uncached pages read 2 MiB at a time by 8 threads (forced)"), io
+        elif huge_pages == "off":
+            assert io.endswith("; uncached pages hinted 4 KiB at a time (forced)"), io
+        else:
+            assert "(the dataset fits in memory)" in io or "reported to the host" in io, io
+    for way in ("off", "auto"):
+        for a, b in zip(got["on"], got[way]):
+            np.testing.assert_array_equal(a, b)
+    with pytest.raises(shardpack.InvalidArgumentError, match="huge_pages must be one of 'auto', 'on', 'off'"):
+        loader(dataset_path, huge_pages=True)
+
+
 def test_both_io_paths_deliver_the_same_batches(dataset_path):
     got = {}
     for io in ("mapped", "readahead"):

@@ -129,6 +129,17 @@ class Dataset {
   // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
   // the end are ignored. Thread-safe.
   void WillNeed(std::span<const uint64_t> indices) const;
+  // Maps these samples' records into the process's page tables now, reading what the page
+  // cache lacks, and returns when they are there (MADV_POPULATE_READ): for threads that
+  // read ahead of the ones calling Get, whose first Get of these samples then finds them
+  // mapped. A hint only; indices past the end are ignored. Thread-safe.
+  void Populate(std::span<const uint64_t> indices) const;
+  // From now on, reads of pages the page cache lacks bring in the aligned 2 MiB around
+  // them as one large page (MADV_HUGEPAGE on every shard's mapping), so that a later
+  // process maps them 2 MiB per page-table entry instead of 4 KiB (docs/LOADER.md, "The
+  // first epoch from the page cache"). For a dataset that fits in memory and is read
+  // whole: a sample alone costs a 2 MiB read. A hint only. Thread-safe.
+  void PreferHugePages() const;
   // Whether the middle of sample `index`'s record (its pixels) is in memory now (mincore):
   // a cheap probe of whether the dataset sits in the page cache. True where that cannot be told,
   // false for an index past the end.

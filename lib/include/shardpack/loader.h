@@ -108,6 +108,7 @@ enum class OutputType { kUint8, kFloat32, kFloat16 };
 
 enum class IoPath { kAuto, kMapped, kReadAhead };
 enum class IoQueue { kAuto, kUring, kPread };
+enum class HugePages { kAuto, kOn, kOff };
 
 struct LoaderOptions {
   // Samples per batch (>= 1; default 256).
@@ -139,6 +140,21 @@ struct LoaderOptions {
   // epoch's next samples into the page cache (MADV_WILLNEED), in bytes of stored records;
   // 0 turns that off (default 128 MiB, bench/out_of_core.sh measures it).
   uint64_t read_ahead_bytes = 128ull << 20;
+  // kMapped with read_ahead_bytes: the size of the pages an epoch reads into the page cache,
+  // which decides what the next process's first epoch pays to map them (docs/LOADER.md,
+  // "The first epoch from the page cache"):
+  //   kOn: the shard mappings are advised MADV_HUGEPAGE and 8 threads of the loader map the
+  //     read-ahead's records in place of the MADV_WILLNEED hints: each read brings the
+  //     aligned 2 MiB around a record in as one large page, and the next process maps the
+  //     cache 2 MiB per page-table entry. For a dataset that fits in memory (a record read
+  //     alone costs a 2 MiB read).
+  //   kOff: the hints (4 KiB pages).
+  //   kAuto (default): kOn where the dataset fits in memory (as kAuto's io rule says) and
+  //     the host of this virtual machine does not take its free memory back (virtio
+  //     balloon free page reporting, where each fresh 2 MiB block costs a host fault: the
+  //     cold epoch ran at half speed), kOff otherwise. LoaderStats::io says which and why.
+  // Either way the same batches and bytes.
+  HugePages huge_pages = HugePages::kAuto;
   // kReadAhead: the buffers the records are read into, in bytes, allocated once (at least
   // a batch of stored records, at most 64). 0 (default): automatic, 384 MiB, or under a
   // block shuffle three windows of blocks (at most 1 GiB). A block shuffle reads whole

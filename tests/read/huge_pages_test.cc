@@ -1,0 +1,299 @@
+// LoaderOptions::huge_pages: the choice, the same batches either way, the populating
+// threads, and the page cache left in 2 MiB folios where the kernel keeps them.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "read/delivered_batch.h"
+#include "read/io_choice.h"
+#include "read/populator.h"
+#include "shardpack/loader.h"
+#include "test_util.h"
+
+namespace shardpack {
+namespace {
+
+using testing::OpenDatasetOrDie;
+using testing::TempDir;
+using testing::TestDatasetSpec;
+
+void WriteSysText(const std::string& path, const std::string& text) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+}
+
+// ---- the choice ----
+
+TEST(HugePagesChoiceTest, AHostTakingBackFreeMemoryIsFoundByItsBalloonsReportingFeature) {
+  TempDir root;
+  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");  // no virtio bus
+  // A network device with bit 5 set, and a balloon without it: neither reports.
+  const std::string bit5 = std::string(5, '0') + "1" + std::string(58, '0');
+  WriteSysText(root.Join("sys/bus/virtio/devices/virtio0/device"), "0x0001\n");
+  WriteSysText(root.Join("sys/bus/virtio/devices/virtio0/features"), bit5 + "\n");
+  WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/device"), "0x0005\n");
+  WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/features"),
+               "0110000" + bit5.substr(7) + "\n");
+  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");
+  // The balloon with free page reporting (this VM's line: bits 0, 1, 2, 5, 7 and 32),
+  // the kernel's default order: reported.
+  WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/features"),
+               "0110010100000000000000000000000010000000000000000000000000000000\n");
+  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()),
+            "free memory is reported to the host: virtio balloon free page reporting");
+  WriteSysText(root.Join("sys/module/page_reporting/parameters/page_reporting_order"), "9\n");
+  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()),
+            "free memory is reported to the host: virtio balloon free page reporting, "
+            "page_reporting_order 9");
+  // Only blocks above the huge-page order reported: 2 MiB blocks stay.
+  WriteSysText(root.Join("sys/module/page_reporting/parameters/page_reporting_order"), "10\n");
+  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");
+  // ... unless the huge page is larger than 2 MiB (order 10 of 4 KiB pages: 4 MiB).
+  if (::sysconf(_SC_PAGESIZE) == 4096) {
+    WriteSysText(root.Join("sys/kernel/mm/transparent_hugepage/hpage_pmd_size"), "4194304\n");
+    EXPECT_NE(read::HostReclaimsFreeMemory(root.path()), "");
+  }
+}
+
+TEST(HugePagesChoiceTest, AutoTakesHugePagesWhereTheDatasetFitsAndTheHostKeepsItsHandsOff) {
+  const read::IoChoice fits{false, "dataset 3.0 GB <= 75% of ..."};
+  const read::IoChoice big{true, "dataset 5.0 GB > 75% of ..."};
+  const std::string host = "free memory is reported to the host: ...";
+  read::PagesChoice c = read::ChoosePages(HugePages::kAuto, fits, "");
+  EXPECT_TRUE(c.huge);
+  EXPECT_EQ(c.why, "the dataset fits in memory");
+  c = read::ChoosePages(HugePages::kAuto, big, "");
+  EXPECT_FALSE(c.huge);
+  EXPECT_EQ(c.why, "the dataset may not fit in memory");
+  c = read::ChoosePages(HugePages::kAuto, fits, host);
+  EXPECT_FALSE(c.huge);
+  EXPECT_EQ(c.why, host);
+  c = read::ChoosePages(HugePages::kOn, big, host);
+  EXPECT_TRUE(c.huge);
+  EXPECT_EQ(c.why, "forced");
+  c = read::ChoosePages(HugePages::kOff, fits, "");
+  EXPECT_FALSE(c.huge);
+  EXPECT_EQ(c.why, "forced");
+}
+
+// ---- the loader ----
+
+// Drops a file's pages from the page cache (written back first): a cold file for a test
+// without root. Pages some process maps stay.
+void Evict(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0) << path;
+  ::fdatasync(fd);
+  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::close(fd);
+}
+
+// Every shard file of the dataset in `dir`, evicted.
+void EvictShards(const TempDir& dir) {
+  const auto ds = OpenDatasetOrDie(dir.path());
+  for (const ShardEntry& e : ds->manifest().shards) {
+    const std::filesystem::path p = dir.Join(e.data.file);
+    if (std::filesystem::is_directory(p)) {
+      for (const auto& f : std::filesystem::directory_iterator(p)) Evict(f.path().string());
+    } else {
+      Evict(p.string());
+    }
+  }
+}
+
+TestDatasetSpec SmallSpec(Backend backend) {
+  TestDatasetSpec s;
+  s.backend = backend;
+  s.samples = 45;
+  s.height = 6;
+  s.width = 5;
+  s.max_shard_records = 7;
+  return s;
+}
+
+std::vector<testing::Got> ReadTwoEpochs(std::shared_ptr<const Dataset> ds, const LoaderOptions& o,
+                                        std::string* io) {
+  auto loader = Loader::Create(ds, o);
+  EXPECT_TRUE(loader.ok()) << loader.status().ToString();
+  if (!loader.ok()) return {};
+  std::vector<testing::Got> out;
+  for (uint64_t epoch = 0; epoch < 2; ++epoch) {
+    if (epoch > 0) EXPECT_OK((*loader)->StartEpoch(epoch));
+    for (;;) {
+      auto b = (*loader)->Next();
+      if (!b.ok()) {
+        EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
+        break;
+      }
+      out.push_back(testing::Copy(*b));
+    }
+  }
+  *io = (*loader)->stats().io;
+  return out;
+}
+
+class HugePagesLoaderTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(HugePagesLoaderTest, OnAndOffDeliverTheSameBatchesAndTheStatsSayWhich) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), SmallSpec(GetParam()));
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.seed = 3;
+  o.num_threads = 3;
+  o.io = IoPath::kMapped;
+  o.read_ahead_bytes = 1;  // one batch ahead
+  std::string io_on, io_off, io_none;
+  // Evicted first, so that the batches are read ahead (a cached batch is not).
+  o.huge_pages = HugePages::kOn;
+  EvictShards(dir);
+  const auto on = ReadTwoEpochs(OpenDatasetOrDie(dir.path()), o, &io_on);
+  o.huge_pages = HugePages::kOff;
+  EvictShards(dir);
+  const auto off = ReadTwoEpochs(OpenDatasetOrDie(dir.path()), o, &io_off);
+  EXPECT_EQ(on.size(), 2u * 12);
+  EXPECT_TRUE(on == off);
+  EXPECT_EQ(io_on, "mapped (forced); uncached pages read 2 MiB at a time by 8 threads (forced)");
+  EXPECT_EQ(io_off, "mapped (forced); uncached pages hinted 4 KiB at a time (forced)");
+  // No read-ahead: nothing is read ahead in pages of any size.
+  o.read_ahead_bytes = 0;
+  o.huge_pages = HugePages::kOn;
+  const auto none = ReadTwoEpochs(OpenDatasetOrDie(dir.path()), o, &io_none);
+  EXPECT_TRUE(none == off);
+  EXPECT_EQ(io_none, "mapped (forced)");
+  // Automatic: a small dataset fits; what the host does decides.
+  o.read_ahead_bytes = 1;
+  o.huge_pages = HugePages::kAuto;
+  std::string io_auto;
+  EXPECT_TRUE(ReadTwoEpochs(OpenDatasetOrDie(dir.path()), o, &io_auto) == off);
+  const std::string host = read::HostReclaimsFreeMemory();
+  EXPECT_EQ(io_auto, host.empty()
+                         ? "mapped (forced); uncached pages read 2 MiB at a time by 8 threads "
+                           "(the dataset fits in memory)"
+                         : "mapped (forced); uncached pages hinted 4 KiB at a time (" + host + ")");
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, HugePagesLoaderTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb),
+                         [](const auto& info) {
+                           return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
+                         });
+
+// ---- the page cache ----
+
+// The KiB of `path` this process maps 2 MiB per entry (/proc/self/smaps).
+long FilePmdMappedKib(const std::string& path) {
+  std::ifstream smaps("/proc/self/smaps");
+  long total = 0;
+  bool ours = false;
+  for (std::string line; std::getline(smaps, line);) {
+    std::istringstream fields(line);
+    std::string first;
+    fields >> first;
+    if (first.find('-') != std::string::npos && first.back() != ':') {
+      // A mapping's header: "begin-end perms offset dev inode [path]".
+      std::string perms, offset, dev, inode, name;
+      fields >> perms >> offset >> dev >> inode >> name;
+      ours = name == path;
+    } else if (ours && first == "FilePmdMapped:") {
+      long kib = 0;
+      fields >> kib;
+      total += kib;
+    }
+  }
+  return total;
+}
+
+// 24 samples of 256x256x3 in one TFRecord shard: 4.7 MB, two whole 2 MiB regions.
+TestDatasetSpec LargeSpec() {
+  TestDatasetSpec s;
+  s.samples = 24;
+  s.height = 256;
+  s.width = 256;
+  s.max_shard_records = 24;
+  return s;
+}
+
+std::string ShardPath(const TempDir& dir, const Dataset& ds) {
+  return std::filesystem::canonical(dir.Join(ds.manifest().shards.at(0).data.file)).string();
+}
+
+TEST(PopulatorTest, MapsTheQueuedRecordsAndStopsWithWorkQueued) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), LargeSpec());
+  EvictShards(dir);
+  auto ds = OpenDatasetOrDie(dir.path());
+  std::vector<uint64_t> all(ds->size());
+  for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (ds->Resident(all)) GTEST_SKIP() << "the page cache kept the shard after POSIX_FADV_DONTNEED";
+  {
+    read::Populator populator(ds.get(), 2);
+    populator.Add(all);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    bool resident = false;
+    while (!(resident = std::all_of(all.begin(), all.end(),
+                                    [&](uint64_t i) { return ds->Resident(i); })) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    EXPECT_TRUE(resident) << "the populating threads did not read the queued records";
+  }
+  // Destroyed with records queued: it returns.
+  read::Populator busy(ds.get(), 1);
+  for (int i = 0; i < 100; ++i) busy.Add(all);
+  busy.Clear();
+  busy.Add(all);
+}
+
+TEST(HugePagesCacheTest, AnEpochWithHugePagesLeavesTheShardIn2MiBFolios) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), LargeSpec());
+  std::string shard;
+  {
+    auto ds = OpenDatasetOrDie(dir.path());
+    shard = ShardPath(dir, *ds);
+  }
+  // Whether this kernel and file system read 2 MiB folios at all: one mapping advised
+  // MADV_HUGEPAGE, populated over its first 2 MiB.
+  Evict(shard);
+  {
+    const int fd = ::open(shard.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    const size_t bytes = std::filesystem::file_size(shard);
+    void* map = ::mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    ::close(fd);
+    ASSERT_NE(map, MAP_FAILED);
+    const bool advised = ::madvise(map, bytes, MADV_HUGEPAGE) == 0;
+    // The first whole 2 MiB of the file (the mapping need not start on a 2 MiB boundary).
+    ::madvise(map, 4u << 20, MADV_POPULATE_READ);
+    const long kib = FilePmdMappedKib(shard);
+    ::munmap(map, bytes);
+    if (!advised || kib == 0) {
+      GTEST_SKIP() << "this kernel or file system keeps no 2 MiB folios for " << shard;
+    }
+  }
+  Evict(shard);
+  auto ds = OpenDatasetOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 4;
+  o.num_threads = 2;
+  o.io = IoPath::kMapped;
+  o.huge_pages = HugePages::kOn;
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
+  while ((*loader)->Next().ok()) {
+  }
+  // The shard is 4.7 MB: whichever 2 MiB regions lie wholly inside it are one entry each.
+  EXPECT_GE(FilePmdMappedKib(shard), 2048) << (*loader)->stats().io;
+}
+
+}  // namespace
+}  // namespace shardpack
