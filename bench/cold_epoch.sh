@@ -5,16 +5,17 @@
 # pages) against `on` (the mappings advised MADV_HUGEPAGE, 8 threads mapping the records
 # ahead: 2 MiB folios). Each round, each way: the page cache dropped, one `shardpack bench
 # --epochs 2` process (its first epoch is the cold one), how much of the cache is then in
-# huge pages (FileHugePages), and a next `shardpack bench --epochs 4` process (its first
-# epoch against its later ones; the target is >= 0.9). Both ways read the same shards with
-# a global shuffle, ROUNDS rounds, the order turning each round. Before each round, fio
+# huge pages (FileHugePages), and a next `shardpack bench --epochs 4 --huge-pages off`
+# process (its first epoch against its later ones; the target is >= 0.9; the cache holds
+# the whole dataset, so it reads nothing ahead either way). Both ways read the same shards
+# with a global shuffle, ROUNDS rounds, the order turning each round. Before each round, fio
 # measures the disk: sequential 2 MiB reads at depth 8 and random record-sized reads at
 # depth 32 (O_DIRECT, 6 s each), as the disk's own rates vary from minute to minute.
 #
 # Prints one markdown table (also out/bench/cold-epoch.md). Run as root (drop_caches);
 # installs fio from Debian if absent. The machine's free page reporting order is printed:
-# where the host takes free 2 MiB blocks back (order <= 9), huge pages cost a host fault
-# per page on first touch, and `--huge-pages auto` chooses off.
+# where the host takes free blocks back (an order up to the largest block, 10 on x86),
+# huge pages cost a host fault per page on first touch, and `--huge-pages auto` chooses off.
 #
 # Usage: bash bench/cold_epoch.sh [DIR]   (default out/bench-ooc, as bench/out_of_core.sh
 #   leaves it: 30,000 samples of 256x256x3; made with write_synthetic when absent)
@@ -49,7 +50,7 @@ if [ ! -f "$dir/manifest.json" ]; then
   rm -rf "$dir"
   "$build/samples/write_synthetic" "$dir" --samples "$samples" --size 256x256 --classes 256 > /dev/null
 fi
-shards=$(ls "$dir"/*.tfrecord)
+shards=$(ls "$dir"/*.tfrecord 2> /dev/null) || die "$dir holds no TFRecord shards"
 record_kib=$(( $(cat $shards | wc -c) / $(wc -l < <(cat "$dir"/*.idx)) / 1024 ))
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -75,8 +76,8 @@ order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2> /dev/n
 say "free page reporting order: $order"
 : > "$work/rows"
 for round in $(seq "$rounds"); do
-  seq_gbs=$(fio_gbs read 2m 8)
-  rand_gbs=$(fio_gbs randread "${record_kib}k" 32)
+  seq_gbs=$(fio_gbs read 2m 8) || die "fio failed on $dir"
+  rand_gbs=$(fio_gbs randread "${record_kib}k" 32) || die "fio failed on $dir"
   list=$ways
   [ $((round % 2)) -eq 0 ] && list=$(tr ' ' '\n' <<< "$ways" | tac | tr '\n' ' ')
   for way in $list; do
@@ -85,7 +86,9 @@ for round in $(seq "$rounds"); do
     say "round $round, $way, cold process: $line"
     cold=$(col 8 <<< "$line")
     huge=$(huge_mb)
-    line=$(bench_line "$way" 4)
+    # The next process reads a cached dataset: no page is read ahead, whatever the way; it
+    # runs with the hints alike for both.
+    line=$(bench_line off 4)
     say "round $round, $way, next process: $line"
     ratio=$(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")
     echo "$way $cold $huge $ratio $seq_gbs $rand_gbs" >> "$work/rows"
@@ -93,9 +96,9 @@ for round in $(seq "$rounds"); do
   done
 done
 
-median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+median() { sort -g | awk '{v[NR] = $1} END {m = (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2; printf (m == int(m) ? "%d" : "%.2f"), m}'; }
 {
-  echo "# Cold epoch and the next process's first epoch ($(date -u +%Y-%m-%dT%H:%MZ), $(git rev-parse --short HEAD))"
+  echo "# Cold epoch and the next process's first epoch ($(date -u +%Y-%m-%dT%H:%MZ), $(git describe --always --dirty))"
   echo
   echo "$dir: $(wc -l < <(cat "$dir"/*.idx)) samples, $(cat $shards | wc -c | awk '{printf "%.2f", $1 / 1e9}') GB" \
     "of shards ($(df -T "$dir" | awk 'NR == 2 {print $2}')); $threads threads, global shuffle," \
@@ -103,7 +106,7 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
     "drop_caches. Next: a new process's first epoch against its later ones. fio: the disk" \
     "just before the round (O_DIRECT; sequential 2 MiB at depth 8, random ${record_kib} KiB at depth 32)."
   echo
-  echo "| round | --huge-pages | cold epoch GB/s | cache in huge pages (MB) | next process: first/later | fio sequential GB/s | fio random GB/s |"
+  echo "| round | --huge-pages | cold epoch GB/s | cache in huge pages (MB) | next process (hints): first/later | fio sequential GB/s | fio random GB/s |"
   echo "|---|---|---|---|---|---|---|"
   cat "$work/table"
   for way in $ways; do

@@ -186,6 +186,19 @@ void PreferHugePages(const void* p, size_t n) {
   ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
 }
 
+bool PopulateAndHugePagesWork() {
+  static const bool works = [] {
+    void* page =
+        ::mmap(nullptr, g_page_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) return false;
+    const bool ok = ::madvise(page, g_page_size, MADV_HUGEPAGE) == 0 &&
+                    ::madvise(page, g_page_size, MADV_POPULATE_READ) == 0;
+    ::munmap(page, g_page_size);
+    return ok;
+  }();
+  return works;
+}
+
 void PrefaultWrite(void* p, size_t n) {
   if (p == nullptr || n == 0) return;
   const auto begin = (reinterpret_cast<uintptr_t>(p) + g_page_size - 1) / g_page_size * g_page_size;

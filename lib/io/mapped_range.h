@@ -83,6 +83,11 @@ void PopulatePages(const void* p, size_t n);
 // the page cache"). Pages already cached keep their size. A hint: it never fails.
 void PreferHugePages(const void* p, size_t n);
 
+// Whether this kernel takes both MADV_POPULATE_READ (Linux 5.14) and MADV_HUGEPAGE
+// (transparent huge pages built in), tried once on a page of its own. Where it lacks the
+// first, PopulatePages does nothing and only faults read the pages.
+bool PopulateAndHugePagesWork();
+
 // Backs [p, p + n) of fresh anonymous memory (a buffer allocated once and reused) with
 // pages now (MADV_POPULATE_WRITE, or touching each page where the kernel lacks it), so that
 // its first use does not take a page fault per 4 KiB: buffers allocated at start-up then

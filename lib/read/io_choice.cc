@@ -101,10 +101,10 @@ IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit) {
   return choice;
 }
 
-PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& host) {
+PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& obstacle) {
   if (option != HugePages::kAuto) return {option == HugePages::kOn, "forced"};
   if (fit.read_ahead) return {false, "the dataset may not fit in memory"};
-  if (!host.empty()) return {false, host};
+  if (!obstacle.empty()) return {false, obstacle};
   return {true, "the dataset fits in memory"};
 }
 
@@ -125,21 +125,23 @@ std::string HostReclaimsFreeMemory(const std::string& root) {
     }
   }
   if (!reporting) return "";
-  // Blocks of this order and above are reported (absent: the kernel's default, the
-  // huge-page order). A huge page's order, from its size: 9 for 2 MiB of 4 KiB pages.
-  uint64_t order = 0;
-  uint64_t huge_bytes = 0;
-  const long page = ::sysconf(_SC_PAGESIZE);
-  int huge_order = 9;
-  if (ParseBytes(FirstLine(root + "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"),
-                 &huge_bytes) &&
-      page > 0 && huge_bytes >= static_cast<uint64_t>(page)) {
-    huge_order = 0;
-    while ((static_cast<uint64_t>(page) << (huge_order + 1)) <= huge_bytes) ++huge_order;
+  // Free blocks of page_reporting_order and above are reported (absent: the kernel's
+  // default, the huge-page order). A free 2 MiB block merges with its free neighbours into
+  // larger ones, so any order up to the largest block the kernel keeps (/proc/buddyinfo's
+  // last column; 10 where it cannot be told) reports it too. Only an order above that
+  // (page_reporting_order 11 on x86) reports nothing.
+  int max_order = 10;
+  {
+    std::istringstream zone(FirstLine(root + "/proc/buddyinfo"));  // "Node 0, zone DMA 0 0 ..."
+    std::string word;
+    int columns = 0;
+    for (int field = 0; zone >> word; ++field) columns += field >= 4 ? 1 : 0;
+    if (columns > 0) max_order = columns - 1;
   }
+  uint64_t order = 0;
   const bool known = ParseBytes(
       FirstLine(root + "/sys/module/page_reporting/parameters/page_reporting_order"), &order);
-  if (known && order > static_cast<uint64_t>(huge_order)) return "";
+  if (known && order > static_cast<uint64_t>(max_order)) return "";
   return std::string("free memory is reported to the host: virtio balloon free page reporting") +
          (known ? ", page_reporting_order " + std::to_string(order) : "");
 }

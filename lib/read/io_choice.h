@@ -33,24 +33,25 @@ struct IoChoice {
 };
 IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit);
 
-// Whether this (virtual) machine's host takes its free memory back in 2 MiB blocks: a
-// virtio balloon device (device id 0x0005) that negotiated free page reporting
-// (VIRTIO_BALLOON_F_REPORTING, feature bit 5) for blocks of the huge-page order or smaller
-// (page_reporting.page_reporting_order, where the module says). There every 2 MiB block
-// freed for a few seconds is handed back to the host, and touching it again costs a fault
-// in the host per page: fresh huge pages arrive at 0.3-0.5 GB/s instead of about 10
-// (docs/LOADER.md, "The first epoch from the page cache"). "" when not so; otherwise what
-// was found, in words. Reads /sys under `root` ("" for the real one; tests pass a folder).
+// Whether this (virtual) machine's host takes its free memory back: a virtio balloon
+// device (device id 0x0005) that negotiated free page reporting (VIRTIO_BALLOON_F_REPORTING,
+// feature bit 5), with a page_reporting.page_reporting_order (where the module says) no
+// higher than the largest free block the kernel keeps. There a 2 MiB block freed for a
+// few seconds is handed back to the host, and touching it again costs a fault in the host
+// per page: fresh huge pages arrive at 0.3-0.5 GB/s instead of about 10 (docs/LOADER.md,
+// "The first epoch from the page cache"). "" when not so; otherwise what was found, in
+// words. Reads /sys and /proc under `root` ("" for the real ones; tests pass a folder).
 std::string HostReclaimsFreeMemory(const std::string& root = "");
 
 // LoaderOptions::huge_pages on the mapped path: whether uncached pages are read 2 MiB at a
-// time, and why. kAuto: where the dataset fits (`fit` from ChooseIo) and the host does not
-// take free memory back (`host`: HostReclaimsFreeMemory's words, "" when it does not).
+// time, and why. kAuto: where the dataset fits (`fit` from ChooseIo) and nothing stands in
+// the way (`obstacle`: "" where nothing does; else why not, in words: the kernel lacks
+// what it takes, or HostReclaimsFreeMemory's words).
 struct PagesChoice {
   bool huge = false;
-  std::string why;  // "forced", "it fits", "the dataset may not fit in memory", or `host`
+  std::string why;  // "forced", "the dataset fits in memory", "... may not fit ...", or `obstacle`
 };
-PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& host);
+PagesChoice ChoosePages(HugePages option, const IoChoice& fit, const std::string& obstacle);
 
 }  // namespace shardpack::read
 

@@ -51,8 +51,9 @@ constexpr size_t kPageSize = 4096;
 constexpr uint64_t kDefaultIoBufferBytes = 384ull << 20;
 constexpr uint64_t kMaxAutomaticIoBufferBytes = 1ull << 30;
 // LoaderOptions::huge_pages: threads mapping records ahead (each waits for one 2 MiB read
-// at a time). bench/cold_read.cc: 8 read a cold epoch at 2.13-2.17 GB/s where 2 read it
-// at 1.59-1.70 (Zen 3, a virtual disk).
+// at a time). bench/cold_read.cc, a cold epoch by number of threads, two rounds (Zen 3, a
+// virtual disk): 2: 1.59-1.70 GB/s; 4: 1.82-1.98; 8: 1.78-1.98; 16: 1.76-1.96. 8 leaves
+// room for a disk with more parallelism than this one.
 constexpr int kPopulators = 8;
 
 size_t RoundUpToPage(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
@@ -186,8 +187,8 @@ class Loader::Impl {
   read::EpochPlan plan;
   uint64_t fill_batch = 0;  // the batch whose chunks are being handed out
   int fill_chunk = 0;       // its next chunk
-  // Read-ahead: batches [fill_batch, hinted_batch) were handed to Dataset::WillNeed, and
-  // it is kept read_ahead_batches past the batch being claimed.
+  // Read-ahead: batches [fill_batch, hinted_batch) were handed to Dataset::WillNeed (or to
+  // the populator), and it is kept read_ahead_batches past the batch being claimed.
   uint64_t hinted_batch = 0;
   uint64_t read_ahead_batches = 0;
   // LoaderOptions::huge_pages on: maps the hinted batches' records (null: MADV_WILLNEED).
@@ -401,11 +402,12 @@ class Loader::Impl {
     size_t begin = 0;
     for (const size_t end : ends) {
       const std::span<const uint64_t> batch(hint.data() + begin, end - begin);
-      if (dataset->Resident(batch)) {
-      } else if (populator != nullptr) {
-        populator->Add(batch);
-      } else {
-        dataset->WillNeed(batch);
+      if (!dataset->Resident(batch)) {
+        if (populator != nullptr) {
+          populator->Add(batch);
+        } else {
+          dataset->WillNeed(batch);
+        }
       }
       begin = end;
     }
@@ -1005,12 +1007,21 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     }
     impl->io_description = "mapped (" + why + ")";
     if (impl->read_ahead_batches > 0) {
-      const read::PagesChoice pages =
-          read::ChoosePages(o.huge_pages, fit,
-                            o.huge_pages == HugePages::kAuto ? read::HostReclaimsFreeMemory() : "");
+      std::string obstacle;
+      if (o.huge_pages == HugePages::kAuto) {
+        obstacle = io::PopulateAndHugePagesWork()
+                       ? read::HostReclaimsFreeMemory()
+                       : "this kernel lacks MADV_POPULATE_READ or transparent huge pages";
+      }
+      const read::PagesChoice pages = read::ChoosePages(o.huge_pages, fit, obstacle);
       if (pages.huge) {
+        // The populating threads read through LMDB's transactions too.
+        SHARDPACK_RETURN_IF_ERROR(impl->dataset->ReserveReaders(threads + kPopulators));
         impl->dataset->PreferHugePages();
         impl->populator = std::make_unique<read::Populator>(impl->dataset.get(), kPopulators);
+        // What the hints may hold at once: the batches ahead, and the one claimed.
+        impl->populator->Reserve(static_cast<size_t>(impl->read_ahead_batches + 1) *
+                                 static_cast<size_t>(o.batch_size));
       }
       impl->io_description += std::string(pages.huge ? "; uncached pages read 2 MiB at a time by " +
                                                            std::to_string(kPopulators) + " threads"

@@ -16,7 +16,6 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <mutex>
 #include <span>
 #include <thread>
@@ -37,18 +36,27 @@ class Populator {
   Populator(const Populator&) = delete;
   Populator& operator=(const Populator&) = delete;
 
+  // Room for this many queued samples, so that Add allocates nothing below it.
+  void Reserve(size_t samples);
   // Queues these samples (global indices) behind those queued already.
   void Add(std::span<const uint64_t> indices);
   // Drops what is queued (a new epoch's order replaces it).
   void Clear();
+  // Returns once nothing is queued and no record is being mapped.
+  void Drain();
 
  private:
   void Run();
 
   const Dataset* dataset_;
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<uint64_t> queue_;
+  std::condition_variable cv_;       // threads: work queued, or stopping
+  std::condition_variable idle_cv_;  // Drain: the queue ran dry and no thread is busy
+  // The queue is queue_[head_..]: a vector emptied once all is taken, so that it keeps
+  // its capacity.
+  std::vector<uint64_t> queue_;
+  size_t head_ = 0;
+  int busy_ = 0;  // threads mapping a record now
   bool stopping_ = false;
   std::vector<std::thread> threads_;
 };

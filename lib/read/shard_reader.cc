@@ -237,8 +237,10 @@ class LmdbShard final : public ShardReader {
 
   void Populate(uint64_t record) const override {
     std::string_view value;
-    if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return;
-    if (first_reads_.First(record)) lmdb_->Populate(value);
+    if (!first_reads_.First(record) || lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) {
+      return;
+    }
+    lmdb_->Populate(value);
   }
 
   void PreferHugePages() const override { lmdb_->PreferHugePages(); }

@@ -138,7 +138,8 @@ class Dataset {
   // them as one large page (MADV_HUGEPAGE on every shard's mapping), so that a later
   // process maps them 2 MiB per page-table entry instead of 4 KiB (docs/LOADER.md, "The
   // first epoch from the page cache"). For a dataset that fits in memory and is read
-  // whole: a sample alone costs a 2 MiB read. A hint only. Thread-safe.
+  // whole: a sample alone costs a 2 MiB read. The advice stays for the Dataset's life, for
+  // every reader of it (loaders, Get). A hint only. Thread-safe.
   void PreferHugePages() const;
   // Whether the middle of sample `index`'s record (its pixels) is in memory now (mincore):
   // a cheap probe of whether the dataset sits in the page cache. True where that cannot be told,

@@ -149,11 +149,16 @@ struct LoaderOptions {
   //     cache 2 MiB per page-table entry. For a dataset that fits in memory (a record read
   //     alone costs a 2 MiB read).
   //   kOff: the hints (4 KiB pages).
-  //   kAuto (default): kOn where the dataset fits in memory (as kAuto's io rule says) and
-  //     the host of this virtual machine does not take its free memory back (virtio
-  //     balloon free page reporting, where each fresh 2 MiB block costs a host fault: the
-  //     cold epoch ran at half speed), kOff otherwise. LoaderStats::io says which and why.
-  // Either way the same batches and bytes.
+  //   kAuto (default): kOn where the dataset fits in memory (as kAuto's io rule says), the
+  //     kernel has MADV_POPULATE_READ (5.14) and transparent huge pages, and the host of
+  //     this virtual machine does not take its free memory back (virtio balloon free page
+  //     reporting, where each fresh 2 MiB block costs a host fault: the cold epoch ran at
+  //     half speed), kOff otherwise. LoaderStats::io says which and why. Where the file
+  //     system keeps no large folios (ext4 before Linux 6.16), kOn still reads 2 MiB at a
+  //     time but caches 4 KiB pages.
+  // Either way the same batches and bytes. On advises the Dataset for good
+  // (Dataset::PreferHugePages): a later loader over the same Dataset object reads uncached
+  // pages 2 MiB at a time too, even with kOff (it hints them, as kOff does).
   HugePages huge_pages = HugePages::kAuto;
   // kReadAhead: the buffers the records are read into, in bytes, allocated once (at least
   // a batch of stored records, at most 64). 0 (default): automatic, 384 MiB, or under a
