@@ -70,10 +70,11 @@ class MappedRange {
 void WillNeedPages(const void* p, size_t n);
 
 // Maps the pages under [p, p + n) of a file mapping into the process's page tables in one
-// call (MADV_POPULATE_READ), reading those not in the page cache: a first read of a
-// mapping then costs one system call instead of a page fault per 4 KiB (MADV_RANDOM turns
-// the kernel's fault-around off). A hint: it never fails (a lost page is left to the SIGBUS
-// handling of the read that follows).
+// call (MADV_POPULATE_READ), reading those not in the page cache, and returns when they
+// are there: for threads that read ahead of the readers. Not for a reader's own first
+// read of cached pages: there plain faults were faster (docs/LOADER.md, "The first epoch
+// from the page cache"). A hint: it never fails (a lost page is left to the SIGBUS handling
+// of the read that follows).
 void PopulatePages(const void* p, size_t n);
 
 // Advises [p, p + n) of a file mapping MADV_HUGEPAGE: from then on, a fault on a page the

@@ -7,8 +7,8 @@
 // reads the aligned 2 MiB around the page into one folio, but waits for it. So the read
 // ahead is done by threads of its own that wait on the disk in parallel, a record at a
 // time, in the order the records were added: each takes the next record, maps it and takes
-// another. A record a worker reaches first is mapped by that worker (the populate is done
-// once per record, whoever comes first).
+// another. A record a worker reaches first is mapped by that worker's faults, and the
+// populate after it finds its pages mapped.
 //
 // Thread-safety: Add and Clear may be called from any thread.
 #ifndef SHARDPACK_READ_POPULATOR_H_

@@ -1,6 +1,5 @@
 #include "read/shard_reader.h"
 
-#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -61,23 +60,6 @@ Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* 
   return Status::Ok();
 }
 
-// Which records this process has mapped into its page tables already. The first read of a
-// record through the mapping maps all its pages in one call (MADV_POPULATE_READ) instead
-// of faulting them in 4 KiB at a time (MADV_RANDOM turns fault-around off): a first epoch
-// from the page cache ran at 0.59x the later ones without it. Later reads find the flag
-// set and skip the call.
-class FirstReads {
- public:
-  explicit FirstReads(uint64_t records) : seen_(new std::atomic<uint8_t>[records]()) {}
-  bool First(uint64_t record) const {
-    return seen_[record].load(std::memory_order_relaxed) == 0 &&
-           seen_[record].exchange(1, std::memory_order_relaxed) == 0;
-  }
-
- private:
-  std::unique_ptr<std::atomic<uint8_t>[]> seen_;
-};
-
 // The pixels' checksum, read once: while copying them to `copy` where it fits them
 // (CopyTarget), else in place.
 uint32_t PixelCrc(const format::DecodedSample& d, CopyTarget* copy) {
@@ -119,15 +101,13 @@ class TfrecordShard final : public ShardReader {
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true, encoding),
         file_(std::move(file)),
         index_(std::move(index)),
-        max_record_bytes_(max_record_bytes),
-        first_reads_(e.records) {}
+        max_record_bytes_(max_record_bytes) {}
 
   using ShardReader::Get;
   using ShardReader::Parse;
 
   Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const override {
     const format::IndexEntry& e = index_[record];
-    if (first_reads_.First(record)) file_->Populate(e.offset, e.size);
     // The rest of the file from the record on: a length field claiming more than the
     // index line says is named as such, not as a truncation.
     // (Open checked that every index line lies inside the file: they are ordered.)
@@ -145,7 +125,7 @@ class TfrecordShard final : public ShardReader {
 
   void Populate(uint64_t record) const override {
     const format::IndexEntry& e = index_[record];
-    if (first_reads_.First(record)) file_->Populate(e.offset, e.size);
+    file_->Populate(e.offset, e.size);
   }
 
   void PreferHugePages() const override { file_->PreferHugePages(); }
@@ -200,7 +180,6 @@ class TfrecordShard final : public ShardReader {
   std::unique_ptr<io::MappedFile> file_;
   std::vector<format::IndexEntry> index_;
   uint64_t max_record_bytes_;
-  FirstReads first_reads_;
 };
 
 class LmdbShard final : public ShardReader {
@@ -208,8 +187,7 @@ class LmdbShard final : public ShardReader {
   LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb,
             ImageEncoding encoding)
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false, encoding),
-        lmdb_(std::move(lmdb)),
-        first_reads_(e.records) {}
+        lmdb_(std::move(lmdb)) {}
 
   using ShardReader::Get;
   using ShardReader::Parse;
@@ -217,7 +195,6 @@ class LmdbShard final : public ShardReader {
   Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const override {
     std::string_view v;
     Status s = lmdb_->Get(record, &v);
-    if (s.ok() && first_reads_.First(record)) lmdb_->Populate(v);
     if (s.ok()) {
       s = ParseExample(reinterpret_cast<const uint8_t*>(v.data()), v.size(), verify_crc, encoding(),
                        out, copy);
@@ -237,9 +214,7 @@ class LmdbShard final : public ShardReader {
 
   void Populate(uint64_t record) const override {
     std::string_view value;
-    if (!first_reads_.First(record) || lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) {
-      return;
-    }
+    if (lmdb_->faulted() || !lmdb_->Get(record, &value).ok()) return;
     lmdb_->Populate(value);
   }
 
@@ -278,7 +253,6 @@ class LmdbShard final : public ShardReader {
 
  private:
   std::unique_ptr<format::LmdbShardReader> lmdb_;
-  FirstReads first_reads_;
 };
 
 }  // namespace

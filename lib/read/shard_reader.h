@@ -64,8 +64,8 @@ class ShardReader {
     return Get(record, verify_crc, out, nullptr);
   }
   virtual void WillNeed(uint64_t record) const = 0;
-  // Maps record `record`'s pages now, reading those not cached; it waits for the reads. Its
-  // first Get then skips its own populate. A hint: it never fails.
+  // Maps record `record`'s pages now, reading those not cached; it waits for the reads
+  // (for threads that read ahead of the ones calling Get). A hint: it never fails.
   virtual void Populate(uint64_t record) const = 0;
   // Faults on the shard's uncached pages read 2 MiB folios from now on (io::PreferHugePages).
   virtual void PreferHugePages() const = 0;

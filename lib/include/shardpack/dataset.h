@@ -131,8 +131,8 @@ class Dataset {
   void WillNeed(std::span<const uint64_t> indices) const;
   // Maps these samples' records into the process's page tables now, reading what the page
   // cache lacks, and returns when they are there (MADV_POPULATE_READ): for threads that
-  // read ahead of the ones calling Get, whose first Get of these samples then finds them
-  // mapped. A hint only; indices past the end are ignored. Thread-safe.
+  // read ahead of the ones calling Get, which then find these samples mapped. A hint
+  // only; indices past the end are ignored. Thread-safe.
   void Populate(std::span<const uint64_t> indices) const;
   // From now on, reads of pages the page cache lacks bring in the aligned 2 MiB around
   // them as one large page (MADV_HUGEPAGE on every shard's mapping), so that a later
