@@ -3,6 +3,8 @@
 #ifndef SHARDPACK_TESTS_READ_DELIVERED_BATCH_H_
 #define SHARDPACK_TESTS_READ_DELIVERED_BATCH_H_
 
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -28,6 +30,21 @@ inline Got Copy(const Batch& b) {
           {b.indices().begin(), b.indices().end()},
           {b.labels().begin(), b.labels().end()},
           std::string(static_cast<const char*>(b.host_data()), b.host_bytes())};
+}
+
+// The batches `loader` delivers until its epoch ends (at most `max_batches`), copied; an
+// error other than the epoch's end fails the test.
+inline std::vector<Got> ReadRest(Loader& loader, size_t max_batches = SIZE_MAX) {
+  std::vector<Got> out;
+  while (out.size() < max_batches) {
+    auto b = loader.Next();
+    if (!b.ok()) {
+      EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
+      break;
+    }
+    out.push_back(Copy(*b));
+  }
+  return out;
 }
 
 }  // namespace shardpack::testing

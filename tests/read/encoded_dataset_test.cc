@@ -27,17 +27,8 @@ using testing::TestDatasetSpec;
 std::vector<Got> ReadEpoch(std::shared_ptr<const Dataset> ds, const LoaderOptions& o) {
   auto loader = Loader::Create(std::move(ds), o);
   EXPECT_TRUE(loader.ok()) << loader.status().ToString();
-  std::vector<Got> out;
-  if (!loader.ok()) return out;
-  while (true) {
-    auto b = (*loader)->Next();
-    if (!b.ok()) {
-      EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
-      break;
-    }
-    out.push_back(Copy(*b));
-  }
-  return out;
+  if (!loader.ok()) return {};
+  return testing::ReadRest(**loader);
 }
 
 // Batches of 4, 2 threads, a global shuffle with `seed`, on the I/O path `io` (every batch

@@ -34,16 +34,7 @@ using testing::Copy;
 using testing::Got;
 
 std::vector<Got> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
-  std::vector<Got> out;
-  while (out.size() < max_batches) {
-    auto b = loader.Next();
-    if (!b.ok()) {
-      EXPECT_EQ(b.status().code(), StatusCode::kOutOfRange) << b.status().ToString();
-      break;
-    }
-    out.push_back(Copy(*b));
-  }
-  return out;
+  return testing::ReadRest(loader, max_batches);
 }
 
 // Every LoaderTest runs on both backends and both I/O paths: the mapping, and read-ahead
