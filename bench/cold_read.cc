@@ -4,7 +4,8 @@
 // default 196,928: a 256x256x3 sample), read in one seeded random order by THREADS threads
 // that copy each piece into a buffer of their own, EPOCHS times:
 //
-//   hints  the loader's way: the mappings advised MADV_RANDOM; the pieces AHEAD bytes
+//   hints  the loader's way until 2026-11-27 (it now maps a record by faults, not by a
+//          populate): the mappings advised MADV_RANDOM; the pieces AHEAD bytes
 //          (default 128 MiB) ahead of the readers are hinted with MADV_WILLNEED (read in
 //          the background, in 4 KiB pages), each piece's first read maps it with one
 //          MADV_POPULATE_READ, then it is copied;

@@ -95,8 +95,8 @@ print("%.2f" % (j["epoch1_per_s"] / j["samples_per_s"]))' "$line")"
     say "--write-chunk $chunk, Python loader: $line"
   fi
   # The size and digest after the readers, so that the first process reads what the
-  # conversion left (read between the two, the first epoch measured lower: 0.86-0.90 of
-  # the later ones against 0.92-0.99 in a run without; bench/results/first-epoch-*).
+  # conversion left, nothing else (with them between: 0.86-0.98 of the later epochs in
+  # two runs; a throwaway run without: 0.92-0.99; bench/results/first-epoch-*).
   bytes=$(cat "$d"/*.tfrecord | wc -c)
   cat "$d"/*.tfrecord | sha256sum | cut -d' ' -f1 > "$work/digest-$chunk"
   awk -v c="$chunk" -v n="$samples" -v s="$seconds" -v b="$bytes" -v r="$ratios" \

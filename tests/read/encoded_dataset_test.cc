@@ -18,7 +18,6 @@
 namespace shardpack {
 namespace {
 
-using testing::Copy;
 using testing::Got;
 using testing::OpenDatasetOrDie;
 using testing::TempDir;

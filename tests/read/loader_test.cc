@@ -30,7 +30,6 @@ std::unique_ptr<Loader> LoaderOrDie(std::shared_ptr<const Dataset> ds, const Loa
   return std::move(loader).value();
 }
 
-using testing::Copy;
 using testing::Got;
 
 std::vector<Got> ReadEpoch(Loader& loader, size_t max_batches = SIZE_MAX) {
