@@ -19,8 +19,6 @@
 // see the cold epoch, then again (MODE hints) to see the next process's first epoch
 // against its later ones.
 // Usage: cold_read MODE DIR [THREADS=2] [POPULATORS=8] [EPOCHS=1] [AHEAD_MIB=128] [RECORD]
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -98,8 +96,7 @@ int main(int argc, char** argv) {
     }
     const uint8_t* base = (*f)->data();
     const size_t size = (*f)->size();
-    // The mapping starts on a page: its whole length advised at once.
-    if (huge) ::madvise(const_cast<uint8_t*>(base), size, MADV_HUGEPAGE);
+    if (huge) (*f)->PreferHugePages();
     const size_t n = std::max<size_t>(1, (size + record / 2) / record);
     for (size_t i = 0; i < n; ++i) {
       const size_t begin = size * i / n;

@@ -67,6 +67,10 @@ std::shared_ptr<const Dataset> OpenDatasetOrDie(const std::string& dir, io::Env*
 std::string RejectList(const ConvertSummary& summary);
 
 std::string ReadFileOrDie(const std::string& path);
+// Drops `path`'s pages from the page cache, written back first (fsync, then
+// POSIX_FADV_DONTNEED): a cold file for a test without root. Pages a process maps stay, and
+// some file systems (tmpfs) keep every page: callers check (Dataset::Resident) and skip.
+void EvictFromPageCache(const std::string& path);
 void WriteFileOrDie(const std::string& path, const std::string& data);
 // WriteFileOrDie, creating the directories above `path` first.
 void WriteFileMakingDirs(const std::string& path, const std::string& data);

@@ -165,26 +165,24 @@ MappedRange::~MappedRange() {
   slot_->used.store(false, std::memory_order_release);
 }
 
-void WillNeedPages(const void* p, size_t n) {
+namespace {
+
+// `advice` for the pages under [p, p + n) (madvise wants a page-aligned start). A hint:
+// its failure changes nothing but speed.
+void AdvisePages(const void* p, size_t n, int advice) {
   if (p == nullptr || n == 0) return;
   const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
   const auto end = reinterpret_cast<uintptr_t>(p) + n;
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_WILLNEED);
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, advice);
 }
 
-void PopulatePages(const void* p, size_t n) {
-  if (p == nullptr || n == 0) return;
-  const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
-  const auto end = reinterpret_cast<uintptr_t>(p) + n;
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_POPULATE_READ);
-}
+}  // namespace
 
-void PreferHugePages(const void* p, size_t n) {
-  if (p == nullptr || n == 0) return;
-  const auto begin = reinterpret_cast<uintptr_t>(p) / g_page_size * g_page_size;
-  const auto end = reinterpret_cast<uintptr_t>(p) + n;
-  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
-}
+void WillNeedPages(const void* p, size_t n) { AdvisePages(p, n, MADV_WILLNEED); }
+
+void PopulatePages(const void* p, size_t n) { AdvisePages(p, n, MADV_POPULATE_READ); }
+
+void PreferHugePages(const void* p, size_t n) { AdvisePages(p, n, MADV_HUGEPAGE); }
 
 bool PopulateAndHugePagesWork() {
   static const bool works = [] {

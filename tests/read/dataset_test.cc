@@ -2,7 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -200,12 +199,7 @@ TEST(DatasetTest, ResidentTellsWhetherARecordIsInThePageCache) {
   Manifest m = testing::WriteTestDataset(
       dir.path(), {.samples = 8, .height = 64, .width = 64, .max_shard_records = 8});
   // Out of the page cache: written back, then dropped.
-  const std::string shard = dir.Join(m.shards[0].data.file);
-  const int fd = ::open(shard.c_str(), O_RDONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::fsync(fd), 0);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
+  ASSERT_NO_FATAL_FAILURE(testing::EvictFromPageCache(dir.Join(m.shards[0].data.file)));
   auto ds = Dataset::Open(dir.path());
   ASSERT_TRUE(ds.ok());
   if ((*ds)->Resident(5)) GTEST_SKIP() << "this file system keeps the pages (tmpfs?)";

@@ -92,25 +92,16 @@ TEST(HugePagesChoiceTest, AutoTakesHugePagesWhereTheDatasetFitsAndTheHostKeepsIt
 
 // ---- the loader ----
 
-// Drops a file's pages from the page cache (written back first): a cold file for a test
-// without root. Pages some process maps stay.
-void Evict(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  ASSERT_GE(fd, 0) << path;
-  ::fdatasync(fd);
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-  ::close(fd);
-}
-
 // Every shard file of the dataset in `dir`, evicted.
 void EvictShards(const TempDir& dir) {
   const auto ds = OpenDatasetOrDie(dir.path());
   for (const ShardEntry& e : ds->manifest().shards) {
     const std::filesystem::path p = dir.Join(e.data.file);
     if (std::filesystem::is_directory(p)) {
-      for (const auto& f : std::filesystem::directory_iterator(p)) Evict(f.path().string());
+      for (const auto& f : std::filesystem::directory_iterator(p))
+        testing::EvictFromPageCache(f.path().string());
     } else {
-      Evict(p.string());
+      testing::EvictFromPageCache(p.string());
     }
   }
 }
@@ -260,7 +251,7 @@ TEST(HugePagesCacheTest, AnEpochWithHugePagesLeavesTheShardIn2MiBFolios) {
   }
   // Whether this kernel and file system read 2 MiB folios at all: one mapping advised
   // MADV_HUGEPAGE, populated over its first 2 MiB.
-  Evict(shard);
+  testing::EvictFromPageCache(shard);
   {
     const int fd = ::open(shard.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
@@ -277,7 +268,7 @@ TEST(HugePagesCacheTest, AnEpochWithHugePagesLeavesTheShardIn2MiBFolios) {
       GTEST_SKIP() << "this kernel or file system keeps no 2 MiB folios for " << shard;
     }
   }
-  Evict(shard);
+  testing::EvictFromPageCache(shard);
   auto ds = OpenDatasetOrDie(dir.path());
   LoaderOptions o;
   o.batch_size = 4;
