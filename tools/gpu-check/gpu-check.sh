@@ -32,7 +32,8 @@
 #                shards written in record-sized writes (as convert --write-chunk 0 does) and copied in
 #                2 MiB writes (2 MiB folios), what each way of writing costs, and whether the
 #                machine hands new memory out slowly (free page reporting, first_touch);
-#                also the kit's photos converted with and without --write-chunk 2097152:
+#                the cold epoch from the disk with huge pages off and on, and the next
+#                process's first epoch after each; also the kit's photos converted with and without --write-chunk 2097152:
 #                docs/LOADER.md, "The first epoch from the page cache"
 #
 # The whole check keeps within BUDGET seconds (default 540, under the device tool's 600 s
@@ -258,9 +259,31 @@ step_first_epoch() {
       ratios="$ratios${ratios:+; }$how #$run $(awk -F'|' '{gsub(/ /, ""); printf "%.2f (%s of %s GB/s)", $8 / $5, $8, $5}' <<< "$line")"
     done
   done
+  # The cold epoch with huge pages off and on (LoaderOptions::huge_pages): the written
+  # shards dropped from the page cache (dd iflag=nocache), a process's first epoch from the
+  # disk, then the next process's first epoch against its later ones (what the cold epoch
+  # left: 4 KiB or 2 MiB folios). Two rounds, the ways alternating; auto's choice is the
+  # I/O path of the first run above.
+  local mode round cold="" auto
+  auto=$("$sp" bench "$d/written" --epochs 1 --no-baseline --threads "$cores" |
+    grep '^| global' | awk -F'|' '{print $11}' | sed 's/^ *//; s/ *$//')
+  sync
+  for round in 1 2; do
+    for mode in off on; do
+      for f in "$d/written"/*; do dd if="$f" iflag=nocache count=0 status=none; done
+      line=$("$sp" bench "$d/written" --epochs 2 --no-baseline --shuffle global \
+        --threads "$cores" --huge-pages "$mode" | grep '^| global') || return 1
+      echo "cold, huge pages $mode, round $round: $line"
+      cold="$cold${cold:+; }$mode #$round cold $(awk -F'|' '{gsub(/ /, ""); print $8}' <<< "$line")"
+      line=$("$sp" bench "$d/written" --epochs 4 --no-baseline --shuffle global \
+        --threads "$cores" --huge-pages "$mode" | grep '^| global') || return 1
+      echo "next process, huge pages $mode, round $round: $line"
+      cold="$cold next $(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")"
+    done
+  done
   grep FilePmdMapped /proc/meminfo
   rm -rf "$d"
-  summary "reporting order $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios"
+  summary "reporting order $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios; huge pages auto: $auto; cold GB/s and next process's first/later: $cold"
 }
 
 step_python_build() {
