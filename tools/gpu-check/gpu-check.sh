@@ -23,7 +23,8 @@
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
 #   convert-scaling  shardpack convert of the kit's set A photos (else the dataset's
 #                JPEGs), about 1,500 images a thread, at 1, 2, 4, 8, 16 threads against
-#                libjpeg-turbo's bare decode of the same files (decode_floor)
+#                libjpeg-turbo's bare decode of the same files (decode_floor), and where
+#                the conversion's time went (decode, resize, write, idle per image)
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer, less those that provoke
 #                CUDA errors on purpose (skipped where it is missing or refuses the
 #                device, "Device not supported")
@@ -203,6 +204,10 @@ step_convert_scaling() {
       END {d = f["images"] / f["seconds"];
            printf "%d threads (%d images): convert %d images/s, bare decode %.0f, ratio %.2f (%.2f in-process)",
                   t, n, r, d, r / d, (s > 0 ? n / s / d : 0)}' <<< "$floor")
+    # Where the conversion's time went (--json "stages"), thread-milliseconds an image.
+    line="$line, thread-ms an image:$(for k in decode resize write idle; do
+      sed -n "s/^ *\"$k\": *\([0-9.e-]*\).*/\1/p" "$work/scaling.json" |
+        awk -v k="$k" -v n="$n" '{printf " %s %.3f", k, 1000 * $1 / n}'; done)"
     echo "$line"
     ratios="$ratios${ratios:+; }$line"
   done
@@ -211,10 +216,20 @@ step_convert_scaling() {
 }
 
 step_first_epoch() {
-  local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-10000} order f how t0 bytes line
+  local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-30000} order f how t0 bytes line
   local copies="" ratios=""
-  order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null || echo none)
-  echo "free page reporting: order $order"
+  # Free page reporting needs a virtio balloon (device 0x0005) that negotiated it (feature
+  # bit 5); page_reporting_order alone exists on kernels with no such device.
+  order="none (no virtio balloon)"
+  for f in /sys/bus/virtio/devices/*; do
+    [ "$(cat "$f/device" 2>/dev/null)" = 0x0005 ] || continue
+    if [ "$(cut -c6 "$f/features" 2>/dev/null)" = 1 ]; then
+      order="on, order $(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null)"
+    else
+      order="none (a virtio balloon without it)"
+    fi
+  done
+  echo "free page reporting: $order"
   "$kit/bin/first_touch" 1024 1 3 3 | tee "$work/first-touch"
   rm -rf "$d" && mkdir -p "$d"
   # rate: GB/s of the dataset's bytes since t0.
@@ -283,7 +298,7 @@ step_first_epoch() {
   done
   grep FilePmdMapped /proc/meminfo
   rm -rf "$d"
-  summary "reporting order $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios; huge pages auto: $auto; cold GB/s and next process's first/later: $cold"
+  summary "free page reporting $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios; huge pages auto: $auto; cold GB/s and next process's first/later: $cold"
 }
 
 step_python_build() {
