@@ -175,7 +175,8 @@ step_convert_scaling() {
   # disk. The list repeats the files so that each thread has about 1,500 images (at least
   # SCALING_REPEAT copies, default 4): 16 threads then run for about two seconds, and the
   # process's start and the pipeline's ramp weigh little.
-  local root=$kit/photos what="set A photos"
+  local root=$kit/photos what="the kit's photos"
+  [ -f "$root/SOURCE" ] && what="set A photos"
   [ -d "$root" ] || { root=$work/images; what="synthetic pictures (make_images)"; }
   [ -d "$root" ] || { skip "no photos in the kit and no images (step dataset)"; return; }
   local out=/dev/shm/shardpack-gpu-check-scaling files n t copies floor line t0 t1 rate inside
@@ -219,12 +220,21 @@ step_first_epoch() {
   local d=$work/first-epoch n=${FIRST_EPOCH_SAMPLES:-30000} order f how t0 bytes line
   local copies="" ratios=""
   # Free page reporting needs a virtio balloon (device 0x0005) that negotiated it (feature
-  # bit 5); page_reporting_order alone exists on kernels with no such device.
+  # bit 5), at a page_reporting_order no higher than the largest free block the kernel
+  # keeps (the last column of /proc/buddyinfo), as read::HostReclaimsFreeMemory decides;
+  # page_reporting_order alone exists on kernels with no such device.
+  local reporting max_order
   order="none (no virtio balloon)"
   for f in /sys/bus/virtio/devices/*; do
     [ "$(cat "$f/device" 2>/dev/null)" = 0x0005 ] || continue
     if [ "$(cut -c6 "$f/features" 2>/dev/null)" = 1 ]; then
-      order="on, order $(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null)"
+      reporting=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2>/dev/null)
+      max_order=$(awk '{print NF - 5}' /proc/buddyinfo 2>/dev/null | sort -n | tail -1)
+      if [ -n "$reporting" ] && [ -n "$max_order" ] && [ "$reporting" -gt "$max_order" ]; then
+        order="none (page_reporting_order $reporting above the largest block, order $max_order)"
+      else
+        order="on, order $reporting"
+      fi
     else
       order="none (a virtio balloon without it)"
     fi
@@ -277,11 +287,12 @@ step_first_epoch() {
   # The cold epoch with huge pages off and on (LoaderOptions::huge_pages): the written
   # shards dropped from the page cache (dd iflag=nocache), a process's first epoch from the
   # disk, then the next process's first epoch against its later ones (what the cold epoch
-  # left: 4 KiB or 2 MiB folios). Two rounds, the ways alternating; auto's choice is the
-  # I/O path of the first run above.
+  # left: 4 KiB or 2 MiB folios). Two rounds, the ways alternating. First, which way auto
+  # chooses here: the I/O path column of a bench run with the defaults.
   local mode round cold="" auto
-  auto=$("$sp" bench "$d/written" --epochs 1 --no-baseline --threads "$cores" |
+  auto=$("$sp" bench "$d/written" --epochs 1 --no-baseline --shuffle global --threads "$cores" |
     grep '^| global' | awk -F'|' '{print $11}' | sed 's/^ *//; s/ *$//')
+  [ -n "$auto" ] || auto="unknown (the bench run failed)"
   sync
   for round in 1 2; do
     for mode in off on; do
