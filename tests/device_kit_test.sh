@@ -83,6 +83,8 @@ STEPS="convert-scaling" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-c
   fail "the convert-scaling step failed: $(tail -20 "$tmp/work/logs/convert-scaling.log")"
 grep -q '| convert-scaling | passed |.*1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio [0-9][0-9.]* ([0-9][0-9.]* in-process), thread-ms an image: decode [0-9][0-9.]* resize [0-9][0-9.]* write [0-9][0-9.]* idle [0-9][0-9.]*' \
   "$tmp/report-cs/report.md" || fail "the convert-scaling step's report lacks its figures: $(cat "$tmp/report-cs/report.md")"
+grep -q '| convert-scaling | passed |.*; the last list as 2 parts of [0-9]* threads side by side: [0-9][0-9]* images/s' \
+  "$tmp/report-cs/report.md" || fail "the convert-scaling step's report lacks the parts: $(cat "$tmp/report-cs/report.md")"
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
 
 if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then

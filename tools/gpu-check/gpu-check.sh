@@ -23,8 +23,9 @@
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
 #   convert-scaling  shardpack convert of the kit's set A photos (else the dataset's
 #                JPEGs), about 1,500 images a thread, at 1, 2, 4, 8, 16 threads against
-#                libjpeg-turbo's bare decode of the same files (decode_floor), and where
-#                the conversion's time went (decode, resize, write, idle per image)
+#                libjpeg-turbo's bare decode of the same files (decode_floor), where
+#                the conversion's time went (decode, resize, write, idle per image), and
+#                the last list as two --parts side by side (the one-file write bound)
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer, less those that provoke
 #                CUDA errors on purpose (skipped where it is missing or refuses the
 #                device, "Device not supported")
@@ -212,8 +213,26 @@ step_convert_scaling() {
     echo "$line"
     ratios="$ratios${ratios:+; }$line"
   done
+  # The last list again as two parts side by side (--part 0/2 and 1/2, half the threads
+  # each, a shard file each): where one conversion's writes queue on one file (docs/DESIGN.md,
+  # "Scaling model"), the parts are faster.
+  local parts="" half=$(( t / 2 )) pids=()
+  [ "$t" -gt "$cores" ] && half=$(( cores / 2 ))
+  if [ "$half" -ge 1 ]; then
+    rm -rf "$out"
+    t0=$EPOCHREALTIME
+    for i in 0 1; do
+      "$sp" convert "$root" "$out" --list "$work/jpegs.list" --size 256x256 --fit crop \
+        --threads "$half" --part "$i/2" --quiet > /dev/null &
+      pids+=($!)
+    done
+    wait "${pids[0]}" && wait "${pids[1]}" || return 1
+    t1=$EPOCHREALTIME
+    parts="; the last list as 2 parts of $half threads side by side: $(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}') images/s"
+    echo "$parts"
+  fi
   rm -rf "$out"
-  summary "$files JPEGs of $what to 256x256 crop: $ratios"
+  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts"
 }
 
 step_first_epoch() {
