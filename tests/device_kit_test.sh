@@ -61,17 +61,28 @@ exported=$(nm -D --defined-only "$kit"/python/shardpack/_shardpack*.so | awk '{p
   fail "the kit's extension exports more than PyInit__shardpack: $(echo "$exported" | head -5)"
 echo "device_kit_test: the Python extension builds from the kit, exports its initialiser only and imports"
 
-# The first-epoch step needs no GPU: run it small, and read its report.
-FIRST_EPOCH_SAMPLES=300 STEPS="first-epoch" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-fe" ||
-  fail "the first-epoch step failed: $(tail -20 "$tmp/work/logs/first-epoch.log")"
-grep -q '| first-epoch | passed |.*first/later epoch: written #1 [0-9.]* .*2097152 #2 [0-9.]*' \
-  "$tmp/report-fe/report.md" || fail "the first-epoch step's report lacks its ratios: $(cat "$tmp/report-fe/report.md")"
-grep -q '| first-epoch | passed |.*huge pages auto: mapped .*cold GB/s and next process.s first/later: off #1 cold [0-9][0-9.]* next [0-9][0-9.]*; on #1 cold [0-9][0-9.]* next [0-9][0-9.]*' \
-  "$tmp/report-fe/report.md" || fail "the first-epoch step's report lacks the cold epochs: $(cat "$tmp/report-fe/report.md")"
+# run_step STEP: runs one step of the check (no GPU needed) into $tmp/report-STEP, or fails
+# with its log. expect STEP WHAT PATTERN: its report row matches PATTERN, or the test fails
+# saying what is missing.
+run_step() {
+  STEPS="$1" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-$1" ||
+    fail "the $1 step failed: $(tail -20 "$tmp/work/logs/$1.log")"
+}
+expect() {
+  grep -q "| $1 | passed |.*$3" "$tmp/report-$1/report.md" ||
+    fail "the $1 step's report lacks $2: $(cat "$tmp/report-$1/report.md")"
+}
+num='[0-9][0-9.]*'
+
+# The first-epoch step, small.
+FIRST_EPOCH_SAMPLES=300 run_step first-epoch
+expect first-epoch "its ratios" "first/later epoch: written #1 $num .*2097152 #2 $num"
+expect first-epoch "the cold epochs" \
+  "huge pages auto: mapped .*cold GB/s and next process.s first/later: off #1 cold $num next $num; on #1 cold $num next $num"
 echo "device_kit_test: the first-epoch step runs and reports"
 
-# convert-scaling on the kit's photos (at 1, 2, ... threads, up to this machine's cores):
-# its ratios and where the time went. A kit built where set A's photos are missing (a fresh CI machine) has none: it gets
+# convert-scaling on the kit's photos (at 1, 2, ... threads, up to this machine's cores).
+# A kit built where set A's photos are missing (a fresh CI machine) has none: it gets
 # make_images' pictures, less those convert rejects (made bad on purpose).
 if [ ! -d "$kit/photos" ]; then
   "$kit/bin/make_images" "$tmp/pictures" --classes 2 --per-class 40 > /dev/null
@@ -79,12 +90,10 @@ if [ ! -d "$kit/photos" ]; then
   tail -n +2 "$tmp/pictures-ds/rejects.tsv" | cut -f1 | while read -r f; do rm -f "$tmp/pictures/$f"; done
   mv "$tmp/pictures" "$kit/photos"
 fi
-STEPS="convert-scaling" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-cs" ||
-  fail "the convert-scaling step failed: $(tail -20 "$tmp/work/logs/convert-scaling.log")"
-grep -q '| convert-scaling | passed |.*1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio [0-9][0-9.]* ([0-9][0-9.]* in-process), thread-ms an image: decode [0-9][0-9.]* resize [0-9][0-9.]* write [0-9][0-9.]* idle [0-9][0-9.]*' \
-  "$tmp/report-cs/report.md" || fail "the convert-scaling step's report lacks its figures: $(cat "$tmp/report-cs/report.md")"
-grep -q '| convert-scaling | passed |.*; the last list as 2 parts of [0-9]* threads side by side: [0-9][0-9]* images/s' \
-  "$tmp/report-cs/report.md" || fail "the convert-scaling step's report lacks the parts: $(cat "$tmp/report-cs/report.md")"
+run_step convert-scaling
+expect convert-scaling "its ratios and stage times" \
+  "1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio $num ($num in-process), thread-ms an image: decode $num resize $num write $num idle $num"
+expect convert-scaling "the parts" "; the last list as 2 parts of [0-9]* threads side by side: $num images/s"
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
 
 if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then
