@@ -180,7 +180,7 @@ step_convert_scaling() {
   [ -f "$root/SOURCE" ] && what="set A photos"
   [ -d "$root" ] || { root=$work/images; what="synthetic pictures (make_images)"; }
   [ -d "$root" ] || { skip "no photos in the kit and no images (step dataset)"; return; }
-  local out=/dev/shm/shardpack-gpu-check-scaling files n t copies floor line t0 t1 rate inside
+  local out=/dev/shm/shardpack-gpu-check-scaling files n t last=0 copies floor line t0 t1 rate inside
   local ratios=""
   [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
   jpeg_list "$root" > "$work/jpegs.once"
@@ -188,6 +188,7 @@ step_convert_scaling() {
   [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || break
+    last=$t
     copies=$(( (1500 * t + files - 1) / files ))
     [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
     repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
@@ -213,26 +214,36 @@ step_convert_scaling() {
     echo "$line"
     ratios="$ratios${ratios:+; }$line"
   done
-  # The last list again as two parts side by side (--part 0/2 and 1/2, half the threads
-  # each, a shard file each): where one conversion's writes queue on one file (docs/DESIGN.md,
-  # "Scaling model"), the parts are faster.
-  local parts="" half=$(( t / 2 )) pids=()
-  [ "$t" -gt "$cores" ] && half=$(( cores / 2 ))
+  # The last list again as two parts side by side (--part 0/2 and 1/2, half the last
+  # count's threads each, shard files of their own; skipped at 1 thread): where one
+  # conversion's writes queue on one file (docs/DESIGN.md, "Scaling model"), the parts are
+  # faster. Both are waited for whatever happens, and a failure keeps the ratios above.
+  local parts="" half=$(( last / 2 )) i written rc=0 pids=()
   if [ "$half" -ge 1 ]; then
     rm -rf "$out"
     t0=$EPOCHREALTIME
     for i in 0 1; do
       "$sp" convert "$root" "$out" --list "$work/jpegs.list" --size 256x256 --fit crop \
-        --threads "$half" --part "$i/2" --quiet > /dev/null &
+        --threads "$half" --part "$i/2" --json > "$work/part-$i.json" &
       pids+=($!)
     done
-    wait "${pids[0]}" && wait "${pids[1]}" || return 1
+    wait "${pids[0]}" || rc=1
+    wait "${pids[1]}" || rc=1
     t1=$EPOCHREALTIME
-    parts="; the last list as 2 parts of $half threads side by side: $(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}') images/s"
+    # What the parts wrote, from their --json: every image of the list, once.
+    written=$(sed -n 's/^  "written": *\([0-9]*\).*/\1/p' "$work/part-0.json" "$work/part-1.json" |
+      awk '{s += $1} END {print s + 0}')
+    if [ "$rc" -ne 0 ] || [ "$written" -ne "$n" ]; then
+      parts="; the last list as 2 parts of $half threads: FAILED (exit $rc, $written of $n images written)"
+      rc=1
+    else
+      parts="; the last list as 2 parts of $half threads side by side: $(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}') images/s"
+    fi
     echo "$parts"
   fi
   rm -rf "$out"
   summary "$files JPEGs of $what to 256x256 crop: $ratios$parts"
+  return "$rc"
 }
 
 step_first_epoch() {
