@@ -36,13 +36,8 @@ die() { say "$*"; exit 2; }
 [ "$(id -u)" = 0 ] || die "run as root: every cold epoch needs the page cache dropped"
 command -v fio > /dev/null || { apt-get update -qq && apt-get install -y -qq fio > /dev/null; }
 
-mkdir -p "$out"
-if [ -f "$build/CMakeCache.txt" ]; then
-  cmake --build "$build" -j "$(nproc)" --target shardpack_cli write_synthetic > "$out/build.log" 2>&1 ||
-    { cat "$out/build.log"; die "building in $build failed"; }
-else
-  bash scripts/build.sh
-fi
+. bench/build_targets.sh
+build_targets shardpack_cli write_synthetic
 sp=$build/tools/shardpack
 [ -x "$sp" ] || die "$sp is missing"
 if [ ! -f "$dir/manifest.json" ]; then

@@ -48,16 +48,8 @@ say() { echo "convert_bench: $*" >&2; }
 die() { say "$*"; exit 2; }
 
 # ---- binaries: shardpack and decode_floor, up to date with the sources --------------------
-if [ -f "$build/CMakeCache.txt" ]; then
-  cmake --build "$build" -j "$(nproc)" --target shardpack_cli decode_floor > "$out/build.log" 2>&1 ||
-    { cat "$out/build.log"; die "building in $build failed"; }
-elif [ "$build" = build ]; then
-  bash scripts/build.sh
-else
-  { cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo &&
-    cmake --build "$build" -j "$(nproc)" --target shardpack_cli decode_floor; } > "$out/build.log" 2>&1 ||
-    { cat "$out/build.log"; die "building in $build failed"; }
-fi
+. bench/build_targets.sh
+build_targets shardpack_cli decode_floor
 shardpack=$build/tools/shardpack
 floor=$build/bench/decode_floor
 [ -x "$shardpack" ] && [ -x "$floor" ] || die "$shardpack or $floor is missing after the build"

@@ -29,8 +29,8 @@ mkdir -p "$work"
 say() { echo "encoded_bench: $*" >&2; }
 die() { say "$*"; exit 2; }
 
-cmake --build "$build" -j "$(nproc)" --target shardpack_cli decode_floor > "$out/build.log" 2>&1 ||
-  { cat "$out/build.log"; die "building in $build failed"; }
+. bench/build_targets.sh
+build_targets shardpack_cli decode_floor
 shardpack=$build/tools/shardpack
 floor=$build/bench/decode_floor
 python3 -c "import shardpack, numpy" 2>/dev/null ||

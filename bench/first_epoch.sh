@@ -39,13 +39,8 @@ say() { echo "first_epoch: $*" >&2; }
 die() { say "$*"; exit 2; }
 
 # The binaries, up to date with the sources.
-mkdir -p "$out"
-if [ -f "$build/CMakeCache.txt" ]; then
-  cmake --build "$build" -j "$(nproc)" --target shardpack_cli first_touch > "$out/build.log" 2>&1 ||
-    { cat "$out/build.log"; die "building in $build failed"; }
-else
-  bash scripts/build.sh
-fi
+. bench/build_targets.sh
+build_targets shardpack_cli first_touch
 sp=$build/tools/shardpack
 [ -x "$sp" ] && [ -x "$build/bench/first_touch" ] || die "$sp or $build/bench/first_touch is missing"
 if [ ! -d "$images/scale" ]; then
