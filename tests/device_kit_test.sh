@@ -97,6 +97,12 @@ expect convert-scaling "its ratios and stage times" \
 if [ "$(nproc)" -ge 2 ]; then
   expect convert-scaling "the parts" "; the last list as 2 parts of [0-9]* threads side by side: $num images/s"
 fi
+# The resize kernels side by side, where this CPU has AVX-512 VNNI.
+if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+   grep -qw avx512vl /proc/cpuinfo; then
+  expect convert-scaling "the resize kernels side by side" \
+    "; resize kernels (round by round): 1 threads avx2: $num images/s, resize $num; 1 threads avx512: $num images/s, resize $num"
+fi
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
 
 if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then

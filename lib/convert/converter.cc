@@ -157,6 +157,7 @@ Status CheckOptions(const ConvertOptions& o) {
   }
   if (Status s = CheckResizeFilter(o.filter, "filter"); !s.ok()) return s;
   if (Status s = CheckFitMode(o.fit, "fit"); !s.ok()) return s;
+  if (!o.keep) SHARDPACK_RETURN_IF_ERROR(image::ResizeKernelsStatus());
   if (o.channels != 1 && o.channels != 3) {
     return InvalidArgumentError("channels must be 1 or 3, not " + std::to_string(o.channels));
   }

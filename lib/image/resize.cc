@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <numbers>
 #include <string>
@@ -106,6 +107,10 @@ struct AxisWeights {
   // the horizontal one, pair_weights for the vertical one.
   std::vector<int16_t> packed;
   std::vector<int32_t> pair_weights;
+  // The same cut into digits for the AVX-512 kernel (PackDigitWeights), when it runs on
+  // this axis (use_quads).
+  std::vector<int32_t> digit_weights;
+  bool use_quads = false;
   // Each output sample's tap positions (the kernel's arguments x, ksize apart), with the
   // kernel and the filter scale's inverse they were weighed with: another axis whose
   // sample has the same ones has the same weights (ComputeAxisWeights). kernel is null
@@ -428,11 +433,51 @@ bool IsWholePixelWindow(float in0, float in1, int out_size) {
   return in0 == std::floor(in0) && static_cast<double>(in1) - in0 == out_size;
 }
 
+// The vector kernels a resize may use: the best this CPU runs, unless the environment
+// variable SHARDPACK_RESIZE_KERNELS caps them ("portable", "avx2" or "avx512"), so that
+// one machine can compare them in one run. Every level gives the same bytes.
+enum class Kernels { kPortable, kAvx2, kAvx512 };
+
+struct KernelChoice {
+  Kernels kernels = Kernels::kPortable;
+  Status status;  // not ok when the variable names no level, or one this CPU lacks
+};
+
+const KernelChoice& ChosenKernels() {
+  static const KernelChoice choice = [] {
+    KernelChoice c;
+    c.kernels = internal::HaveAvx512Vnni() ? Kernels::kAvx512
+                : internal::HaveAvx2()     ? Kernels::kAvx2
+                                           : Kernels::kPortable;
+    const char* v = std::getenv("SHARDPACK_RESIZE_KERNELS");
+    if (v == nullptr || *v == '\0') return c;
+    const std::string text(v);
+    const Kernels asked = text == "portable" ? Kernels::kPortable
+                          : text == "avx2"   ? Kernels::kAvx2
+                                             : Kernels::kAvx512;
+    if (text != "portable" && text != "avx2" && text != "avx512") {
+      c.status = InvalidArgumentError("SHARDPACK_RESIZE_KERNELS: \"" + text +
+                                      "\" is none of portable, avx2, avx512");
+    } else if (asked > c.kernels) {
+      c.status =
+          InvalidArgumentError("SHARDPACK_RESIZE_KERNELS: this CPU (or build) lacks " +
+                               std::string(asked == Kernels::kAvx512 ? "AVX-512 VNNI" : "AVX2") +
+                               " for \"" + text + "\"");
+    } else {
+      c.kernels = asked;
+    }
+    return c;
+  }();
+  return choice;
+}
+
 }  // namespace
 
 struct ResizeScratch::Buffers {
-  // The AVX2 horizontal pass for RGB where the CPU has it (same bytes either way).
-  bool avx2 = internal::HaveAvx2();
+  // The AVX2 passes where the CPU has them, and the AVX-512 vertical kernel where it has
+  // that too (same bytes either way).
+  bool avx2 = ChosenKernels().kernels >= Kernels::kAvx2;
+  bool avx512 = ChosenKernels().kernels >= Kernels::kAvx512;
   // An axis's output samples take the other axis's weights where the taps are the same.
   bool share_weights = true;
   AxisWeights horizontal;
@@ -467,8 +512,10 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
     if (rows >= internal::kRowBlockRows) {
       taps.pairs = internal::VerticalPairs(axis.ksize);
       taps.pair_weights = axis.pair_weights.data();
+      taps.quads = internal::TapQuads(axis.ksize);
+      taps.digit_weights = axis.digit_weights.data();
       done = internal::ResampleRowBlocksRgbAvx2(
-          in, in_stride, in_width, rows, taps, out, out_stride,
+          in, in_stride, in_width, rows, taps, axis.use_quads, out, out_stride,
           buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size)));
     }
     if (done < rows) {
@@ -494,12 +541,34 @@ void PackPairs(AxisWeights* axis) {
   internal::PackVerticalWeights(axis->pair_weights.data(), &taps);
 }
 
+// Cuts the weights into digits (PackDigitWeights), as the AVX-512 kernel takes them; false
+// when a weight does not fit.
+bool PackQuads(AxisWeights* axis) {
+  axis->digit_weights.resize(
+      internal::DigitWeightsSize(axis->out_size, internal::TapQuads(axis->ksize)));
+  internal::AxisTaps taps = axis->Taps();
+  return internal::PackDigitWeights(axis->digit_weights.data(), &taps);
+}
+
+// The weights as the vertical kernel that will run takes them: in quads for the AVX-512
+// kernel where it runs and some sample has more than four taps (Lanczos and bicubic
+// shrinking, the converter's case), else in pairs for the AVX2 kernel. With four taps or
+// fewer (bilinear, the loader's crops) a quad is one pass whose fixed costs (the three
+// digit sums recombined) outweigh what it saves: on Zen 4 the loader's crops took 1.09x
+// as long with quads from three taps on (bench/micro_bench BM_ResizeRandomCrop).
+void PackForColumns(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
+  axis->use_quads = buffers.avx512 &&
+                    *std::max_element(axis->count.begin(), axis->count.end()) > 4 &&
+                    PackQuads(axis);
+  if (!axis->use_quads) PackPairs(axis);
+}
+
 // Packs the horizontal weights for the AVX2 passes that will run over `rows` rows: in pairs
 // for the blocks of kRowBlockRows rows, in groups of four taps for the rows left, which
 // are summed in place.
 void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (c != 3 || !buffers.avx2) return;
-  if (rows >= internal::kRowBlockRows) PackPairs(axis);
+  if (rows >= internal::kRowBlockRows) PackForColumns(axis, buffers);
   if (rows % internal::kRowBlockRows == 0) return;
   const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
   const int groups = internal::PackedGroups(max_count);
@@ -510,16 +579,21 @@ void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::
 
 // Packs the vertical weights for the AVX2 pass when it will run.
 void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
-  if (buffers.avx2) PackPairs(axis);
+  if (buffers.avx2) PackForColumns(axis, buffers);
 }
 
-// The vertical pass: the AVX2 kernel where it runs, else the portable one. `axis` is the
-// vertical axis with its pair weights (PrepareVertical).
+// The vertical pass: the AVX-512 or AVX2 kernel where it runs, else the portable one.
+// `axis` is the vertical axis with its weights packed for it (PrepareVertical).
 void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const AxisWeights& axis,
                   uint8_t* out, size_t out_stride, const ResizeScratch::Buffers& buffers) {
   size_t done = 0;
 #if defined(SHARDPACK_RESIZE_AVX2)
-  if (buffers.avx2) {
+  if (buffers.avx2 && axis.use_quads) {
+    internal::AxisTaps taps = axis.Taps();
+    taps.quads = internal::TapQuads(axis.ksize);
+    taps.digit_weights = axis.digit_weights.data();
+    done = internal::ResampleColumnsAvx512(in, in_stride, row_bytes, taps, out, out_stride);
+  } else if (buffers.avx2) {
     internal::AxisTaps taps = axis.Taps();
     taps.pairs = internal::VerticalPairs(axis.ksize);
     taps.pair_weights = axis.pair_weights.data();
@@ -647,6 +721,7 @@ ResizeScratch::Buffers& ScratchBuffers(ResizeScratch* scratch, ResizeScratch* lo
 // ResampleInto with a new output image; `buffers` is the caller's scratch.
 StatusOr<Image> ResampleRegion(const Source& src, const Box& box, int out_height, int out_width,
                                ResizeFilter filter, ResizeScratch::Buffers& buffers) {
+  SHARDPACK_RETURN_IF_ERROR(ChosenKernels().status);
   Image out = NewImage(out_height, out_width, src.channels);
   if (!ResampleInto(src, box, out_height, out_width, filter, out.pixels.data(),
                     static_cast<size_t>(out_width) * src.channels, buffers)) {
@@ -748,6 +823,10 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
         internal::PackedSize(out_width, internal::PackedGroups(static_cast<int>(kh))));
     b.horizontal.pair_weights.reserve(
         internal::PairWeightsSize(out_width, internal::VerticalPairs(static_cast<int>(kh))));
+    if (b.avx512) {
+      b.horizontal.digit_weights.reserve(
+          internal::DigitWeightsSize(out_width, internal::TapQuads(static_cast<int>(kh))));
+    }
   }
   b.vertical.first.reserve(out_height);
   b.vertical.count.reserve(out_height);
@@ -756,6 +835,10 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   if (b.avx2) {
     b.vertical.pair_weights.reserve(
         internal::PairWeightsSize(out_height, internal::VerticalPairs(static_cast<int>(kv))));
+  }
+  if (b.avx512) {
+    b.vertical.digit_weights.reserve(
+        internal::DigitWeightsSize(out_height, internal::TapQuads(static_cast<int>(kv))));
   }
   if (b.kernel_values.size() < kKernelValueRows * std::max(kh, kv)) {
     b.kernel_values.resize(kKernelValueRows * std::max(kh, kv));
@@ -779,6 +862,7 @@ size_t ResizeScratch::capacity_bytes() const {
              axis->weights.capacity() * sizeof(int32_t) +
              axis->packed.capacity() * sizeof(int16_t) +
              axis->pair_weights.capacity() * sizeof(int32_t) +
+             axis->digit_weights.capacity() * sizeof(int32_t) +
              axis->positions.capacity() * sizeof(double);
   }
   return bytes;
@@ -791,6 +875,7 @@ Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int c
   if (src == nullptr || out == nullptr || scratch == nullptr) {
     return InvalidArgumentError("resize: null source, output or scratch");
   }
+  SHARDPACK_RETURN_IF_ERROR(ChosenKernels().status);
   SHARDPACK_RETURN_IF_ERROR(CheckSourceShape(src_height, src_width, channels));
   SHARDPACK_RETURN_IF_ERROR(CheckOutputSize(out_height, out_width));
   const size_t src_row = static_cast<size_t>(src_width) * channels;
@@ -811,6 +896,8 @@ Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int c
                scratch->buffers());
   return Status::Ok();
 }
+
+Status ResizeKernelsStatus() { return ChosenKernels().status; }
 
 StatusOr<Image> Resize(const Image& src, int out_height, int out_width, ResizeFilter filter) {
   SHARDPACK_RETURN_IF_ERROR(CheckSource(src));
@@ -988,6 +1075,17 @@ bool HaveAvx2() {
 #endif
 }
 
+bool HaveAvx512Vnni() {
+#if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx512.cc is built with resize_avx2.cc
+  static const bool have =
+      HaveAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  return have;
+#else
+  return false;
+#endif
+}
+
 void PackHorizontalWeights(int groups, int16_t* packed, AxisTaps* taps) {
   for (int x = 0; x < taps->out_size; ++x) {
     const int32_t* k = taps->weights + static_cast<size_t>(x) * taps->ksize;
@@ -1035,7 +1133,41 @@ void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps) {
   taps->pair_weights = pair_weights;
 }
 
-void UsePortableKernels(ResizeScratch* scratch) { scratch->buffers().avx2 = false; }
+bool PackDigitWeights(int32_t* digit_weights, AxisTaps* taps) {
+  constexpr int32_t kLowest = -128 * (1 + 256 + 65536), kHighest = 127 * (1 + 256 + 65536);
+  const int quads = TapQuads(taps->ksize);
+  for (int x = 0; x < taps->out_size; ++x) {
+    const int32_t* k = taps->weights + static_cast<size_t>(x) * taps->ksize;
+    const int n = taps->count[x];
+    int32_t* out = digit_weights + static_cast<size_t>(x) * quads * 3;
+    for (int q = 0; q < quads; ++q, out += 3) {
+      uint32_t digits[3] = {0, 0, 0};
+      for (int l = 0; l < 4; ++l) {
+        const int t = q * 4 + l;
+        const int32_t w = t < n ? k[t] : 0;
+        if (w < kLowest || w > kHighest) return false;
+        // Digit 0 is w's low byte read as signed; taking it away and shifting leaves
+        // floor((w + 128) / 256), whose low byte is digit 1; so digit 1 is byte 1 of
+        // w + 0x80 and digit 2 byte 2 of w + 0x8080 (floor divisions nest).
+        const auto u = static_cast<uint32_t>(w);
+        digits[0] |= (u & 0xFF) << (8 * l);
+        digits[1] |= ((u + 0x80) >> 8 & 0xFF) << (8 * l);
+        digits[2] |= ((u + 0x8080) >> 16 & 0xFF) << (8 * l);
+      }
+      for (int d = 0; d < 3; ++d) out[d] = static_cast<int32_t>(digits[d]);
+    }
+  }
+  taps->quads = quads;
+  taps->digit_weights = digit_weights;
+  return true;
+}
+
+void UsePortableKernels(ResizeScratch* scratch) {
+  scratch->buffers().avx2 = false;
+  scratch->buffers().avx512 = false;
+}
+
+void UseAvx2Kernels(ResizeScratch* scratch) { scratch->buffers().avx512 = false; }
 
 void WeighEachSampleAlone(ResizeScratch* scratch) { scratch->buffers().share_weights = false; }
 

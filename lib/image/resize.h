@@ -115,10 +115,17 @@ Region FitReadRegion(int src_height, int src_width, int out_height, int out_widt
 StatusOr<Image> ResizeMaxSide(const Image& src, int max_side, ResizeFilter filter,
                               ResizeScratch* scratch = nullptr);
 
+// Whether resizes can run: an error when the environment variable SHARDPACK_RESIZE_KERNELS
+// (which caps the vector kernels, to compare them on one machine: "portable", "avx2" or
+// "avx512"; unset, the best this CPU runs) names no level or one this CPU or build lacks.
+// Every resize then fails with that error; callers that resize many images check it first.
+Status ResizeKernelsStatus();
+
 namespace internal {
-// For tests (resize_kernels.h): makes `scratch` run the portable kernels even where the
-// CPU has AVX2.
+// For tests and benchmarks (resize_kernels.h): makes `scratch` run the portable kernels
+// even where the CPU has AVX2, or the AVX2 ones even where it has AVX-512 VNNI.
 void UsePortableKernels(ResizeScratch* scratch);
+void UseAvx2Kernels(ResizeScratch* scratch);
 // For tests: makes `scratch` weigh every output sample itself, never taking the weights of
 // the other axis's sample with the same taps.
 void WeighEachSampleAlone(ResizeScratch* scratch);
@@ -157,6 +164,7 @@ class ResizeScratch {
 
  private:
   friend void internal::UsePortableKernels(ResizeScratch* scratch);
+  friend void internal::UseAvx2Kernels(ResizeScratch* scratch);
   friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                                  size_t src_stride, float x0, float y0, float x1, float y1,
                                  int out_height, int out_width, ResizeFilter filter, uint8_t* out,

@@ -47,6 +47,10 @@ struct AxisTaps {
   // a tap past count[y] is 0. PackVerticalWeights fills it.
   int pairs = 0;
   const int32_t* pair_weights = nullptr;
+  // For the AVX-512 vertical kernel: per output sample, `quads` groups of four taps, each
+  // as three int32 of digits (PackDigitWeights); a tap past count[y] is 0.
+  int quads = 0;
+  const int32_t* digit_weights = nullptr;
 };
 
 // int16 values `packed` needs for out_size pixels of at most max_count taps, and the
@@ -71,8 +75,27 @@ inline size_t PairWeightsSize(int out_size, int pairs) {
 // `pair_weights`) from the int32 weights; sets taps->pairs and taps->pair_weights.
 void PackVerticalWeights(int32_t* pair_weights, AxisTaps* taps);
 
+// int32 values `digit_weights` needs for out_size samples of at most ksize taps, and the
+// number of quads per sample.
+inline int TapQuads(int ksize) { return (ksize + 3) / 4; }
+inline size_t DigitWeightsSize(int out_size, int quads) {
+  return static_cast<size_t>(out_size) * quads * 3;
+}
+
+// Fills taps->digit_weights (DigitWeightsSize(out_size, TapQuads(ksize)) values) from the
+// int32 weights; sets taps->quads and taps->digit_weights. Each weight w is cut into
+// signed base-256 digits, w = d0 + d1 * 2^8 + d2 * 2^16 with each d in -128..127; int32 k
+// of a quad holds digit k of its four taps, tap l in byte l (the order in which vpdpbusd
+// pairs them with the four interleaved rows). False when a weight lies outside what three
+// digits hold, -8,421,504..8,355,711 (about -2..2 in fixed point; Pillow's normalised
+// weights stay within 1): the AVX-512 kernel must not run on those taps.
+bool PackDigitWeights(int32_t* digit_weights, AxisTaps* taps);
+
 // True when this CPU runs the AVX2 kernels (and this build has them).
 bool HaveAvx2();
+// True when this CPU runs the AVX-512 kernel (AVX-512 F, BW, VL and VNNI; this build has
+// it).
+bool HaveAvx512Vnni();
 
 // The Lanczos kernel at the taps of one output sample, as Pillow's precompute_coeffs
 // evaluates it, its sines by angle addition: for t < n, w[t] = sinc(x[t]) sinc(x[t] / 3)
@@ -122,8 +145,11 @@ inline constexpr size_t kRowLineStride = kRowLineBytes + 4;
 inline size_t RowBlockLinesBytes(int in_width, int out_width) {
   return static_cast<size_t>(in_width + out_width) * kRowLineStride;
 }
+// With avx512 (call only when HaveAvx512Vnni()), ResampleColumnsAvx512 sums the lines
+// instead, with the taps' digit_weights.
 int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                             const AxisTaps& taps, uint8_t* out, size_t out_stride, uint8_t* lines);
+                             const AxisTaps& taps, bool avx512, uint8_t* out, size_t out_stride,
+                             uint8_t* lines);
 // Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
 // out_stride) is the weighted sum of source rows first[y]..first[y] + count[y] (at in,
 // in_stride apart), with the weights packed by PackVerticalWeights, for the first
@@ -131,6 +157,11 @@ int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, 
 // the portable pass, any channel count. Returns the bytes done per row.
 size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes,
                            const AxisTaps& taps, uint8_t* out, size_t out_stride);
+// The same with AVX-512 VNNI (call only when HaveAvx512Vnni()), with the weights packed by
+// PackDigitWeights, for all row_bytes of each row (masked loads and stores: no byte past
+// row_bytes is read or written). Returns row_bytes.
+size_t ResampleColumnsAvx512(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
 }  // namespace shardpack::image::internal
 

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "image/image.h"
+#include "image/resize.h"
 #include "read/random.h"
 
 namespace shardpack::read {
@@ -111,6 +112,7 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
   st.channels_ = spec.channels;
 
   if (Status s = CheckResizeFilter(options.filter, "transform: filter"); !s.ok()) return s;
+  if (t != Transform::kNone) SHARDPACK_RETURN_IF_ERROR(image::ResizeKernelsStatus());
   st.filter_ = options.filter;
 
   int out_h = options.output_height;

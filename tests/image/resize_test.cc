@@ -1099,7 +1099,7 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
                  "output size 0x5");
 }
 
-// The AVX2 passes (where this CPU has them) against the portable ones: the same bytes for
+// The vector passes against the portable ones: the same bytes for
 // every filter, RGB and gray, both pass orders and each pass alone, shrink ratios from
 // slight to large (1 to 6 groups of horizontal taps; up to 181 vertical taps, odd and
 // even counts), upscaling, fractional boxes (taps starting anywhere in the row, so the
@@ -1107,8 +1107,8 @@ TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
 // bytes (the vertical pass's scalar tail), strided sources, and RGB horizontal passes of
 // 32 rows or more (blocks of 32 transposed, the rows left in place). Noise exercises every
 // sample value and the extremes of the negative lobes.
-TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
-  if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable kernels run";
+// `use_vector` makes a scratch run the vector kernels under test.
+void ExpectVectorKernelsGiveThePortableBytes(void (*use_vector)(ResizeScratch*)) {
   struct Shape {
     int src_h, src_w, out_h, out_w;
     float x0, y0, x1, y1;  // a fraction of the source side each
@@ -1153,6 +1153,7 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
           const size_t out_stride = static_cast<size_t>(sh.out_w) * channels;
           std::vector<uint8_t> vector_out(out_stride * sh.out_h), portable_out(vector_out.size());
           ResizeScratch vector_scratch;
+          use_vector(&vector_scratch);
           ResizeScratch portable_scratch;
           internal::UsePortableKernels(&portable_scratch);
           ASSERT_TRUE(ResizeRegionInto(src.data(), sh.src_h, sh.src_w, channels, stride, x0, y0, x1,
@@ -1170,6 +1171,69 @@ TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
         }
       }
     }
+  }
+}
+
+// The AVX2 kernels, also where the CPU has AVX-512 VNNI.
+TEST(ResizeRegionIntoTest, VectorKernelsGiveThePortableBytes) {
+  if (!internal::HaveAvx2()) GTEST_SKIP() << "this CPU has no AVX2: only the portable kernels run";
+  ExpectVectorKernelsGiveThePortableBytes(internal::UseAvx2Kernels);
+}
+
+// The best this CPU has: with AVX-512 VNNI, the vertical kernel of quads of taps (for every
+// axis with a sample of more than four taps; the shapes above have counts of 4k to 4k + 3
+// taps, up to 181, and rows of 32k + r bytes, the kernel's masked tail).
+TEST(ResizeRegionIntoTest, Avx512KernelGivesThePortableBytes) {
+  if (!internal::HaveAvx512Vnni()) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the AVX2 kernels run (tested above)";
+  }
+  ExpectVectorKernelsGiveThePortableBytes([](ResizeScratch*) {});
+}
+
+// Each weight's three digits, read as signed bytes, make the weight again (d0 + 256 d1 +
+// 65536 d2), for weights of both signs to the ends of what three digits hold (about 2 in
+// fixed point, where Pillow's normalised weights stay within 1), at every place in a quad;
+// taps past the sample's count are 0. A weight past those ends is refused.
+TEST(ResizeWeightsTest, DigitsOfAQuadMakeTheWeight) {
+  const std::vector<int32_t> values = {0,       1,        -1,      127,      128,      -128,
+                                       -129,    255,      256,     32767,    32768,    -32768,
+                                       -32769,  65535,    -65536,  2113664,  -1048577, 4194304,
+                                       4194303, -4194304, 8355711, -8421504, 1 << 21,  -123456};
+  for (int count = 1; count <= 9; ++count) {
+    for (size_t start = 0; start < values.size(); ++start) {
+      internal::AxisTaps taps;
+      taps.out_size = 1;
+      taps.ksize = 9;
+      const int first = 0;
+      taps.first = &first;
+      taps.count = &count;
+      std::vector<int32_t> weights(9);
+      for (int t = 0; t < 9; ++t) weights[t] = values[(start + t) % values.size()];
+      taps.weights = weights.data();
+      std::vector<int32_t> digits(internal::DigitWeightsSize(1, internal::TapQuads(9)), -1);
+      ASSERT_TRUE(internal::PackDigitWeights(digits.data(), &taps));
+      ASSERT_EQ(taps.quads, 3);
+      for (int t = 0; t < 12; ++t) {
+        int64_t made = 0;
+        for (int d = 0; d < 3; ++d) {
+          const auto word = static_cast<uint32_t>(digits[(t / 4) * 3 + d]);
+          made += static_cast<int8_t>(word >> (8 * (t % 4))) * (int64_t{1} << (8 * d));
+        }
+        EXPECT_EQ(made, t < count ? weights[t] : 0) << "tap " << t << " of " << count;
+      }
+    }
+  }
+  for (int32_t beyond : {8355712, -8421505, int32_t{1} << 23}) {
+    internal::AxisTaps taps;
+    taps.out_size = 1;
+    taps.ksize = 2;
+    const int first = 0, count = 2;
+    taps.first = &first;
+    taps.count = &count;
+    const int32_t weights[2] = {1000, beyond};
+    taps.weights = weights;
+    std::vector<int32_t> digits(internal::DigitWeightsSize(1, internal::TapQuads(2)));
+    EXPECT_FALSE(internal::PackDigitWeights(digits.data(), &taps)) << beyond;
   }
 }
 

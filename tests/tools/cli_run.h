@@ -16,10 +16,13 @@ struct CliRun {
   std::string out;  // stdout and stderr together
 };
 
-// Runs the CLI with `args` (in directory `cwd` when given); a run still going after 60 s
-// is killed and exits 124.
-inline CliRun RunCli(const std::string& args, const std::string& cwd = "") {
-  std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") + "timeout 60 " +
+// Runs the CLI with `args` (in directory `cwd` when given, with the environment's
+// `assignments`, "NAME=value ...", when given); a run still going after 60 s is killed and
+// exits 124.
+inline CliRun RunCli(const std::string& args, const std::string& cwd = "",
+                     const std::string& assignments = "") {
+  std::string cmd = (cwd.empty() ? "" : "cd '" + cwd + "' && ") +
+                    (assignments.empty() ? "" : "env " + assignments + " ") + "timeout 60 " +
                     std::string(SHARDPACK_CLI) + " " + args + " 2>&1";
   FILE* p = ::popen(cmd.c_str(), "r");
   CliRun r{-1, ""};

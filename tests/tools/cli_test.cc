@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "image/resize_kernels.h"
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "test_util.h"
@@ -109,6 +110,48 @@ TEST(CliTest, ConvertTakesTheFilterNamesOfTheManifestAndRefusesOthers) {
   EXPECT_EQ(fit.code, 2) << fit.out;
   EXPECT_NE(fit.out.find("unknown fit mode \"fill\""), std::string::npos) << fit.out;
   EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json")));
+}
+
+// SHARDPACK_RESIZE_KERNELS caps the resize's vector kernels: every level this CPU has
+// gives the same shards; a level it lacks, or a word that is none, stops the conversion
+// before anything is written, naming the variable (not one reject per image).
+TEST(CliTest, ConvertGivesTheSameBytesWithEveryResizeKernelAndRefusesAnUnknownOne) {
+  testing::TempDir src;
+  std::filesystem::create_directories(src.Join("c"));
+  for (int i = 0; i < 3; ++i) {
+    testing::WriteFileOrDie(src.Join("c/" + std::to_string(i) + ".png"),
+                            testing::EncodePng(testing::Pattern(90 + i, 70, 3, i), 90 + i, 70, 3));
+  }
+  std::vector<std::string> levels = {"portable"};
+  if (image::internal::HaveAvx2()) levels.push_back("avx2");
+  if (image::internal::HaveAvx512Vnni()) levels.push_back("avx512");
+  std::string first;
+  for (const std::string& level : levels) {
+    testing::TempDir out;
+    CliRun r = RunCli("convert --quiet --size 64x48 " + src.path() + " " + out.path(), "",
+                      "SHARDPACK_RESIZE_KERNELS=" + level);
+    ASSERT_EQ(r.code, 0) << level << ": " << r.out;
+    std::string shards;
+    for (const auto& e : std::filesystem::directory_iterator(out.path())) {
+      if (e.path().extension() == ".tfrecord") shards += testing::ReadFileOrDie(e.path().string());
+    }
+    ASSERT_FALSE(shards.empty()) << level;
+    if (first.empty()) first = shards;
+    EXPECT_TRUE(shards == first) << level << " wrote other bytes than " << levels[0];
+  }
+  std::vector<std::pair<std::string, std::string>> refused = {
+      {"avx3", "SHARDPACK_RESIZE_KERNELS: \"avx3\" is none of portable, avx2, avx512"}};
+  if (!image::internal::HaveAvx512Vnni()) {
+    refused.push_back({"avx512", "SHARDPACK_RESIZE_KERNELS: this CPU (or build) lacks AVX-512"});
+  }
+  for (const auto& [value, message] : refused) {
+    testing::TempDir out;
+    CliRun r = RunCli("convert --size 64x48 " + src.path() + " " + out.path(), "",
+                      "SHARDPACK_RESIZE_KERNELS=" + value);
+    EXPECT_EQ(r.code, 2) << value << ": " << r.out;
+    EXPECT_NE(r.out.find(message), std::string::npos) << r.out;
+    EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json"))) << value;
+  }
 }
 
 TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {

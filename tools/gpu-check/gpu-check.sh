@@ -24,8 +24,10 @@
 #   convert-scaling  shardpack convert of the kit's set A photos (else the dataset's
 #                JPEGs), about 1,500 images a thread, at 1, 2, 4, 8, 16 threads against
 #                libjpeg-turbo's bare decode of the same files (decode_floor), where
-#                the conversion's time went (decode, resize, write, idle per image), and
-#                the last list as two --parts side by side (the one-file write bound)
+#                the conversion's time went (decode, resize, write, idle per image),
+#                the last list as two --parts side by side (the one-file write bound),
+#                and where the CPU has AVX-512 VNNI the resize's kernels against the AVX2
+#                ones (SHARDPACK_RESIZE_KERNELS=avx2) at 1 thread and the last count
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer, less those that provoke
 #                CUDA errors on purpose (skipped where it is missing or refuses the
 #                device, "Device not supported")
@@ -241,8 +243,42 @@ step_convert_scaling() {
     fi
     echo "$parts"
   fi
+  # The resize's kernels side by side where this CPU has AVX-512 VNNI (the quads of taps,
+  # lib/image/resize_avx512.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2), at 1
+  # thread and at the last count, two rounds in turn: images/s and the resize's
+  # thread-ms an image; the shards must be the same bytes.
+  local kernels=""
+  if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
+     grep -qw avx512vl /proc/cpuinfo; then
+    local k round once digest d
+    for t in 1 "$last"; do
+      digest=""  # the same list, so the same shards whatever the kernels
+      copies=$(( (1500 * t + files - 1) / files ))
+      [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
+      repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
+      n=$(wc -l < "$work/jpegs.list")
+      for round in 1 2; do
+        for k in avx2 avx512; do
+          [ "$round" = 2 ] && k=$([ "$k" = avx2 ] && echo avx512 || echo avx2)
+          rm -rf "$out"
+          SHARDPACK_RESIZE_KERNELS=$k "$sp" convert "$root" "$out" --list "$work/jpegs.list" \
+            --size 256x256 --fit crop --threads "$t" --json > "$work/kernels.json" || return 1
+          d=$(cat "$out"/*.tfrecord | sha256sum | cut -c1-16)
+          [ -z "$digest" ] || [ "$digest" = "$d" ] ||
+            { summary "the $k resize kernels at $t threads changed the shards' bytes"; return 1; }
+          digest=$d
+          once=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p' \
+            "$work/kernels.json" | paste -sd' ' |
+            awk -v n="$n" '{printf "%.0f images/s, resize %.3f", n / $1, 1000 * $2 / n}')
+          kernels="$kernels${kernels:+; }$t threads $k: $once"
+        done
+      done
+    done
+    echo "resize kernels: $kernels"
+    kernels="; resize kernels (round by round): $kernels"
+  fi
   rm -rf "$out"
-  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts"
+  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts$kernels"
   return "$rc"
 }
 
@@ -444,7 +480,7 @@ PY
 write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=300
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=360
                    [first-epoch]=240)
 # What the steps' subshells (bash -c, below) see.
 export -f $(declare -F | awk '{print $3}')
