@@ -563,9 +563,9 @@ void PackForColumns(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (!axis->use_quads) PackPairs(axis);
 }
 
-// Packs the horizontal weights for the AVX2 passes that will run over `rows` rows: in pairs
-// for the blocks of kRowBlockRows rows, in groups of four taps for the rows left, which
-// are summed in place.
+// Packs the horizontal weights for the vector passes that will run over `rows` rows: as the
+// vertical kernel takes them for the blocks of kRowBlockRows rows (PackForColumns), in
+// groups of four taps for the rows left, which are summed in place.
 void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (c != 3 || !buffers.avx2) return;
   if (rows >= internal::kRowBlockRows) PackForColumns(axis, buffers);
@@ -577,7 +577,7 @@ void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::
   internal::PackHorizontalWeights(groups, axis->packed.data(), &taps);
 }
 
-// Packs the vertical weights for the AVX2 pass when it will run.
+// Packs the vertical weights for the vector kernel that will run (PackForColumns).
 void PrepareVertical(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (buffers.avx2) PackForColumns(axis, buffers);
 }
