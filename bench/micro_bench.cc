@@ -129,16 +129,15 @@ void BM_ParseSample(benchmark::State& state) {
 }
 BENCHMARK(BM_ParseSample);
 
-// The converter's resize of a Caltech-sized photo (350x280 RGB) to 256x256 with
-// --fit crop and Lanczos: the centred 350*256/280 x 280 box. Argument 0: the portable
-// kernels; 1: the best this CPU runs (AVX-512 VNNI or AVX2 where it has them); 2: AVX2.
-// The resize kernels for a benchmark's argument: 0 portable, 1 the best this CPU runs,
-// 2 AVX2 (the best where the CPU lacks AVX-512 VNNI).
+// The resize kernels for a benchmark's argument: 0 portable, 1 the best this CPU runs
+// (AVX-512 VNNI or AVX2 where it has them), 2 AVX2 (the best where the CPU lacks VNNI).
 void UseKernels(int64_t arg, shardpack::image::ResizeScratch* scratch) {
   if (arg == 0) shardpack::image::internal::UsePortableKernels(scratch);
   if (arg == 2) shardpack::image::internal::UseAvx2Kernels(scratch);
 }
 
+// The converter's resize of a Caltech-sized photo (350x280 RGB) to 256x256 with
+// --fit crop and Lanczos: the centred 350*256/280 x 280 box. Argument: UseKernels.
 void BM_ResizeCrop(benchmark::State& state) {
   constexpr int kH = 280, kW = 350, kOut = 256;
   std::string src = Random(static_cast<size_t>(kH) * kW * 3);

@@ -101,7 +101,7 @@ fi
 if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
    grep -qw avx512vl /proc/cpuinfo; then
   expect convert-scaling "the resize kernels side by side" \
-    "; resize kernels (round by round): 1 threads avx2: $num images/s, resize $num; 1 threads avx512: $num images/s, resize $num"
+    "; resize kernels (round by round): 1 threads avx2: $num images/s in-process, resize $num; 1 threads avx512: $num images/s in-process, resize $num"
 fi
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
 

@@ -498,8 +498,9 @@ struct ResizeScratch::Buffers {
 
 namespace {
 
-// The horizontal pass: the AVX2 kernel for RGB where it runs, else the portable one.
-// `axis` is the horizontal axis with its packed weights (PrepareHorizontal for `rows`).
+// The horizontal pass: the vector kernels for RGB where they run (blocks of rows summed by
+// the AVX2 or AVX-512 vertical kernel, the rows left in place with AVX2), else the portable
+// one. `axis` is the horizontal axis with its packed weights (PrepareHorizontal for `rows`).
 void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, int rows,
                     const AxisWeights& axis, uint8_t* out, size_t out_stride,
                     ResizeScratch::Buffers& buffers) {
@@ -555,7 +556,8 @@ bool PackQuads(AxisWeights* axis) {
 // shrinking, the converter's case), else in pairs for the AVX2 kernel. With four taps or
 // fewer (bilinear, the loader's crops) a quad is one pass whose fixed costs (the three
 // digit sums recombined) outweigh what it saves: on Zen 4 the loader's crops took 1.09x
-// as long with quads from three taps on (bench/micro_bench BM_ResizeRandomCrop).
+// as long with quads from three taps on (BM_ResizeRandomCrop;
+// bench/results/resize-kernels-2026-11-28-zen4.md).
 void PackForColumns(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   axis->use_quads = buffers.avx512 &&
                     *std::max_element(axis->count.begin(), axis->count.end()) > 4 &&

@@ -8,9 +8,11 @@
 // vpdpbusd per digit; the digit sums, shifted by 0, 8 and 16 bits and added, are the exact
 // 32-bit sum of the portable code, so the same bytes.
 //
-// Per four taps and 64 bytes that is 8 shuffles and 12 vpdpbusd, where the AVX2 kernel
-// takes 12 shuffles, 16 vpmaddwd and 16 additions for 32 bytes: on a CPU whose shuffles
-// and multiplies share three vector ports (Intel's), about a third of the issue slots.
+// Per four taps and 32 samples that is 8 shuffles and 12 vpdpbusd, where the AVX2 kernel
+// takes 12 shuffles, 16 vpmaddwd and 16 additions: 20 vector instructions against 44. On
+// Zen 4, whose two pipes for multiplies also take the shuffles and shifts, the two measure
+// the same; on Intel's cores, whose shuffles, multiplies and additions share three ports,
+// a model (llvm-mca) expects it faster, not yet measured (docs/DESIGN.md).
 #include <immintrin.h>
 
 #include <algorithm>
@@ -86,10 +88,9 @@ size_t ResampleColumnsAvx512(const uint8_t* in, size_t in_stride, size_t row_byt
     const int full = n / 4;  // quads of four taps; the rest, n % 4, in one more
     const int32_t* digits = taps.digit_weights + static_cast<size_t>(y) * taps.quads * 3;
     // The last quad's taps past n have weight 0: they read row n - 1 again.
-    const uint8_t* last = src + static_cast<size_t>(n - 1) * in_stride;
     const uint8_t* rest[4];
     for (int l = 0; l < 4; ++l) {
-      rest[l] = std::min(src + static_cast<size_t>(full * 4 + l) * in_stride, last);
+      rest[l] = src + static_cast<size_t>(std::min(full * 4 + l, n - 1)) * in_stride;
     }
     uint8_t* dst = out + static_cast<size_t>(y) * out_stride;
     for (size_t i = 0; i < row_bytes; i += kStep) {

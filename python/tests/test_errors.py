@@ -2,6 +2,9 @@
 
 import gc
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
 from conftest import collect
@@ -111,6 +114,31 @@ def test_filter_and_fit_names_are_the_libraries_and_others_are_refused(tmp_path,
         shardpack.convert(str(tmp_path), str(tmp_path / "out"), size=8, fit="fill")
     assert list(shardpack._shardpack.ResizeFilter.__members__) == [
         "area", "bilinear", "bicubic", "lanczos3"]
+
+
+def test_a_bad_resize_kernels_variable_is_refused_when_the_loader_is_made(dataset_path):
+    """SHARDPACK_RESIZE_KERNELS is read once per process, so a fresh interpreter: a loader
+    that resamples (a flip alone included) is refused at once, naming the variable, and
+    one that passes the samples through is not."""
+    script = textwrap.dedent(f"""
+        import shardpack
+        shardpack.Loader({dataset_path!r}, batch_size=2, framework="numpy")
+        for kw in (dict(flip=True), dict(transform="center_crop", output_size=(4, 4))):
+            try:
+                shardpack.Loader({dataset_path!r}, batch_size=2, framework="numpy", **kw)
+            except shardpack.InvalidArgumentError as e:
+                print("refused:", e)
+            else:
+                print("made:", kw)
+    """)
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                       timeout=120, env={**os.environ, "SHARDPACK_RESIZE_KERNELS": "avx3"})
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert len(lines) == 2, r.stdout
+    for line in lines:
+        assert line.startswith("refused:"), r.stdout
+        assert 'SHARDPACK_RESIZE_KERNELS: "avx3" is none of portable, avx2, avx512' in line
 
 
 def test_a_refused_credential_is_a_permission_error():

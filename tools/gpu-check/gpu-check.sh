@@ -172,6 +172,7 @@ step_bench() {
 }
 
 step_convert_scaling() {
+  unset SHARDPACK_RESIZE_KERNELS  # the best kernels, but where the step names them
   # Set A's photos where the kit has them (photos/, scripts/device-kit.sh), else the
   # dataset's synthetic pictures: their JPEGs (jpeg_list). The shards go to memory where it
   # can, as bench/convert_bench.sh does: the converter is measured, not the
@@ -244,36 +245,48 @@ step_convert_scaling() {
     echo "$parts"
   fi
   # The resize's kernels side by side where this CPU has AVX-512 VNNI (the quads of taps,
-  # lib/image/resize_avx512.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2), at 1
-  # thread and at the last count, two rounds in turn: images/s and the resize's
-  # thread-ms an image; the shards must be the same bytes.
+  # lib/image/resize_avx512.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2 and
+  # avx512), at 1 thread and at the last count, two rounds in turn: images/s on the
+  # conversion's own seconds (--json) and the resize's thread-ms an image; the shards must
+  # be the same bytes. A failure is reported with what was measured before it.
   local kernels=""
   if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
      grep -qw avx512vl /proc/cpuinfo; then
-    local k round once digest d
-    for t in 1 "$last"; do
-      digest=""  # the same list, so the same shards whatever the kernels
+    local k round once digest d failed=""
+    for t in $(printf '%s\n' 1 "$last" | sort -un); do
       copies=$(( (1500 * t + files - 1) / files ))
       [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
       repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
       n=$(wc -l < "$work/jpegs.list")
+      digest=""  # the same list, so the same shards whatever the kernels
       for round in 1 2; do
         for k in avx2 avx512; do
           [ "$round" = 2 ] && k=$([ "$k" = avx2 ] && echo avx512 || echo avx2)
           rm -rf "$out"
-          SHARDPACK_RESIZE_KERNELS=$k "$sp" convert "$root" "$out" --list "$work/jpegs.list" \
-            --size 256x256 --fit crop --threads "$t" --json > "$work/kernels.json" || return 1
-          d=$(cat "$out"/*.tfrecord | sha256sum | cut -c1-16)
-          [ -z "$digest" ] || [ "$digest" = "$d" ] ||
-            { summary "the $k resize kernels at $t threads changed the shards' bytes"; return 1; }
-          digest=$d
+          if ! SHARDPACK_RESIZE_KERNELS=$k "$sp" convert "$root" "$out" \
+               --list "$work/jpegs.list" --size 256x256 --fit crop --threads "$t" --json \
+               > "$work/kernels.json"; then
+            failed="the conversion with the $k kernels at $t threads failed"
+          elif ! ls "$out"/*.tfrecord > /dev/null 2>&1; then
+            failed="the conversion with the $k kernels at $t threads wrote no shard"
+          else
+            d=$(cat "$out"/*.tfrecord | sha256sum | cut -c1-16)
+            [ -z "$digest" ] || [ "$digest" = "$d" ] ||
+              failed="the $k kernels at $t threads changed the shards' bytes"
+            digest=$d
+          fi
+          [ -z "$failed" ] || break 3
           once=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p' \
             "$work/kernels.json" | paste -sd' ' |
-            awk -v n="$n" '{printf "%.0f images/s, resize %.3f", n / $1, 1000 * $2 / n}')
+            awk -v n="$n" '{printf "%.0f images/s in-process, resize %.3f", n / $1, 1000 * $2 / n}')
           kernels="$kernels${kernels:+; }$t threads $k: $once"
         done
       done
     done
+    if [ -n "$failed" ]; then
+      kernels="$kernels${kernels:+; }FAILED: $failed"
+      rc=1
+    fi
     echo "resize kernels: $kernels"
     kernels="; resize kernels (round by round): $kernels"
   fi
