@@ -128,6 +128,19 @@ struct AxisWeights {
     taps.weights = weights.data();
     return taps;
   }
+  // Taps() with the weights packed for the vertical kernel (PackForColumns): digits where
+  // use_quads, else pairs; internal::ResampleColumnsVector picks its kernel by them.
+  internal::AxisTaps ColumnTaps() const {
+    internal::AxisTaps taps = Taps();
+    if (use_quads) {
+      taps.quads = internal::TapQuads(ksize);
+      taps.digit_weights = digit_weights.data();
+    } else {
+      taps.pairs = internal::VerticalPairs(ksize);
+      taps.pair_weights = pair_weights.data();
+    }
+    return taps;
+  }
 };
 
 // ComputeAxisWeights' working values per tap: the kernel values, and for Lanczos four
@@ -452,13 +465,15 @@ const KernelChoice& ChosenKernels() {
     const char* v = std::getenv("SHARDPACK_RESIZE_KERNELS");
     if (v == nullptr || *v == '\0') return c;
     const std::string text(v);
-    const Kernels asked = text == "portable" ? Kernels::kPortable
-                          : text == "avx2"   ? Kernels::kAvx2
-                                             : Kernels::kAvx512;
     if (text != "portable" && text != "avx2" && text != "avx512") {
       c.status = InvalidArgumentError("SHARDPACK_RESIZE_KERNELS: \"" + text +
                                       "\" is none of portable, avx2, avx512");
-    } else if (asked > c.kernels) {
+      return c;
+    }
+    const Kernels asked = text == "portable" ? Kernels::kPortable
+                          : text == "avx2"   ? Kernels::kAvx2
+                                             : Kernels::kAvx512;
+    if (asked > c.kernels) {
       c.status =
           InvalidArgumentError("SHARDPACK_RESIZE_KERNELS: this CPU (or build) lacks " +
                                std::string(asked == Kernels::kAvx512 ? "AVX-512 VNNI" : "AVX2") +
@@ -508,18 +523,14 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
   if (c == 3 && buffers.avx2) {
     // Blocks of rows transposed and summed by the vertical kernel; the rows left, one
     // at a time in place. PrepareHorizontal packed the weights each needs.
-    internal::AxisTaps taps = axis.Taps();
     int done = 0;
     if (rows >= internal::kRowBlockRows) {
-      taps.pairs = internal::VerticalPairs(axis.ksize);
-      taps.pair_weights = axis.pair_weights.data();
-      taps.quads = internal::TapQuads(axis.ksize);
-      taps.digit_weights = axis.digit_weights.data();
       done = internal::ResampleRowBlocksRgbAvx2(
-          in, in_stride, in_width, rows, taps, axis.use_quads, out, out_stride,
+          in, in_stride, in_width, rows, axis.ColumnTaps(), out, out_stride,
           buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size)));
     }
     if (done < rows) {
+      internal::AxisTaps taps = axis.Taps();
       taps.groups =
           static_cast<int>(axis.packed.size() / (static_cast<size_t>(axis.out_size) * 32));
       taps.packed = axis.packed.data();
@@ -590,16 +601,9 @@ void VerticalPass(const uint8_t* in, size_t in_stride, size_t row_bytes, const A
                   uint8_t* out, size_t out_stride, const ResizeScratch::Buffers& buffers) {
   size_t done = 0;
 #if defined(SHARDPACK_RESIZE_AVX2)
-  if (buffers.avx2 && axis.use_quads) {
-    internal::AxisTaps taps = axis.Taps();
-    taps.quads = internal::TapQuads(axis.ksize);
-    taps.digit_weights = axis.digit_weights.data();
-    done = internal::ResampleColumnsAvx512(in, in_stride, row_bytes, taps, out, out_stride);
-  } else if (buffers.avx2) {
-    internal::AxisTaps taps = axis.Taps();
-    taps.pairs = internal::VerticalPairs(axis.ksize);
-    taps.pair_weights = axis.pair_weights.data();
-    done = internal::ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
+  if (buffers.avx2) {
+    done = internal::ResampleColumnsVector(in, in_stride, row_bytes, axis.ColumnTaps(), out,
+                                           out_stride);
   }
 #endif
   if (done < row_bytes) {

@@ -260,8 +260,15 @@ size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes
   return done;
 }
 
+size_t ResampleColumnsVector(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride) {
+  return taps.digit_weights != nullptr
+             ? ResampleColumnsAvx512(in, in_stride, row_bytes, taps, out, out_stride)
+             : ResampleColumnsAvx2(in, in_stride, row_bytes, taps, out, out_stride);
+}
+
 int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                             const AxisTaps& taps, bool avx512, uint8_t* out, size_t out_stride,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride,
                              uint8_t* lines) {
   const int out_width = taps.out_size;
   uint8_t* in_lines = lines;
@@ -292,12 +299,7 @@ int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, 
       const uint8_t* src = block + static_cast<size_t>(x) * 3;
       for (int r = 0; r < kRowBlockRows; ++r) std::memcpy(dst + r * 3, src + r * in_stride, 3);
     }
-    if (avx512) {
-      ResampleColumnsAvx512(in_lines, kRowLineStride, kRowLineBytes, taps, out_lines,
-                            kRowLineStride);
-    } else {
-      ResampleColumnsAvx2(in_lines, kRowLineStride, kRowLineBytes, taps, out_lines, kRowLineStride);
-    }
+    ResampleColumnsVector(in_lines, kRowLineStride, kRowLineBytes, taps, out_lines, kRowLineStride);
     // Out: the same the other way; a 16-byte store at pixel x writes to x + 5.33, and the
     // bytes past x + 4 are written over by the next columns, so the last ones one by one.
     uint8_t* block_out = out + static_cast<size_t>(r0) * out_stride;

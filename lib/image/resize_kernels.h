@@ -48,7 +48,8 @@ struct AxisTaps {
   int pairs = 0;
   const int32_t* pair_weights = nullptr;
   // For the AVX-512 vertical kernel: per output sample, `quads` groups of four taps, each
-  // as three int32 of digits (PackDigitWeights); a tap past count[y] is 0.
+  // as three int32 of digits (PackDigitWeights); a tap past count[y] is 0. Where these are
+  // set, ResampleColumnsVector runs that kernel; else the AVX2 one with pair_weights.
   int quads = 0;
   const int32_t* digit_weights = nullptr;
 };
@@ -134,22 +135,19 @@ void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int 
 // Horizontal pass over 3-channel rows with AVX2 (call only when HaveAvx2()), as
 // ResampleRowsRgbAvx2 but kRowBlockRows rows at a time, transposed: each block's source
 // columns become lines of kRowLineBytes (kRowLineStride apart) in `lines`, which
-// ResampleColumnsAvx2 sums with the taps' pair_weights (PackVerticalWeights of the
-// horizontal weights), and back. `lines` holds RowBlockLinesBytes(in_width, out_size)
-// bytes. Returns the rows done, the largest multiple of kRowBlockRows up to `rows`; the
-// caller sums the rest. No byte past in_width * 3 of a source row is read, and none past
-// out_size * 3 of an output row is written. Same bytes as the portable pass.
+// ResampleColumnsVector sums with the taps (packed as for the vertical pass), and back. `lines`
+// holds RowBlockLinesBytes(in_width, out_size) bytes. Returns the rows done, the largest multiple
+// of kRowBlockRows up to `rows`; the caller sums the rest. No byte past in_width * 3 of a source
+// row is read, and none past out_size * 3 of an output row is written. Same bytes as the portable
+// pass.
 inline constexpr int kRowBlockRows = 32;
 inline constexpr size_t kRowLineBytes = kRowBlockRows * 3;
 inline constexpr size_t kRowLineStride = kRowLineBytes + 4;
 inline size_t RowBlockLinesBytes(int in_width, int out_width) {
   return static_cast<size_t>(in_width + out_width) * kRowLineStride;
 }
-// With avx512 (call only when HaveAvx512Vnni()), ResampleColumnsAvx512 sums the lines
-// instead, with the taps' digit_weights.
 int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                             const AxisTaps& taps, bool avx512, uint8_t* out, size_t out_stride,
-                             uint8_t* lines);
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride, uint8_t* lines);
 // Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
 // out_stride) is the weighted sum of source rows first[y]..first[y] + count[y] (at in,
 // in_stride apart), with the weights packed by PackVerticalWeights, for the first
@@ -161,6 +159,11 @@ size_t ResampleColumnsAvx2(const uint8_t* in, size_t in_stride, size_t row_bytes
 // PackDigitWeights, for all row_bytes of each row (masked loads and stores: no byte past
 // row_bytes is read or written). Returns row_bytes.
 size_t ResampleColumnsAvx512(const uint8_t* in, size_t in_stride, size_t row_bytes,
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride);
+// The vertical kernel the taps are packed for: ResampleColumnsAvx512 where they carry
+// digit_weights (call only when HaveAvx512Vnni()), else ResampleColumnsAvx2 with their
+// pair_weights (call only when HaveAvx2()). Returns the bytes done per row.
+size_t ResampleColumnsVector(const uint8_t* in, size_t in_stride, size_t row_bytes,
                              const AxisTaps& taps, uint8_t* out, size_t out_stride);
 
 }  // namespace shardpack::image::internal

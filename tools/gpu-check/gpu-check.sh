@@ -186,16 +186,21 @@ step_convert_scaling() {
   local out=/dev/shm/shardpack-gpu-check-scaling files n t last=0 copies floor line t0 t1 rate inside
   local ratios=""
   [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
+  # list_for T: the files repeated to about 1,500 images a thread for T threads (at least
+  # SCALING_REPEAT copies) into $work/jpegs.list, and their number in n.
+  list_for() {
+    copies=$(( (1500 * $1 + files - 1) / files ))
+    [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
+    repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
+    n=$(wc -l < "$work/jpegs.list")
+  }
   jpeg_list "$root" > "$work/jpegs.once"
   files=$(wc -l < "$work/jpegs.once")
   [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || break
     last=$t
-    copies=$(( (1500 * t + files - 1) / files ))
-    [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
-    repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
-    n=$(wc -l < "$work/jpegs.list")
+    list_for "$t"
     floor=$("$kit/bin/decode_floor" --root "$root" --list "$work/jpegs.list" --threads "$t" \
       --reps 1 | grep '^decode_floor threads=') || return 1
     rm -rf "$out"
@@ -254,14 +259,10 @@ step_convert_scaling() {
      grep -qw avx512vl /proc/cpuinfo; then
     local k round once digest d failed=""
     for t in $(printf '%s\n' 1 "$last" | sort -un); do
-      copies=$(( (1500 * t + files - 1) / files ))
-      [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
-      repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
-      n=$(wc -l < "$work/jpegs.list")
+      list_for "$t"
       digest=""  # the same list, so the same shards whatever the kernels
       for round in 1 2; do
-        for k in avx2 avx512; do
-          [ "$round" = 2 ] && k=$([ "$k" = avx2 ] && echo avx512 || echo avx2)
+        for k in $([ "$round" = 1 ] && echo avx2 avx512 || echo avx512 avx2); do
           rm -rf "$out"
           if ! SHARDPACK_RESIZE_KERNELS=$k "$sp" convert "$root" "$out" \
                --list "$work/jpegs.list" --size 256x256 --fit crop --threads "$t" --json \
