@@ -68,8 +68,10 @@ TEST(ConvertMemoryTest, PeakMemoryIsBoundedByTheImagesInFlightNotByTheFolder) {
               peak_few / 1e6, peak_many / 1e6);
   // Each thread holds one decoded image (and its file and resize rows) at a time; the
   // 2 * threads + 2 tokens in flight hold only 32 x 32 results. 30 images must not cost
-  // more than 4: an unbounded pipeline would hold up to 30 x 12 MB here.
-  EXPECT_LT(peak_many, peak_few + 2 * kDecoded)
+  // more than 4: an unbounded pipeline would hold up to 30 x 12 MB here. The allowance is
+  // three decoded images: whether the two threads of the 4-image run ever decode at once
+  // differs from run to run (39.1 and 50.9 MB above a bare process seen, 30 images: 63 MB).
+  EXPECT_LT(peak_many, peak_few + 3 * kDecoded)
       << "4 images: " << peak_few / 1e6 << " MB, 30 images: " << peak_many / 1e6 << " MB";
   EXPECT_LT(peak_many, (2 * 2 + 2) * kDecoded + (64 << 20)) << peak_many / 1e6 << " MB";
 }
