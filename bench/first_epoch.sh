@@ -15,7 +15,8 @@
 # processes' first/later ratios (and the Python loader's, PY=1); then the medians. Also the
 # machine's free page reporting order and first_touch's rates: on a virtual machine that
 # reports free memory to its host, fresh 2 MiB blocks cost a host fault per page
-# (docs/LOADER.md), and so do 2 MiB folios.
+# (docs/LOADER.md), and so do 2 MiB folios. And whether a DAMON scheme pages out memory it
+# finds cold, with what the first process found outside the page cache and read back.
 #
 # Usage: bash bench/first_epoch.sh [DIR]   (default out/first-epoch; emptied at the end)
 # Environment: SAMPLES (default 30000: 5.9 GB of shards; two ways' shards are never in the
@@ -63,12 +64,22 @@ for _ in $(seq $(( (samples + files - 1) / files ))); do cat "$work/once"; done 
 
 order=$(cat /sys/module/page_reporting/parameters/page_reporting_order 2> /dev/null || echo none)
 touch_rates=$("$build/bench/first_touch" 1024 1 3 3 | awk '{printf "%s%s", sep, $5; sep = ", "}')
-say "free page reporting order: $order; first touch of new huge pages: $touch_rates GB/s"
+# A DAMON scheme that pages out memory it finds cold (some virtual machines' images run
+# one): it drops parts of the page cache a conversion has just written, which the next
+# reader then reads back from the disk (docs/LOADER.md).
+damon=off
+for action in /sys/kernel/mm/damon/admin/kdamonds/*/contexts/*/schemes/*/action; do
+  [ -f "$action" ] || continue
+  state=${action%/contexts/*}/state
+  [ "$(cat "$action")" = pageout ] && [ "$(cat "$state" 2> /dev/null)" = on ] && damon=on
+done
+say "free page reporting order: $order; first touch of new huge pages: $touch_rates GB/s;" \
+  "DAMON pageout: $damon"
 
 # One way, one round: convert, then two bench processes. Appends a row to $work/rows:
-# chunk images/s GB/s first/later#1 first/later#2
+# chunk images/s GB/s first/later#1 first/later#2 [first/later#3] MB-found#1
 one() {
-  local chunk=$1 d=$dir/converted-$1 seconds bytes line ratios=""
+  local chunk=$1 d=$dir/converted-$1 seconds bytes line ratios="" found=0
   rm -rf "$dir"/converted-*
   "$sp" convert "$images/scale" "$d" --list "$work/list" --size 256x256 --fit crop \
     --threads "$threads" --write-chunk "$chunk" --quiet --json > "$work/convert.json"
@@ -78,6 +89,11 @@ one() {
       grep '^| global') || die "shardpack bench failed on $d"
     # Columns: shuffle threads samples/s GB/s memcpy ratio first-epoch-GB/s ...
     ratios="$ratios $(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")"
+    # What the first process found outside the page cache and read back (the I/O column).
+    if [ "$run" = 1 ]; then
+      found=$(grep -o '[0-9.]* MB found outside the page cache' <<< "$line" | cut -d' ' -f1)
+      found=${found:-0}
+    fi
     say "--write-chunk $chunk, process $run: $line"
   done
   if [ "$py" = 1 ]; then
@@ -94,8 +110,8 @@ print("%.2f" % (j["epoch1_per_s"] / j["samples_per_s"]))' "$line")"
   # two runs; a throwaway run without: 0.92-0.99; bench/results/first-epoch-*).
   bytes=$(cat "$d"/*.tfrecord | wc -c)
   cat "$d"/*.tfrecord | sha256sum | cut -d' ' -f1 > "$work/digest-$chunk"
-  awk -v c="$chunk" -v n="$samples" -v s="$seconds" -v b="$bytes" -v r="$ratios" \
-    'BEGIN {printf "%s %.0f %.2f%s\n", c, n / s, b / s / 1e9, r}' >> "$work/rows"
+  awk -v c="$chunk" -v n="$samples" -v s="$seconds" -v b="$bytes" -v r="$ratios" -v f="$found" \
+    'BEGIN {printf "%s %.0f %.2f%s %s\n", c, n / s, b / s / 1e9, r, f}' >> "$work/rows"
 }
 
 : > "$work/rows"
@@ -116,21 +132,22 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
   echo
   echo "$samples photos of $images/scale to 256x256 crop, $threads threads, into $dir" \
     "($(df -T "$dir" | awk 'NR == 2 {print $2}')); free page reporting order $order;" \
+    "DAMON pageout $damon;" \
     "first touch of new huge pages $touch_rates GB/s. Each conversion is followed by two" \
     "\`shardpack bench --epochs 4 --no-baseline --shuffle global\` processes: first epoch" \
     "against the later ones. Shard bytes identical across ways."
   echo
   if [ "$py" = 1 ]; then
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 |"
-    echo "|---|---|---|---|---|---|---|"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 | MB read back, process 1 |"
+    echo "|---|---|---|---|---|---|---|---|"
   else
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 |"
-    echo "|---|---|---|---|---|---|"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | MB read back, process 1 |"
+    echo "|---|---|---|---|---|---|---|"
   fi
   awk '{printf "| %s", $1; for (i = 2; i <= NF; i++) printf " | %s", $i; print " |"}' "$work/table"
   for chunk in $chunks; do
     printf '| median | %s' "$chunk"
-    for col in $(seq 2 $((py == 1 ? 6 : 5))); do
+    for col in $(seq 2 $((py == 1 ? 7 : 6))); do
       printf ' | %s' "$(awk -v c="$chunk" -v k="$col" '$1 == c {print $k}' "$work/rows" | median)"
     done
     echo " |"

@@ -117,11 +117,11 @@ std::string ReadFileOrDie(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-void EvictFromPageCache(const std::string& path) {
+void EvictFromPageCache(const std::string& path, uint64_t offset, uint64_t length) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0) << path;
   ASSERT_EQ(::fsync(fd), 0) << path;
-  ::posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  ::posix_fadvise(fd, static_cast<off_t>(offset), static_cast<off_t>(length), POSIX_FADV_DONTNEED);
   ::close(fd);
 }
 

@@ -374,9 +374,16 @@ int Run(const Args& a) {
         growth += buf;
       }
       const LoaderStats stats = (*loader)->stats();
+      std::string io = stats.io;
+      if (stats.bytes_found_missing > 0) {
+        char buf[96];
+        std::snprintf(buf, sizeof(buf), "; %.1f MB found outside the page cache, read ahead",
+                      stats.bytes_found_missing / 1e6);
+        io += buf;
+      }
       std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %.0f | %s |\n",
                   shuffle.c_str(), threads, ds->size() / loader_s, loader_gbs, copy_gbs, ratio,
-                  gb / seconds[0], growth.c_str(), last.file / 1e6, stats.io.c_str());
+                  gb / seconds[0], growth.c_str(), last.file / 1e6, io.c_str());
       std::fflush(stdout);
     }
   }

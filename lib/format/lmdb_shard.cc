@@ -454,6 +454,15 @@ bool LmdbShardReader::Resident(std::string_view value) const {
   return map_ == nullptr || value.empty() || io::PageResident(value.data());
 }
 
+bool LmdbShardReader::ResidentAt(uint64_t offset) const {
+  return map_ == nullptr || offset >= file_bytes_ || io::PageResident(map_ + offset);
+}
+
+void LmdbShardReader::WillNeedAt(uint64_t offset, uint64_t length) const {
+  if (map_ == nullptr || offset >= file_bytes_) return;
+  io::WillNeedPages(map_ + offset, std::min(length, file_bytes_ - offset));
+}
+
 std::string LmdbShardReader::RecordName(uint64_t index) const {
   return RecordLocation{path_, static_cast<int64_t>(index)}.ToString();
 }

@@ -139,6 +139,12 @@ class LmdbShardReader {
   void PreferHugePages() const;
   // Whether the first page under `value` (from Get, or a part of it) is in memory now.
   bool Resident(std::string_view value) const;
+  // The same by offset in the file: the page holding byte `offset`, and a hint to read
+  // [offset, offset + length) (past the file's size: up to it).
+  bool ResidentAt(uint64_t offset) const;
+  void WillNeedAt(uint64_t offset, uint64_t length) const;
+  // The file's size when opened: the bytes of the map.
+  uint64_t file_bytes() const { return file_bytes_; }
   // Opens read transactions until the pool has made `readers` of them, so that that many
   // threads calling Get at once allocate nothing.
   Status ReserveReaders(int readers) const;

@@ -1,5 +1,6 @@
 #include "read/shard_reader.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -93,6 +94,26 @@ Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc,
   return Fill(d, expected, out, copy);
 }
 
+// ShardReader::MissingBlocks over a file of `size` bytes, `resident(offset)` probing the
+// page at `offset`.
+template <typename ResidentFn>
+bool AppendMissingBlocks(uint64_t size, uint64_t block, ResidentFn resident, uint64_t* budget,
+                         std::vector<RecordExtent>* out) {
+  const size_t first = out->size();
+  for (uint64_t offset = 0; offset < size; offset += block) {
+    if (resident(offset)) continue;
+    const uint64_t length = std::min(block, size - offset);
+    if (length > *budget) return false;
+    *budget -= length;
+    if (out->size() > first && out->back().offset + out->back().length == offset) {
+      out->back().length += length;
+    } else {
+      out->push_back({offset, length});
+    }
+  }
+  return true;
+}
+
 class TfrecordShard final : public ShardReader {
  public:
   TfrecordShard(const ShardEntry& e, std::string path, std::unique_ptr<io::MappedFile> file,
@@ -129,6 +150,17 @@ class TfrecordShard final : public ShardReader {
   }
 
   void PreferHugePages() const override { file_->PreferHugePages(); }
+
+  bool MissingBlocks(uint64_t block, uint64_t* budget,
+                     std::vector<RecordExtent>* out) const override {
+    return AppendMissingBlocks(
+        file_->size(), block, [&](uint64_t offset) { return file_->Resident(offset); }, budget,
+        out);
+  }
+
+  void WillNeed(const RecordExtent& extent) const override {
+    file_->WillNeed(extent.offset, extent.length);
+  }
 
   // The middle of the record: its pixels. Its first page also holds the previous record's
   // tail and its own header, which a reader may have touched alone.
@@ -219,6 +251,18 @@ class LmdbShard final : public ShardReader {
   }
 
   void PreferHugePages() const override { lmdb_->PreferHugePages(); }
+
+  bool MissingBlocks(uint64_t block, uint64_t* budget,
+                     std::vector<RecordExtent>* out) const override {
+    if (lmdb_->faulted()) return true;
+    return AppendMissingBlocks(
+        lmdb_->file_bytes(), block, [&](uint64_t offset) { return lmdb_->ResidentAt(offset); },
+        budget, out);
+  }
+
+  void WillNeed(const RecordExtent& extent) const override {
+    if (!lmdb_->faulted()) lmdb_->WillNeedAt(extent.offset, extent.length);
+  }
 
   bool Resident(uint64_t record) const override {
     std::string_view value;

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
@@ -70,6 +71,15 @@ class ShardReader {
   // Faults on the shard's uncached pages read 2 MiB folios from now on (io::PreferHugePages).
   virtual void PreferHugePages() const = 0;
   virtual bool Resident(uint64_t record) const = 0;
+  // The mapped path: appends to `out` the blocks of `block` bytes of the file (aligned in
+  // it) whose first page is not in memory (mincore), adjacent ones merged, taking their
+  // bytes from `*budget`; false, as soon as they pass it. Nothing where residence cannot
+  // be told. A page cache filled in 2 MiB folios loses them whole, so with 2 MiB blocks a
+  // probe per block finds every one gone.
+  virtual bool MissingBlocks(uint64_t block, uint64_t* budget,
+                             std::vector<RecordExtent>* out) const = 0;
+  // Asks the kernel to read `extent` of the file in the background (MADV_WILLNEED).
+  virtual void WillNeed(const RecordExtent& extent) const = 0;
   // OK, or the IOError of a shard whose mapping lost pages (io/mapped_range.h).
   virtual Status CheckIntact(uint64_t record) const = 0;
   // Prepares for `threads` threads calling Get at once (LMDB's read transactions).

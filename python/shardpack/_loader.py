@@ -83,6 +83,8 @@ class LoaderStats:
     bytes_read: int = 0  # read-ahead path: bytes read from storage
     # read-ahead path: read units (batches; a block shuffle's windows) found in the page cache
     batches_from_page_cache: int = 0
+    # mapped path: bytes found outside the page cache after a wait for the disk, read ahead
+    bytes_found_missing: int = 0
 
     @property
     def samples_per_second(self):
@@ -698,6 +700,7 @@ def _summed(parts, seconds):
         io=parts[-1].io,
         bytes_read=sum(p.bytes_read for p in parts),
         batches_from_page_cache=sum(p.batches_from_page_cache for p in parts),
+        bytes_found_missing=sum(p.bytes_found_missing for p in parts),
     )
 
 

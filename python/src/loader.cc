@@ -310,6 +310,9 @@ void BindLoader(nb::module_& m) {
               "Read-ahead path: bytes read from storage (mapped path: 0).")
       .def_ro("batches_from_page_cache", &LoaderStats::batches_from_page_cache,
               "Read-ahead path: batches found in the page cache and read from there.")
+      .def_ro("bytes_found_missing", &LoaderStats::bytes_found_missing,
+              "Mapped path: bytes found outside the page cache after a wait for the disk, "
+              "and read ahead at once.")
       .def("__str__", &LoaderStats::ToString);
 
   nb::class_<BatchHandle>(m, "Batch",

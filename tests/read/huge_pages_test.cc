@@ -241,6 +241,76 @@ TEST(PopulatorTest, MapsTheQueuedRecordsAndStopsWithWorkQueued) {
   busy.Add(all);
 }
 
+// ---- a page cache that lacks a few blocks (Dataset::WillNeedMissing) ----
+
+// Whether the page of `path` holding byte `offset` is in the page cache (a mapping of
+// its own, never touched: mincore).
+bool FilePageResident(const std::string& path, uint64_t offset) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  EXPECT_GE(fd, 0) << path;
+  const off_t size = ::lseek(fd, 0, SEEK_END);
+  void* map = ::mmap(nullptr, static_cast<size_t>(size), PROT_READ, MAP_SHARED, fd, 0);
+  ::close(fd);
+  EXPECT_NE(map, MAP_FAILED) << path;
+  const uint64_t page = offset / 4096 * 4096;
+  unsigned char in_core = 0;
+  EXPECT_EQ(::mincore(static_cast<uint8_t*>(map) + page, 1, &in_core), 0) << path;
+  ::munmap(map, static_cast<size_t>(size));
+  return (in_core & 1) != 0;
+}
+
+class MissingBlocksTest : public ::testing::TestWithParam<Backend> {};
+
+TEST_P(MissingBlocksTest, FindsTheBlocksTheCacheLacksAndReadsThemBack) {
+  constexpr uint64_t kBlock = 2ull << 20;
+  TempDir dir;
+  TestDatasetSpec spec = LargeSpec();
+  spec.backend = GetParam();
+  testing::WriteTestDataset(dir.path(), spec);
+  auto ds = OpenDatasetOrDie(dir.path());
+  // The shard's one data file: a TFRecord file, or an LMDB environment's data.mdb.
+  std::filesystem::path file = dir.Join(ds->manifest().shards.at(0).data.file);
+  if (std::filesystem::is_directory(file)) file /= "data.mdb";
+  ASSERT_GE(std::filesystem::file_size(file), 2 * kBlock) << file;
+
+  // Written just now: cached whole.
+  EXPECT_EQ(ds->WillNeedMissing(1ull << 30), 0u);
+
+  // The second and third 2 MiB blocks dropped.
+  testing::EvictFromPageCache(file.string(), kBlock, kBlock);
+  if (FilePageResident(file.string(), kBlock)) {
+    GTEST_SKIP() << "the page cache kept " << file << " after POSIX_FADV_DONTNEED";
+  }
+  // More than the limit is missing: nothing is hinted.
+  EXPECT_EQ(ds->WillNeedMissing(kBlock - 1), 0u);
+  EXPECT_FALSE(FilePageResident(file.string(), kBlock));
+  // Within it: the block is read back, in the background.
+  EXPECT_EQ(ds->WillNeedMissing(kBlock), kBlock);
+  for (int wait = 0; wait < 1000 && !FilePageResident(file.string(), 2 * kBlock - 4096); ++wait) {
+    ::usleep(10000);
+  }
+  EXPECT_TRUE(FilePageResident(file.string(), kBlock));
+  EXPECT_TRUE(FilePageResident(file.string(), 2 * kBlock - 4096));
+  EXPECT_EQ(ds->WillNeedMissing(1ull << 30), 0u);
+
+  // Blocks side by side, the file's short last one included: all their bytes. (Pages the
+  // dataset has mapped stay: LMDB's open reads its meta and first leaf pages.)
+  const uint64_t size = std::filesystem::file_size(file);
+  testing::EvictFromPageCache(file.string(), kBlock, 0);
+  uint64_t missing = 0;
+  for (uint64_t offset = kBlock; offset < size; offset += kBlock) {
+    if (!FilePageResident(file.string(), offset)) missing += std::min(kBlock, size - offset);
+  }
+  EXPECT_GT(missing, kBlock);
+  EXPECT_EQ(ds->WillNeedMissing(1ull << 30), missing);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, MissingBlocksTest,
+                         ::testing::Values(Backend::kTfrecord, Backend::kLmdb),
+                         [](const auto& info) {
+                           return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
+                         });
+
 TEST(HugePagesCacheTest, AnEpochWithHugePagesLeavesTheShardIn2MiBFolios) {
   TempDir dir;
   testing::WriteTestDataset(dir.path(), LargeSpec());

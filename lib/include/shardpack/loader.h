@@ -294,6 +294,10 @@ struct LoaderStats {
   // Read-ahead: read units (batches; a block shuffle's windows) found in the page cache
   // and read through the mapping (io_reuse_page_cache).
   uint64_t batches_from_page_cache = 0;
+  // Mapped: bytes of the shards found outside the page cache and read ahead at once, by
+  // the scan (Dataset::WillNeedMissing) that a worker's first wait for the disk in an
+  // epoch starts (docs/LOADER.md, "The mapped path's read-ahead hints").
+  uint64_t bytes_found_missing = 0;
   std::string ToString() const;  // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
 };
 
