@@ -16,7 +16,7 @@
 # machine's free page reporting order and first_touch's rates: on a virtual machine that
 # reports free memory to its host, fresh 2 MiB blocks cost a host fault per page
 # (docs/LOADER.md), and so do 2 MiB folios. And whether a DAMON scheme pages out memory it
-# finds cold, with what the first process found outside the page cache and read back.
+# finds cold, with what the first process found outside the page cache.
 #
 # Usage: bash bench/first_epoch.sh [DIR]   (default out/first-epoch; emptied at the end)
 # Environment: SAMPLES (default 30000: 5.9 GB of shards; two ways' shards are never in the
@@ -69,7 +69,11 @@ touch_rates=$("$build/bench/first_touch" 1024 1 3 3 | awk '{printf "%s%s", sep, 
 # reader then reads back from the disk (docs/LOADER.md).
 damon=off
 for action in /sys/kernel/mm/damon/admin/kdamonds/*/contexts/*/schemes/*/action; do
-  [ -f "$action" ] || continue
+  [ -e "$action" ] || continue
+  if [ ! -r "$action" ]; then
+    damon=unknown  # the files are root's
+    break
+  fi
   state=${action%/contexts/*}/state
   [ "$(cat "$action")" = pageout ] && [ "$(cat "$state" 2> /dev/null)" = on ] && damon=on
 done
@@ -89,9 +93,10 @@ one() {
       grep '^| global') || die "shardpack bench failed on $d"
     # Columns: shuffle threads samples/s GB/s memcpy ratio first-epoch-GB/s ...
     ratios="$ratios $(awk -F'|' '{gsub(/ /, ""); printf "%.2f", $8 / $5}' <<< "$line")"
-    # What the first process found outside the page cache and read back (the I/O column).
+    # What the first process found outside the page cache and hinted (the I/O column says
+    # so only when it found something).
     if [ "$run" = 1 ]; then
-      found=$(grep -o '[0-9.]* MB found outside the page cache' <<< "$line" | cut -d' ' -f1)
+      found=$(grep -o '[0-9.]* MB found outside the page cache' <<< "$line" | cut -d' ' -f1 || true)
       found=${found:-0}
     fi
     say "--write-chunk $chunk, process $run: $line"
@@ -138,10 +143,10 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
     "against the later ones. Shard bytes identical across ways."
   echo
   if [ "$py" = 1 ]; then
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 | MB read back, process 1 |"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 | MB found missing, process 1 |"
     echo "|---|---|---|---|---|---|---|---|"
   else
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | MB read back, process 1 |"
+    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | MB found missing, process 1 |"
     echo "|---|---|---|---|---|---|---|"
   fi
   awk '{printf "| %s", $1; for (i = 2; i <= NF; i++) printf " | %s", $i; print " |"}' "$work/table"

@@ -158,13 +158,13 @@ void Dataset::WillNeed(std::span<const uint64_t> indices) const {
 
 uint64_t Dataset::WillNeedMissing(uint64_t limit) const {
   constexpr uint64_t kBlock = 2ull << 20;
-  std::vector<std::vector<read::RecordExtent>> missing(impl_->shards.size());
+  std::vector<std::vector<read::FileRange>> missing(impl_->shards.size());
   uint64_t budget = limit;
   for (size_t s = 0; s < impl_->shards.size(); ++s) {
     if (!impl_->shards[s]->MissingBlocks(kBlock, &budget, &missing[s])) return 0;
   }
   for (size_t s = 0; s < impl_->shards.size(); ++s) {
-    for (const read::RecordExtent& e : missing[s]) impl_->shards[s]->WillNeed(e);
+    for (const read::FileRange& r : missing[s]) impl_->shards[s]->WillNeedRange(r);
   }
   return limit - budget;
 }

@@ -195,11 +195,10 @@ class Loader::Impl {
   uint64_t hinted_batch = 0;
   uint64_t read_ahead_batches = 0;
   // Mapped path: the shards' bytes; whether this epoch's scan for the blocks the page
-  // cache lacks was made (NoteMajorFaults; cleared by Restart), and what the scans hinted
-  // (LoaderStats::bytes_found_missing).
+  // cache lacks was made (NoteMajorFaults; cleared by Restart), and what the scans hinted.
   uint64_t stored_bytes = 0;
   std::atomic<bool> scanned{false};
-  std::atomic<uint64_t> stat_missing{0};
+  std::atomic<uint64_t> stat_found_missing{0};
   // LoaderOptions::huge_pages on: maps the hinted batches' records (null: MADV_WILLNEED).
   // Declared after `dataset`, destroyed before it.
   std::unique_ptr<read::Populator> populator;
@@ -428,15 +427,15 @@ class Loader::Impl {
   // the page cache holds the dataset (the automatic choice's premise) found a record
   // outside it, and Dataset::Resident's probes of 8 records a batch rarely see a few
   // missing among many. The first such wait of an epoch scans the dataset for the blocks
-  // it lacks and reads them ahead, all at once, if they are at most an eighth of it. One
-  // getrusage a chunk: a scan on every epoch would cost about 3 ms for 6 GB, and a probe
-  // of every record 7% of the loader's throughput from the page cache (2 threads).
+  // it lacks and reads them ahead, all at once, if they are at most an eighth of it
+  // (docs/LOADER.md, "A cache that lacks a few blocks").
   void NoteMajorFaults(WorkerScratch& worker) {
     const long faults = ThreadMajorFaults();
     const bool waited = faults > worker.major_faults;
     worker.major_faults = faults;
     if (!waited || scanned.exchange(true, std::memory_order_relaxed)) return;
-    stat_missing.fetch_add(dataset->WillNeedMissing(stored_bytes / 8), std::memory_order_relaxed);
+    stat_found_missing.fetch_add(dataset->WillNeedMissing(stored_bytes / 8),
+                                 std::memory_order_relaxed);
   }
 
   static long ThreadMajorFaults() {
@@ -1232,7 +1231,7 @@ LoaderStats Loader::stats() const {
   s.io = impl_->io_description;
   s.bytes_read = impl_->reads != nullptr ? impl_->reads->bytes_read() : 0;
   s.batches_from_page_cache = impl_->reads != nullptr ? impl_->reads->cached_units() : 0;
-  s.bytes_found_missing = impl_->stat_missing.load();
+  s.bytes_found_missing = impl_->stat_found_missing.load();
   return s;
 }
 

@@ -98,11 +98,12 @@ Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc,
 // page at `offset`.
 template <typename ResidentFn>
 bool AppendMissingBlocks(uint64_t size, uint64_t block, ResidentFn resident, uint64_t* budget,
-                         std::vector<RecordExtent>* out) {
+                         std::vector<FileRange>* out) {
   const size_t first = out->size();
   for (uint64_t offset = 0; offset < size; offset += block) {
-    if (resident(offset)) continue;
     const uint64_t length = std::min(block, size - offset);
+    const uint64_t middle = offset + block / 2;
+    if (resident(offset) && (middle >= offset + length || resident(middle))) continue;
     if (length > *budget) return false;
     *budget -= length;
     if (out->size() > first && out->back().offset + out->back().length == offset) {
@@ -151,15 +152,14 @@ class TfrecordShard final : public ShardReader {
 
   void PreferHugePages() const override { file_->PreferHugePages(); }
 
-  bool MissingBlocks(uint64_t block, uint64_t* budget,
-                     std::vector<RecordExtent>* out) const override {
+  bool MissingBlocks(uint64_t block, uint64_t* budget, std::vector<FileRange>* out) const override {
     return AppendMissingBlocks(
         file_->size(), block, [&](uint64_t offset) { return file_->Resident(offset); }, budget,
         out);
   }
 
-  void WillNeed(const RecordExtent& extent) const override {
-    file_->WillNeed(extent.offset, extent.length);
+  void WillNeedRange(const FileRange& range) const override {
+    file_->WillNeed(range.offset, range.length);
   }
 
   // The middle of the record: its pixels. Its first page also holds the previous record's
@@ -252,16 +252,15 @@ class LmdbShard final : public ShardReader {
 
   void PreferHugePages() const override { lmdb_->PreferHugePages(); }
 
-  bool MissingBlocks(uint64_t block, uint64_t* budget,
-                     std::vector<RecordExtent>* out) const override {
+  bool MissingBlocks(uint64_t block, uint64_t* budget, std::vector<FileRange>* out) const override {
     if (lmdb_->faulted()) return true;
     return AppendMissingBlocks(
         lmdb_->file_bytes(), block, [&](uint64_t offset) { return lmdb_->ResidentAt(offset); },
         budget, out);
   }
 
-  void WillNeed(const RecordExtent& extent) const override {
-    if (!lmdb_->faulted()) lmdb_->WillNeedAt(extent.offset, extent.length);
+  void WillNeedRange(const FileRange& range) const override {
+    if (!lmdb_->faulted()) lmdb_->WillNeedAt(range.offset, range.length);
   }
 
   bool Resident(uint64_t record) const override {

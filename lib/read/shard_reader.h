@@ -33,6 +33,12 @@ struct RecordExtent {
   uint64_t length = 0;
 };
 
+// Bytes of a shard's file: [offset, offset + length).
+struct FileRange {
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
 // Where a caller wants a sample's pixels (the loader's ring slot). Checking a sample's
 // checksums reads its pixels; given a target, Get and Parse copy them there in the same
 // pass (crc32c::CopyAndExtend), which costs about what the copy alone does, and set
@@ -72,14 +78,15 @@ class ShardReader {
   virtual void PreferHugePages() const = 0;
   virtual bool Resident(uint64_t record) const = 0;
   // The mapped path: appends to `out` the blocks of `block` bytes of the file (aligned in
-  // it) whose first page is not in memory (mincore), adjacent ones merged, taking their
-  // bytes from `*budget`; false, as soon as they pass it. Nothing where residence cannot
-  // be told. A page cache filled in 2 MiB folios loses them whole, so with 2 MiB blocks a
-  // probe per block finds every one gone.
+  // it) of which the first or the middle page is not in memory (mincore), adjacent ones
+  // merged, taking their bytes from `*budget`; false as soon as they pass it. Nothing
+  // where residence cannot be told. Two probes a block: a page cache of 2 MiB folios loses
+  // them whole, and a record read back by faults since (smaller than half a block) makes
+  // at most one of them resident again.
   virtual bool MissingBlocks(uint64_t block, uint64_t* budget,
-                             std::vector<RecordExtent>* out) const = 0;
-  // Asks the kernel to read `extent` of the file in the background (MADV_WILLNEED).
-  virtual void WillNeed(const RecordExtent& extent) const = 0;
+                             std::vector<FileRange>* out) const = 0;
+  // Asks the kernel to read `range` of the file in the background (MADV_WILLNEED).
+  virtual void WillNeedRange(const FileRange& range) const = 0;
   // OK, or the IOError of a shard whose mapping lost pages (io/mapped_range.h).
   virtual Status CheckIntact(uint64_t record) const = 0;
   // Prepares for `threads` threads calling Get at once (LMDB's read transactions).

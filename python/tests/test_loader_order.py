@@ -265,7 +265,7 @@ def test_both_io_paths_deliver_the_same_batches(dataset_path):
         # Read-ahead reads from storage, or from the page cache where it finds the batch there.
         assert (stats.bytes_read + stats.batches_from_page_cache > 0) == (io == "readahead")
         # The mapped path's scan for blocks missing from the page cache: the dataset was
-        # just written, so nothing (and the read-ahead path never scans).
+        # just written, so it finds nothing (and the read-ahead path has no scan).
         assert stats.bytes_found_missing == 0
     for a, b in zip(got["mapped"], got["readahead"]):
         np.testing.assert_array_equal(a, b)

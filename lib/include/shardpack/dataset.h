@@ -129,13 +129,12 @@ class Dataset {
   // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
   // the end are ignored. Thread-safe.
   void WillNeed(std::span<const uint64_t> indices) const;
-  // For a dataset the page cache holds nearly whole: finds the 2 MiB blocks of the shards
-  // that it lacks (one mincore probe each, about 1 us: 3 ms for 6 GB) and asks the kernel
-  // to read them all in the background (MADV_WILLNEED). Returns their bytes; 0, hinting
-  // nothing, when they pass `limit` (a cold dataset is read ahead batch by batch, in the
-  // order it is read, instead). A proactive reclaimer paging out a folio here and there
-  // would otherwise cost a synchronous 4 KiB read per page of every record in it
-  // (docs/LOADER.md, "The mapped path's read-ahead hints"). A hint only. Thread-safe.
+  // For a dataset the page cache holds nearly whole (a proactive reclaimer took a folio
+  // here and there): finds the 2 MiB blocks of the shards that it lacks (two mincore
+  // probes each) and asks the kernel to read them all in the background (MADV_WILLNEED).
+  // Returns their bytes; 0, hinting nothing, when they pass `limit` (a cold dataset is
+  // read ahead batch by batch, in the order it is read, instead). docs/LOADER.md, "A cache
+  // that lacks a few blocks", says what it costs and saves. A hint only. Thread-safe.
   uint64_t WillNeedMissing(uint64_t limit) const;
   // Maps these samples' records into the process's page tables now, reading what the page
   // cache lacks, and returns when they are there (MADV_POPULATE_READ): for threads that

@@ -296,7 +296,8 @@ struct LoaderStats {
   uint64_t batches_from_page_cache = 0;
   // Mapped: bytes of the shards found outside the page cache and read ahead at once, by
   // the scan (Dataset::WillNeedMissing) that a worker's first wait for the disk in an
-  // epoch starts (docs/LOADER.md, "The mapped path's read-ahead hints").
+  // epoch starts; none with read_ahead_bytes 0 (docs/LOADER.md, "A cache that lacks a few
+  // blocks").
   uint64_t bytes_found_missing = 0;
   std::string ToString() const;  // "12034 samples/s, 2.37 GB/s, waited 0.4% ..."
 };
