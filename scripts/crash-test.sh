@@ -21,9 +21,17 @@ start=$SECONDS
 
 "$make_images" "$work/src" --classes 6 --per-class 20 --seed 7 > /dev/null
 args=(--size 48x48 --shard-records 4 --shuffle --seed 11 --quiet)
-t0=$(date +%s%N)
-"$shardpack" convert "$work/src" "$work/ref" "${args[@]}" --threads 1 > /dev/null 2>&1 || true
-full_us=$(( ($(date +%s%N) - t0) / 1000 ))
+# The fastest of three runs: the kills land within it, and a run slowed by another load on
+# the machine (940 ms once against the usual 155) made most later runs end before their
+# kill (98 kills in 500 attempts).
+full_us=0
+for _ in 1 2 3; do
+  rm -rf "$work/ref"
+  t0=$(date +%s%N)
+  "$shardpack" convert "$work/src" "$work/ref" "${args[@]}" --threads 1 > /dev/null 2>&1 || true
+  run_us=$(( ($(date +%s%N) - t0) / 1000 ))
+  if [ "$full_us" -eq 0 ] || [ "$run_us" -lt "$full_us" ]; then full_us=$run_us; fi
+done
 [ -f "$work/ref/manifest.json" ] || { echo "crash-test: the reference conversion failed" >&2; exit 1; }
 echo "crash-test: reference conversion in $((full_us / 1000)) ms; killing until $kills_wanted kills"
 
