@@ -386,6 +386,52 @@ INSTANTIATE_TEST_SUITE_P(Backends, ReadAheadLoaderTest,
                            return info.param == Backend::kTfrecord ? "Tfrecord" : "Lmdb";
                          });
 
+TEST(ReadAheadReuseTest, ARecordMissingFromACachedUnitIsReadFromStorageAlone) {
+  // 24 records of 196 KB in one TFRecord shard; units of 12 (a batch each, no shuffle), so
+  // the 8 probes of the first unit look at records 0, 1, 3, 4, 6, 7, 9 and 10, not 5.
+  // (LMDB's writer leaves its file in folios larger than a record, which an eviction of
+  // one record's pages does not split; the probing is the same for both formats.)
+  TempDir dir;
+  TestDatasetSpec spec = Spec(Backend::kTfrecord, 24);
+  spec.height = 256;
+  spec.width = 256;
+  spec.max_shard_records = 24;
+  testing::WriteTestDataset(dir.path(), spec);
+  auto ds = OpenDatasetOrDie(dir.path());
+  const std::string file = dir.Join(ds->manifest().shards.at(0).data.file);
+  // The batches as storage gives them (read-ahead that never looks at the page cache, so
+  // no page of the shard is mapped).
+  LoaderOptions o;
+  o.batch_size = 12;
+  o.shuffle = ShuffleMode::kNone;
+  o.io = IoPath::kReadAhead;
+  o.io_reuse_page_cache = false;
+  auto from_storage = Loader::Create(ds, o);
+  ASSERT_OK(from_storage.status());
+  const std::vector<Got> expected = testing::ReadRest(**from_storage);
+  // Record 5's pages dropped, but for those it shares with its neighbours.
+  const auto extent = ds->shard(0).Extent(5);
+  ASSERT_OK(extent.status());
+  const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  const uint64_t begin = (extent->offset + page - 1) / page * page;
+  const uint64_t end = (extent->offset + extent->length) / page * page;
+  testing::EvictFromPageCache(file, begin, end - begin);
+  if (ds->Resident(5) || !ds->Resident(4) || !ds->Resident(6)) {
+    GTEST_SKIP() << "the page cache did not drop exactly record 5 of " << file;
+  }
+
+  o.io_reuse_page_cache = true;
+  auto loader = Loader::Create(ds, o);
+  ASSERT_OK(loader.status());
+  EXPECT_TRUE(testing::ReadRest(**loader) == expected);
+  // The second unit whole from the page cache; of the first, record 5 alone from storage
+  // (its extent, rounded out to whole blocks where the reads bypass the cache).
+  const LoaderStats stats = (*loader)->stats();
+  EXPECT_EQ(stats.batches_from_page_cache, 1u);
+  EXPECT_GE(stats.bytes_read, extent->length);
+  EXPECT_LE(stats.bytes_read, extent->length + 2 * page);
+}
+
 // ---- errors through MemEnv: an EIO, a truncation, on the read-ahead path ----
 
 // A TFRecord dataset written to disk, then copied into a MemEnv under the same paths.

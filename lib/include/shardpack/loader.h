@@ -176,9 +176,10 @@ struct LoaderOptions {
   // kReadAhead: keep the shards out of the page cache (default on): O_DIRECT where the
   // file system allows it, else each read's pages dropped after it (POSIX_FADV_DONTNEED).
   bool io_bypass_cache = true;
-  // kReadAhead: a batch whose records are found in the page cache already (a few probed
-  // with mincore) is read from there through the mapping, zero-copy, as on the mapped
-  // path (default on). Off: every batch is read from storage (to measure that path).
+  // kReadAhead: records found in the page cache already (each probed with mincore) are
+  // read from there through the mapping, zero-copy, as on the mapped path, and only the
+  // others from storage (default on). Off: every batch is read from storage (to measure
+  // that path).
   bool io_reuse_page_cache = true;
   // kReadAhead: kUring or kPread forces a queue (tests); kAuto takes io_uring where the
   // kernel allows it.
@@ -292,7 +293,8 @@ struct LoaderStats {
   std::string io;
   uint64_t bytes_read = 0;  // read-ahead: bytes read from storage (mapped: 0, not counted)
   // Read-ahead: read units (batches; a block shuffle's windows) found in the page cache
-  // and read through the mapping (io_reuse_page_cache).
+  // whole and read through the mapping (io_reuse_page_cache; of the other units, the
+  // records found there are read so too, the rest counted in bytes_read).
   uint64_t batches_from_page_cache = 0;
   // Mapped: bytes of the shards found outside the page cache and read ahead at once, by
   // the scan (Dataset::WillNeedMissing) that a worker's first wait for the disk in an
