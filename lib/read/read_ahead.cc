@@ -447,10 +447,10 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
   // in memory after all, or the part of one that another reader brought in, costs no
   // second read, and a unit whose records all are there none at all. Each record is
   // probed (a mincore, about 1 us: against its read from storage, 196 KB at 1.3 GB/s, 150
-  // us). A unit whose 8 probes pass but which lacks a few records (a reclaimer took their
-  // folios) reads those few, not the whole unit; through the mapping they would come in
-  // by synchronous 4 KiB faults.
+  // us), so a unit that lacks a few records (a reclaimer took their folios) reads those
+  // few from storage, neither the whole unit nor them by synchronous 4 KiB faults.
   const bool probe_each = options_.reuse_cache;
+  bool any_mapped = false;
   // Plan: each sample's extent; then, in file order (shard, offset), runs of records
   // that follow each other in a file as one read each: a window's blocks come whole.
   size_t total = 0;
@@ -466,6 +466,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
       item.record = loc->record;
       if (probe_each && dataset_.Resident(index)) {
         item.mapped = true;
+        any_mapped = true;
         slot.items.push_back(std::move(item));
         continue;
       }
@@ -480,7 +481,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     }
     slot.items.push_back(std::move(item));
   }
-  slot.cached = probe_each && order.empty();
+  slot.cached = any_mapped && order.empty();
   if (slot.cached) {
     cached_units_.fetch_add(1, std::memory_order_relaxed);
     {

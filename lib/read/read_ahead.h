@@ -89,7 +89,7 @@ struct ReadAheadOptions {
   int slots = 2;            // units read ahead (>= 1)
   int depth = 16;           // reads in flight
   bool direct = true;       // bypass the page cache (O_DIRECT, else DONTNEED after reading)
-  bool reuse_cache = true;  // read batches found in the page cache through the mapping
+  bool reuse_cache = true;  // read records found in the page cache through the mapping
   QueueKind queue = QueueKind::kAuto;
 };
 
@@ -135,7 +135,8 @@ class ReadAhead {
   // "io_uring, depth 16, O_DIRECT, 2 units of up to 1024 samples ahead".
   std::string Describe() const;
   uint64_t bytes_read() const { return bytes_read_.load(std::memory_order_relaxed); }
-  // Units found in the page cache and read through the mapping instead.
+  // Units found in the page cache whole and read through the mapping instead (a unit
+  // found there in part reads the rest from storage).
   uint64_t cached_units() const { return cached_units_.load(std::memory_order_relaxed); }
   // Reads queued so far (adjacent records coalesce into one).
   uint64_t reads_issued() const { return reads_issued_.load(std::memory_order_relaxed); }

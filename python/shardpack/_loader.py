@@ -81,7 +81,8 @@ class LoaderStats:
     mean_ready_batches: float  # batches ready when one was asked for, averaged
     io: str = ""  # the I/O path and why ("mapped (dataset ...)", "read-ahead: ...")
     bytes_read: int = 0  # read-ahead path: bytes read from storage
-    # read-ahead path: read units (batches; a block shuffle's windows) found in the page cache
+    # read-ahead path: read units (batches; a block shuffle's windows) found in the page
+    # cache whole
     batches_from_page_cache: int = 0
     # mapped path: bytes found outside the page cache after a wait for the disk, read ahead
     bytes_found_missing: int = 0

@@ -309,7 +309,7 @@ void BindLoader(nb::module_& m) {
       .def_ro("bytes_read", &LoaderStats::bytes_read,
               "Read-ahead path: bytes read from storage (mapped path: 0).")
       .def_ro("batches_from_page_cache", &LoaderStats::batches_from_page_cache,
-              "Read-ahead path: batches found in the page cache and read from there.")
+              "Read-ahead path: batches found in the page cache whole and read from there.")
       .def_ro("bytes_found_missing", &LoaderStats::bytes_found_missing,
               "Mapped path: bytes found outside the page cache after a wait for the disk, "
               "and read ahead at once.")
