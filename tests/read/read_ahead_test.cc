@@ -320,7 +320,6 @@ TEST_P(ReadAheadLoaderTest, DeliversTheMappedPathsBatchesUnderEveryOption) {
       o.io = IoPath::kMapped;
       const std::vector<Got> mapped = Read(ds, o, 2, c.from);
       o.io = IoPath::kReadAhead;
-      o.io_reuse_page_cache = false;
       o.io_queue = queue;
       const std::vector<Got> read_ahead = Read(ds, o, 2, c.from);
       EXPECT_FALSE(mapped.empty()) << c.name;
