@@ -66,7 +66,8 @@ class MappedRange {
 };
 
 // Asks the kernel to read the pages under [p, p + n) of a file mapping into the page cache
-// in the background (MADV_WILLNEED). A hint: it never fails.
+// in the background (MADV_WILLNEED, 128 KiB a call: a device may read no more for one).
+// A hint: it never fails.
 void WillNeedPages(const void* p, size_t n);
 
 // Maps the pages under [p, p + n) of a file mapping into the process's page tables in one

@@ -158,21 +158,13 @@ void Dataset::WillNeed(std::span<const uint64_t> indices) const {
 
 uint64_t Dataset::WillNeedMissing(uint64_t limit) const {
   constexpr uint64_t kBlock = 2ull << 20;
-  // A hint reads at most the larger of the device's read-ahead window and its largest
-  // request (force_page_cache_ra), 128 KiB and 1,280 KiB by default: so many hints of
-  // 128 KiB, not one of a run of blocks.
-  constexpr uint64_t kHint = 128 << 10;
   std::vector<std::vector<read::FileRange>> missing(impl_->shards.size());
   uint64_t budget = limit;
   for (size_t s = 0; s < impl_->shards.size(); ++s) {
     if (!impl_->shards[s]->MissingBlocks(kBlock, &budget, &missing[s])) return 0;
   }
   for (size_t s = 0; s < impl_->shards.size(); ++s) {
-    for (const read::FileRange& r : missing[s]) {
-      for (uint64_t offset = r.offset; offset < r.offset + r.length; offset += kHint) {
-        impl_->shards[s]->WillNeedRange({offset, std::min(kHint, r.offset + r.length - offset)});
-      }
-    }
+    for (const read::FileRange& r : missing[s]) impl_->shards[s]->WillNeedRange(r);
   }
   return limit - budget;
 }

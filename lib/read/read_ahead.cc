@@ -449,7 +449,6 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
   // probed (a mincore, about 1 us: against its read from storage, 196 KB at 1.3 GB/s, 150
   // us), so a unit that lacks a few records (a reclaimer took their folios) reads those
   // few from storage, neither the whole unit nor them by synchronous 4 KiB faults.
-  const bool probe_each = options_.reuse_cache;
   bool any_mapped = false;
   // Plan: each sample's extent; then, in file order (shard, offset), runs of records
   // that follow each other in a file as one read each: a window's blocks come whole.
@@ -464,7 +463,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     } else {
       item.shard = loc->shard;
       item.record = loc->record;
-      if (probe_each && dataset_.Resident(index)) {
+      if (options_.reuse_cache && dataset_.Resident(index)) {
         item.mapped = true;
         any_mapped = true;
         slot.items.push_back(std::move(item));
