@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The first epoch from the page cache right after a conversion (issue 23; docs/LOADER.md,
-# "The first epoch from the page cache"), and what `convert --write-chunk` costs to get it.
+# "The first epoch from the page cache"), and what the converter's ways of writing cost to
+# get it.
 # Set A's photos (IMAGES/scale, the corpus of ../shared/tools/make-bench-images.sh, listed
 # again and again to SAMPLES samples) are converted to 256x256 (crop) into DIR, on the disk,
-# with each of CHUNKS (`--write-chunk 0`: record by record; 2097152, the default: whole 2 MiB
-# chunks, so that the page cache holds the shards in 2 MiB folios), ROUNDS rounds, the
-# order turning each round. After each conversion, with its shards still in the page cache,
-# two `shardpack bench --epochs 4 --no-baseline --shuffle global` processes read them: each
-# one's first epoch against its later ones (the target is >= 0.9). The shards of every way
-# are checked to be the same bytes.
+# each of the ways in CHUNKS, ROUNDS rounds, the order turning each round. A way is a
+# number, `--write-method write --write-chunk N` (0: record by record; 2097152, the default
+# chunk: whole 2 MiB chunks, so that the page cache holds the shards in 2 MiB folios), or
+# `map`, `--write-method map` (copies into the files' mappings, 2 MiB folios too; auto's
+# choice on ext4 and xfs where the host leaves free memory alone). After each conversion,
+# with its shards still in the page cache, two `shardpack bench --epochs 4 --no-baseline
+# --shuffle global` processes read them: each one's first epoch against its later ones (the
+# target is >= 0.9). The shards of every way are checked to be the same bytes.
 #
 # Prints one markdown table (also out/bench/first-epoch.md): per round and way, the
 # conversion's images/s (its own seconds, `convert --json`) and GB/s of shards, and the two
@@ -20,7 +23,7 @@
 #
 # Usage: bash bench/first_epoch.sh [DIR]   (default out/first-epoch; emptied at the end)
 # Environment: SAMPLES (default 30000: 5.9 GB of shards; two ways' shards are never in the
-#   cache at once), ROUNDS (3), THREADS (all cores), CHUNKS ("0 2097152"), IMAGES
+#   cache at once), ROUNDS (3), THREADS (all cores), CHUNKS ("0 2097152 map"), IMAGES
 #   (out/bench-images), BUILD_DIR (build), PY=1: a third process, the Python loader as
 #   bench/peers/readers.py shardpack-py runs it (pyenv's python3 with the package installed,
 #   scripts/install-python.sh), its epoch 1 against its steady epochs.
@@ -31,7 +34,7 @@ dir=${1:-out/first-epoch}
 samples=${SAMPLES:-30000}
 rounds=${ROUNDS:-3}
 threads=${THREADS:-$(nproc)}
-chunks=${CHUNKS:-0 2097152}
+chunks=${CHUNKS:-0 2097152 map}
 images=${IMAGES:-out/bench-images}
 py=${PY:-0}
 build=${BUILD_DIR:-build}
@@ -81,12 +84,14 @@ say "free page reporting order: $order; first touch of new huge pages: $touch_ra
   "DAMON pageout: $damon"
 
 # One way, one round: convert, then two bench processes. Appends a row to $work/rows:
-# chunk images/s GB/s first/later#1 first/later#2 [first/later#3] MB-found#1
+# way images/s GB/s first/later#1 first/later#2 [first/later#3] MB-found#1
 one() {
-  local chunk=$1 d=$dir/converted-$1 seconds bytes line ratios="" found=0
+  local chunk=$1 d=$dir/converted-$1 seconds bytes line ratios="" found=0 how
+  how=(--write-method write --write-chunk "$chunk")
+  [ "$chunk" = map ] && how=(--write-method map)
   rm -rf "$dir"/converted-*
   "$sp" convert "$images/scale" "$d" --list "$work/list" --size 256x256 --fit crop \
-    --threads "$threads" --write-chunk "$chunk" --quiet --json > "$work/convert.json"
+    --threads "$threads" "${how[@]}" --quiet --json > "$work/convert.json"
   seconds=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p' "$work/convert.json")
   for run in 1 2; do
     line=$("$sp" bench "$d" --epochs 4 --no-baseline --shuffle global --threads "$threads" |
@@ -99,7 +104,7 @@ one() {
       found=$(grep -o '[0-9.]* MB found outside the page cache' <<< "$line" | cut -d' ' -f1 || true)
       found=${found:-0}
     fi
-    say "--write-chunk $chunk, process $run: $line"
+    say "${how[*]}, process $run: $line"
   done
   if [ "$py" = 1 ]; then
     # A third process: the Python loader as bench/peers/run.sh runs it (epoch 1 against
@@ -108,7 +113,7 @@ one() {
       --threads "$threads" --epochs 3 --seconds 2 | tail -1) || die "readers.py failed on $d"
     ratios="$ratios $(python3 -c 'import json, sys; j = json.loads(sys.argv[1])
 print("%.2f" % (j["epoch1_per_s"] / j["samples_per_s"]))' "$line")"
-    say "--write-chunk $chunk, Python loader: $line"
+    say "${how[*]}, Python loader: $line"
   fi
   # The size and digest after the readers, so that the first process reads what the
   # conversion left, nothing else (with them between: 0.86-0.98 of the later epochs in
@@ -143,10 +148,10 @@ median() { sort -g | awk '{v[NR] = $1} END {print (NR % 2) ? v[(NR + 1) / 2] : (
     "against the later ones. Shard bytes identical across ways."
   echo
   if [ "$py" = 1 ]; then
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 | MB found missing, process 1 |"
+    echo "| round | --write-chunk, or map | convert images/s | shard GB/s | first/later, process 1 | process 2 | Python loader, process 3 | MB found missing, process 1 |"
     echo "|---|---|---|---|---|---|---|---|"
   else
-    echo "| round | --write-chunk | convert images/s | shard GB/s | first/later, process 1 | process 2 | MB found missing, process 1 |"
+    echo "| round | --write-chunk, or map | convert images/s | shard GB/s | first/later, process 1 | process 2 | MB found missing, process 1 |"
     echo "|---|---|---|---|---|---|---|"
   fi
   awk '{printf "| %s", $1; for (i = 2; i <= NF; i++) printf " | %s", $i; print " |"}' "$work/table"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the GPU check kit (docs/GPU.md): everything the check of the CUDA path needs on a
 # bare GPU machine (no Debian libraries, no network), in one folder of at most 60 MiB.
-#   bin/      the CLI, the test binary, make_images, decode_floor, write_synthetic and
-#             first_touch (stripped), with an $ORIGIN/../lib rpath; lib/ holds their
-#             shared libraries (the ldd closure minus glibc and the C++ runtime).
+#   bin/      the CLI, the test binary, make_images, decode_floor, write_synthetic,
+#             first_touch and write_scaling (stripped), with an $ORIGIN/../lib rpath;
+#             lib/ holds their shared libraries (the ldd closure minus glibc and the C++
+#             runtime).
 #   python/   the package's Python files and tests, the extension's sources, the public
 #             headers and the library built with -fPIC, and a CMake project that builds
 #             the extension there, against that machine's Python and nanobind.
@@ -29,7 +30,7 @@ command -v patchelf >/dev/null || bash scripts/install-deps.sh
 # The programs and the PIC library, brought up to date with the sources (incremental).
 if [ -f build/CMakeCache.txt ]; then
   cmake --build build -j "$(nproc)" --target shardpack_cli shardpack_tests make_images \
-    decode_floor write_synthetic first_touch
+    decode_floor write_synthetic first_touch write_scaling
 else
   bash scripts/build.sh
 fi
@@ -48,7 +49,8 @@ pic_lib=${pic_build}shardpack/lib/libshardpack.a
 
 mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
 for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images \
-               build/bench/decode_floor build/samples/write_synthetic build/bench/first_touch; do
+               build/bench/decode_floor build/samples/write_synthetic build/bench/first_touch \
+               build/bench/write_scaling; do
   strip -o "$out/bin/$(basename "$program")" "$program"
 done
 

@@ -6,10 +6,10 @@
 #               (fuzz_replay over tests/fuzz/corpus and tests/fuzz/crashes), through ctest.
 #               loader_alloc_test is not built: it replaces malloc and operator new to count
 #               allocations, and so do the sanitizers (tests/CMakeLists.txt).
-#   build-tsan  TSan: the loader, dataset, shard writer's threaded-write and chunked-file tests with no
-#               suppression at all, then the converter, resume, partition, verify and
-#               remote tests (oneTBB in verify; parallel downloads over libcurl) with
-#               tests/tsan.supp, which says why.
+#   build-tsan  TSan: the loader, dataset, shard writer's threaded-write, chunked-file and
+#               mapped-file tests with no suppression at all, then the converter, resume,
+#               partition, verify and remote tests (oneTBB in verify; parallel downloads
+#               over libcurl) with tests/tsan.supp, which says why.
 # Any sanitizer report fails the run.
 # Usage: bash scripts/test-sanitizers.sh [asan|tsan]   (default: both)
 set -euo pipefail
@@ -50,7 +50,7 @@ tsan() {
   cmake --build build-tsan -j "$jobs" --target concurrency_tests
   echo "== TSan: loader, dataset and the shard writer's threaded writes, no suppressions"
   TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:*ReadAhead*:DatasetTest.*:ShardWriterReserveTest.*:ChunkedFileTest.*' --gtest_brief=1
+    build-tsan/tests/concurrency_tests --gtest_filter='*Loader*:*ReadAhead*:DatasetTest.*:ShardWriterReserveTest.*:ChunkedFileTest.*:MappedWritableFileTest.*' --gtest_brief=1
   echo "== TSan: converter, resume, verify and remote downloads, with tests/tsan.supp"
   TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp" \
     build-tsan/tests/concurrency_tests \

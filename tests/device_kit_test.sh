@@ -22,7 +22,7 @@ fi
 bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
 for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor bin/write_synthetic \
-         bin/first_touch gpu-check.sh python/libshardpack.a \
+         bin/first_touch bin/write_scaling gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
          samples/train_torch.py gpu-check/imagefolder_reference.py \
          gpu-check/loader_throughput.py REVISION; do
@@ -97,13 +97,24 @@ expect convert-scaling "its ratios and stage times" \
 if [ "$(nproc)" -ge 2 ]; then
   expect convert-scaling "the parts" "; the last list as 2 parts of [0-9]* threads side by side: $num images/s"
 fi
+# The write methods side by side, from 2 threads on: memory then disk, two rounds each.
+if [ "$(nproc)" -ge 2 ]; then
+  expect convert-scaling "the write methods side by side" \
+    "; write methods at [0-9]* threads (round by round): memory ([a-z0-9/]*) write: $num images/s in-process, resize $num, write $num; memory ([a-z0-9/]*) map: .*; disk ([a-z0-9/]*) map: $num images/s in-process, resize $num, write $num; disk ([a-z0-9/]*) write: $num images/s"
+fi
 # The resize kernels side by side, where this CPU has AVX-512 VNNI.
 if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
    grep -qw avx512vl /proc/cpuinfo; then
   expect convert-scaling "the resize kernels side by side" \
-    "; resize kernels (round by round): 1 threads avx2: $num images/s in-process, resize $num; 1 threads avx512: $num images/s in-process, resize $num"
+    "; resize kernels (round by round): 1 threads avx2: $num images/s in-process, resize $num, write $num; 1 threads avx512: $num images/s in-process, resize $num"
 fi
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
+
+# write-scaling, small: every method at 1 thread, in memory and on the disk.
+WRITE_SCALING_MIB=16 run_step write-scaling
+expect write-scaling "its rates" \
+  "GB/s and CPU ms a MiB: tmpfs /dev/shm: 1 threads write $num GB/s $num ms/MiB, 1 threads map $num GB/s $num ms/MiB.*; [a-z0-9/]* $tmp/work: 1 threads write $num GB/s"
+echo "device_kit_test: the write-scaling step runs and reports"
 
 if command -v nvidia-smi > /dev/null && nvidia-smi -L 2> /dev/null | grep -q GPU; then
   echo "device_kit_test: this machine has a GPU: the no-GPU exit is not tested here"

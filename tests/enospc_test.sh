@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A full file system, for real (issue 7): conversions into a 1 MiB tmpfs, both backends,
-# must fail with exit 2 and an error naming the file and ENOSPC, publish no manifest,
+# A full file system, for real (issue 7): conversions into a 1 MiB tmpfs, both backends
+# (and TFRecord written through mappings), must fail with exit 2 and an error naming the file and ENOSPC, publish no manifest,
 # and, once the file system has room again, go on with --resume to the bytes of an
 # uninterrupted conversion. (io::MemEnv injects ENOSPC into the TFRecord writer in the
 # unit tests; LMDB writes through its own file calls, so only a real full disk tests it.)
@@ -30,10 +30,14 @@ done
   work=$1 shardpack=$2
   shift 2
   mount -t tmpfs -o size=1m tmpfs "$work/full"
-  for backend in tfrecord lmdb; do
+  # tfrecord-map: TFRecord written through mappings (--write-method map; auto writes with
+  # pwrite on tmpfs), whose space is set aside window by window (fallocate).
+  for backend in tfrecord lmdb tfrecord-map; do
     dst=$work/full/$backend
+    how=(--format "${backend%-map}")
+    [ "$backend" = tfrecord-map ] && how+=(--write-method map)
     rc=0
-    "$shardpack" convert "$work/src" "$dst" "$@" --format "$backend" 2> "$work/err" || rc=$?
+    "$shardpack" convert "$work/src" "$dst" "$@" "${how[@]}" 2> "$work/err" || rc=$?
     if [ "$rc" -ne 2 ] || ! grep -q "ENOSPC" "$work/err" || ! grep -q "$dst/shard-" "$work/err"
     then
       echo "enospc_test: $backend: exit $rc, expected 2 and an error naming the file and ENOSPC:"
@@ -45,11 +49,11 @@ done
     fi
     echo "enospc_test: $backend: $(cat "$work/err")"
     mount -o remount,size=64m "$work/full"
-    "$shardpack" convert "$work/src" "$dst" "$@" --format "$backend" --resume > /dev/null 2>&1
-    diff -r "$work/ref-$backend" "$dst"
+    "$shardpack" convert "$work/src" "$dst" "$@" "${how[@]}" --resume > /dev/null 2>&1
+    diff -r "$work/ref-${backend%-map}" "$dst"
     "$shardpack" verify "$dst" > /dev/null
     rm -rf "$dst"
     mount -o remount,size=1m "$work/full"
   done
-  echo "enospc_test: both backends fail cleanly on a full file system and resume to the same bytes"
+  echo "enospc_test: both backends, and mapped writes, fail cleanly on a full file system and resume to the same bytes"
 ' _ "$work" "$build/tools/shardpack" "${args[@]}"

@@ -10,7 +10,9 @@
 
 namespace shardpack::testing {
 
-TempDir::TempDir() {
+TempDir::TempDir() : TempDir(std::filesystem::temp_directory_path().string()) {}
+
+TempDir::TempDir(const std::string& parent) {
   static std::atomic<int> counter{0};
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name =
@@ -18,10 +20,9 @@ TempDir::TempDir() {
   for (char& c : name) {
     if (c == '/') c = '_';
   }
-  path_ =
-      (std::filesystem::temp_directory_path() / ("shardpack-test-" + std::to_string(::getpid()) +
-                                                 "-" + std::to_string(counter++) + "-" + name))
-          .string();
+  path_ = (std::filesystem::path(parent) / ("shardpack-test-" + std::to_string(::getpid()) + "-" +
+                                            std::to_string(counter++) + "-" + name))
+              .string();
   std::filesystem::remove_all(path_);
   std::filesystem::create_directories(path_);
 }

@@ -21,7 +21,8 @@ namespace shardpack::testing {
 // A fresh directory under the test temp dir, removed with its contents on destruction.
 class TempDir {
  public:
-  TempDir();
+  TempDir();  // under the system's temporary directory
+  explicit TempDir(const std::string& parent);
   ~TempDir();
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;

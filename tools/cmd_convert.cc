@@ -21,9 +21,9 @@ constexpr int kMaxSide = static_cast<int>(format::kMaxDimension);
 
 // The command line of convert, as parsed.
 struct ConvertArgs {
-  std::string src, dst, staging, format = "tfrecord", size, fit = "crop", filter = "lanczos3",
-                                 background = "ffffff", list, input = "auto",
-                                 lmdb_schema = "example", part, encoding = "raw";
+  std::string src, dst, staging,
+      format = "tfrecord", size, fit = "crop", filter = "lanczos3", background = "ffffff", list,
+      input = "auto", lmdb_schema = "example", part, encoding = "raw", write_method = "auto";
   int max_side = 0, channels = 3, threads = 0, max_scans = 500, quality = 90, subsampling = 420,
       png_compression = 6;
   bool keep = false, shuffle = false, no_orient = false, strict = false, json = false,
@@ -166,6 +166,13 @@ std::function<int()> AddConvert(CLI::App& app) {
                   "from it; 0: record by record, less memory)")
       ->check(Integer<uint64_t>(0, uint64_t{1} << 30))
       ->capture_default_str();
+  cmd->add_option("--write-method", a->write_method,
+                  "TFRecord: how shards are written, the same bytes every way: map (copies into "
+                  "a mapping of the file, which threads do side by side), write (pwrite, one at "
+                  "a time per file), auto (map on ext4 and xfs where the host does not take free memory back, write "
+                  "elsewhere)")
+      ->check(CLI::IsMember({"auto", "write", "map"}))
+      ->capture_default_str();
   cmd->add_flag("--shuffle", a->shuffle, "Shuffle the write order with --seed");
   cmd->add_option("--seed", a->seed, "Seed of --shuffle (recorded in the manifest)")
       ->check(Integer<uint64_t>());
@@ -264,6 +271,9 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.mixed_max_ratio = a->mixed_ratio;
     o.max_shard_bytes = a->shard_size;
     o.write_chunk_bytes = a->write_chunk;
+    o.write_method = a->write_method == "map"     ? WriteMethod::kMap
+                     : a->write_method == "write" ? WriteMethod::kWrite
+                                                  : WriteMethod::kAuto;
     o.max_shard_records = a->shard_records;
     o.shuffle = a->shuffle;
     o.seed = a->seed;

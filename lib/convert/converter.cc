@@ -539,6 +539,7 @@ ShardWriterOptions WriterOptions(const convert::ScanResult& scan, const ConvertO
   wo.max_shard_bytes = o.max_shard_bytes;
   wo.max_shard_records = o.max_shard_records;
   wo.write_chunk_bytes = o.write_chunk_bytes;
+  wo.write_method = o.write_method;
   wo.class_names = scan.inputs.classes;
   wo.image.channels = o.channels;
   wo.image.encoding = o.encoding;

@@ -21,6 +21,18 @@
 
 namespace shardpack {
 
+std::string_view WriteMethodName(WriteMethod m) {
+  switch (m) {
+    case WriteMethod::kWrite:
+      return "write";
+    case WriteMethod::kMap:
+      return "map";
+    case WriteMethod::kAuto:
+      break;
+  }
+  return "auto";
+}
+
 // A sample placed by Reserve: its record's place in a TFRecord shard, to be written.
 struct ShardWriter::Reservation::Placed {
   format::TfrecordShardWriter* shard = nullptr;
@@ -316,7 +328,7 @@ class ShardWriter::Impl {
     if (IsTfrecord()) {
       auto w = format::TfrecordShardWriter::Create(
           env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)), options_.pixel_alignment,
-          options_.write_chunk_bytes);
+          options_.write_chunk_bytes, options_.write_method);
       if (!w.ok()) return w.status();
       tfrecord_ = std::move(w).value();
     } else {

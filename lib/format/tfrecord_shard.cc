@@ -3,21 +3,29 @@
 #include "format/index_file.h"
 #include "format/record.h"
 #include "io/chunked_file.h"
+#include "io/mapped_write.h"
 #include "util/crc32c.h"
 
 namespace shardpack::format {
 
-StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(io::Env* env,
-                                                                           std::string path,
-                                                                           std::string index_path,
-                                                                           uint32_t pixel_alignment,
-                                                                           uint64_t write_chunk) {
-  auto file = env->NewWritableFile(path + ".tmp");
+StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(
+    io::Env* env, std::string path, std::string index_path, uint32_t pixel_alignment,
+    uint64_t write_chunk, WriteMethod method) {
+  const std::string tmp = path + ".tmp";
+  bool mapped = method == WriteMethod::kMap ||
+                (method == WriteMethod::kAuto && io::MappedWritesPreferred(io::DirName(tmp)));
+  auto file = mapped ? env->NewMappedWritableFile(tmp) : env->NewWritableFile(tmp);
+  // Auto falls back where the mapping cannot be had (an environment without it, a file
+  // system without fallocate); kMap asked for it, and the reason is its error.
+  if (mapped && method == WriteMethod::kAuto && !file.ok() &&
+      file.status().code() == StatusCode::kNotSupported) {
+    mapped = false;
+    file = env->NewWritableFile(tmp);
+  }
   if (!file.ok()) return file.status();
   std::unique_ptr<io::WritableFile> out = std::move(file).value();
-  if (write_chunk > 0) {
-    out =
-        io::NewChunkedWritableFile(std::move(out), path + ".tmp", static_cast<size_t>(write_chunk));
+  if (write_chunk > 0 && !mapped) {
+    out = io::NewChunkedWritableFile(std::move(out), tmp, static_cast<size_t>(write_chunk));
   }
   return std::unique_ptr<TfrecordShardWriter>(new TfrecordShardWriter(
       env, std::move(path), std::move(index_path), pixel_alignment, std::move(out)));

@@ -11,6 +11,7 @@
 #include "format/example.h"
 #include "io/env.h"
 #include "shardpack/manifest.h"
+#include "shardpack/shard_writer.h"
 #include "util/hash.h"
 
 namespace shardpack::format {
@@ -39,12 +40,14 @@ struct PlacedRecord {
 // before Finish.
 class TfrecordShardWriter {
  public:
-  // `write_chunk`: 0, the records are written as they come; else the file is written in
-  // aligned chunks of that many bytes (io/chunked_file.h), a multiple of 4096.
-  static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(io::Env* env, std::string path,
-                                                               std::string index_path,
-                                                               uint32_t pixel_alignment,
-                                                               uint64_t write_chunk = 0);
+  // `method`: how the file is written (ShardWriterOptions::write_method; kAuto asks
+  // io::MappedWritesPreferred of the shard's directory, and writes where the environment
+  // has no mapped files). `write_chunk`, for writes: 0, the records are written as they
+  // come; else the file is written in aligned chunks of that many bytes
+  // (io/chunked_file.h), a multiple of 4096.
+  static StatusOr<std::unique_ptr<TfrecordShardWriter>> Create(
+      io::Env* env, std::string path, std::string index_path, uint32_t pixel_alignment,
+      uint64_t write_chunk = 0, WriteMethod method = WriteMethod::kWrite);
   ~TfrecordShardWriter();
 
   // Appends one sample: `entries` from EncodeFeatureEntries, then the pixels, whose

@@ -38,12 +38,7 @@ class ChunkedWritableFile final : public WritableFile {
         const size_t take = std::min(left, chunk_ - at);
         Chunk* chunk = Acquire(index);
         std::memcpy(chunk->bytes.get() + at, p, take);
-        written_.fetch_add(take, std::memory_order_relaxed);
-        uint64_t file_end = file_end_.load(std::memory_order_relaxed);
-        while (
-            file_end < offset + take &&
-            !file_end_.compare_exchange_weak(file_end, offset + take, std::memory_order_relaxed)) {
-        }
+        coverage_.Add(offset, take);
         // The write that fills the chunk's last byte sees every other write's bytes (their
         // additions came before, in acq_rel order) and hands the chunk on.
         if (chunk->filled.fetch_add(take, std::memory_order_acq_rel) + take == chunk_) {
@@ -109,13 +104,8 @@ class ChunkedWritableFile final : public WritableFile {
   // overlap, so the file has no gap when the bytes written add up to its end; where they do
   // not, nothing is handed on.
   Status HandOnPartial() {
-    const uint64_t written = written_.load(std::memory_order_acquire);
-    const uint64_t file_end = file_end_.load(std::memory_order_acquire);
-    if (written != file_end) {
-      return FailedPreconditionError(path_ + ": " + std::to_string(file_end - written) +
-                                     " bytes missing before offset " + std::to_string(file_end) +
-                                     ": a chunked file is written from its start without gaps");
-    }
+    SHARDPACK_RETURN_IF_ERROR(coverage_.Whole(path_, "a chunked file"));
+    const uint64_t file_end = coverage_.end();
     std::vector<std::pair<uint64_t, Chunk*>> left;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -133,8 +123,7 @@ class ChunkedWritableFile final : public WritableFile {
   const std::string path_;
   const size_t chunk_;
   uint64_t appended_ = 0;
-  std::atomic<uint64_t> written_{0};   // bytes written, all writes together
-  std::atomic<uint64_t> file_end_{0};  // one past the last byte written
+  WriteCoverage coverage_;
   std::mutex mu_;
   std::map<uint64_t, std::unique_ptr<Chunk>> open_;  // chunks being filled, by index
   std::vector<std::unique_ptr<char[]>> spare_;

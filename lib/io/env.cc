@@ -61,6 +61,30 @@ Status CheckPathScheme(std::string_view path, PathKind kind) {
                               LocalHint(p, scheme));
 }
 
+void WriteCoverage::Add(uint64_t offset, uint64_t n) {
+  written_.fetch_add(n, std::memory_order_relaxed);
+  uint64_t end = end_.load(std::memory_order_relaxed);
+  while (end < offset + n &&
+         !end_.compare_exchange_weak(end, offset + n, std::memory_order_relaxed)) {
+  }
+}
+
+Status WriteCoverage::Whole(const std::string& path, std::string_view what) const {
+  const uint64_t written = written_.load(std::memory_order_acquire);
+  const uint64_t end = end_.load(std::memory_order_acquire);
+  if (written > end) {
+    return FailedPreconditionError(path + ": " + std::to_string(written - end) +
+                                   " bytes written twice: " + std::string(what) +
+                                   "'s writes must not overlap");
+  }
+  if (written < end) {
+    return FailedPreconditionError(path + ": " + std::to_string(end - written) +
+                                   " bytes missing before offset " + std::to_string(end) + ": " +
+                                   std::string(what) + " is written from its start without gaps");
+  }
+  return Status::Ok();
+}
+
 std::string JoinPath(std::string_view dir, std::string_view name) {
   if (dir.empty()) return std::string(name);
   std::string out(dir);

@@ -7,6 +7,7 @@
 #ifndef SHARDPACK_IO_ENV_H_
 #define SHARDPACK_IO_ENV_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -40,6 +41,36 @@ class WritableFile {
   virtual Status Close() = 0;
   // Bytes appended so far (Append only).
   virtual uint64_t Size() const = 0;
+};
+
+// Every kWritebackChunk bytes written, a file's new dirty pages are handed to the disk
+// (sync_file_range, SYNC_FILE_RANGE_WRITE: start writeback, do not wait), so that Sync's
+// fsync finds little left to write instead of a whole shard: the disk works while the
+// writer goes on.
+inline constexpr uint64_t kWritebackChunk = 8 << 20;
+
+// For the files of this environment that write to a descriptor: hands [*handed, end) of
+// `fd` to the disk once it holds kWritebackChunk bytes or more, and moves *handed to `end`.
+// A hint: where it fails (a file system without it), Sync still does the work.
+void StartWriteback(int fd, uint64_t end, uint64_t* handed);
+
+// What positional writes (WritableFile::WriteAt, from any threads) have covered of a file
+// written from its start: the bytes written and one past the last. For files that must be
+// whole when they are synced (io/chunked_file.h, io/mapped_write.h).
+class WriteCoverage {
+ public:
+  // `n` bytes were written at `offset`.
+  void Add(uint64_t offset, uint64_t n);
+  // One past the last byte written.
+  uint64_t end() const { return end_.load(std::memory_order_acquire); }
+  // OK where every byte before end() was written once; else FailedPrecondition naming
+  // `path` and what is missing (or written twice), `what` saying what such a file must be
+  // ("a chunked file").
+  Status Whole(const std::string& path, std::string_view what) const;
+
+ private:
+  std::atomic<uint64_t> written_{0};
+  std::atomic<uint64_t> end_{0};
 };
 
 // A whole file mapped read-only. data() stays valid for the object's lifetime.
@@ -122,6 +153,13 @@ class Env {
 
   // Creates or truncates `path` for writing.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
+  // Creates or truncates `path` for positional writes copied into a shared mapping of it,
+  // which writers on several threads do without queueing on the file's lock
+  // (io/mapped_write.h). NotSupported where the environment or the file system cannot:
+  // then write with NewWritableFile.
+  virtual StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path) {
+    return NotSupportedError(path + ": no mapped writes in this environment");
+  }
   virtual StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path,
                                                         AccessPattern pattern,
                                                         MapMode mode = MapMode::kReadOnly) = 0;

@@ -11,6 +11,7 @@
 
 #include "io/env.h"
 #include "io/mapped_range.h"
+#include "io/mapped_write.h"
 
 namespace shardpack::io {
 namespace {
@@ -30,11 +31,6 @@ constexpr size_t kWriteBufferSize = 1 << 20;
 // one writev, instead of being copied into the buffer first: the copy was 1.3% of a
 // conversion of 256x256 images.
 constexpr size_t kDirectWriteSize = 64 << 10;
-// Every this many bytes written, the file's new dirty pages are handed to the disk
-// (sync_file_range, SYNC_FILE_RANGE_WRITE: start writeback, do not wait), so that Sync's
-// fsync finds little left to write instead of a whole shard: the disk works while the
-// writer goes on.
-constexpr uint64_t kWritebackChunk = 8 << 20;
 
 // Writes a, then b, whole: one writev while both remain, then plain writes.
 Status WriteBoth(int fd, std::string_view a, std::string_view b, const std::string& path) {
@@ -121,14 +117,7 @@ class PosixWritableFile final : public WritableFile {
     return Status::Ok();
   }
 
-  // Hands the pages written since the last call to the disk once kWritebackChunk of them
-  // are dirty. A hint: where it fails (a file system without it), Sync still does the work.
-  void WrittenBefore(uint64_t end) override {
-    if (fd_ < 0 || end < handed_ + kWritebackChunk) return;
-    (void)::sync_file_range(fd_, static_cast<off_t>(handed_), static_cast<off_t>(end - handed_),
-                            SYNC_FILE_RANGE_WRITE);
-    handed_ = end;
-  }
+  void WrittenBefore(uint64_t end) override { io::StartWriteback(fd_, end, &handed_); }
 
   Status Sync() override {
     SHARDPACK_RETURN_IF_ERROR(Flush());
@@ -271,6 +260,10 @@ class PosixEnv final : public Env {
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 
+  StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path) override {
+    return io::NewMappedWritableFile(path);
+  }
+
   StatusOr<std::unique_ptr<MappedFile>> MapFile(const std::string& path, AccessPattern pattern,
                                                 MapMode mode) override {
     struct stat st {};
@@ -404,6 +397,13 @@ class PosixEnv final : public Env {
 };
 
 }  // namespace
+
+void StartWriteback(int fd, uint64_t end, uint64_t* handed) {
+  if (fd < 0 || end < *handed + kWritebackChunk) return;
+  (void)::sync_file_range(fd, static_cast<off_t>(*handed), static_cast<off_t>(end - *handed),
+                          SYNC_FILE_RANGE_WRITE);
+  *handed = end;
+}
 
 Env* Env::Posix() {
   static PosixEnv env;

@@ -33,20 +33,10 @@ struct IoChoice {
 };
 IoChoice ChooseIo(uint64_t dataset_bytes, const CacheLimit& limit);
 
-// Whether this (virtual) machine's host takes its free memory back: a virtio balloon
-// device (device id 0x0005) that negotiated free page reporting (VIRTIO_BALLOON_F_REPORTING,
-// feature bit 5), with a page_reporting.page_reporting_order (where the module says) no
-// higher than the largest free block the kernel keeps. There a 2 MiB block freed for a
-// few seconds is handed back to the host, and touching it again costs a fault in the host
-// per page: fresh huge pages arrive at 0.3-0.5 GB/s instead of about 10 (docs/LOADER.md,
-// "The first epoch from the page cache"). "" when not so; otherwise what was found, in
-// words. Reads /sys and /proc under `root` ("" for the real ones; tests pass a folder).
-std::string HostReclaimsFreeMemory(const std::string& root = "");
-
 // LoaderOptions::huge_pages on the mapped path: whether uncached pages are read 2 MiB at a
 // time, and why. kAuto: where the dataset fits (`fit` from ChooseIo) and nothing stands in
 // the way (`obstacle`: "" where nothing does; else why not, in words: the kernel lacks
-// what it takes, or HostReclaimsFreeMemory's words).
+// what it takes, or io::HostReclaimsFreeMemory's words).
 struct PagesChoice {
   bool huge = false;
   std::string why;  // "forced", "the dataset fits in memory", "... may not fit ...", or `obstacle`

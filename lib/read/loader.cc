@@ -32,6 +32,7 @@
 #include "cuda/cuda.h"
 #include "image/image.h"
 #include "io/mapped_range.h"
+#include "io/system_files.h"
 #include "read/io_choice.h"
 #include "read/normalize.h"
 #include "read/populator.h"
@@ -1042,7 +1043,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
       std::string obstacle;
       if (o.huge_pages == HugePages::kAuto) {
         obstacle = io::PopulateAndHugePagesWork()
-                       ? read::HostReclaimsFreeMemory()
+                       ? io::HostReclaimsFreeMemory()
                        : "this kernel lacks MADV_POPULATE_READ or transparent huge pages";
       }
       const read::PagesChoice pages = read::ChoosePages(o.huge_pages, fit, obstacle);

@@ -240,6 +240,7 @@ def convert(
     shard_size=64 << 20,
     shard_records=0,
     write_chunk=2 << 20,
+    write_method="auto",
     shuffle=False,
     seed=0,
     threads=0,
@@ -265,7 +266,8 @@ def convert(
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` and ``write_chunk``
     (``--write-chunk``: the default 2097152 writes the shards in 2 MiB chunks, 0 record
-    by record) are in bytes,
+    by record) are in bytes, ``write_method`` is "auto", "write" or "map"
+    (``--write-method``: how TFRecord shards are written, the same bytes every way),
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",
     "jpeg" (at ``quality`` 1..100, ``subsampling`` 444, 422 or 420), "png" (deflated at
@@ -314,6 +316,7 @@ def convert(
     o.max_shard_bytes = integer(shard_size, "shard_size", 1, UINT64_MAX)
     o.max_shard_records = integer(shard_records, "shard_records", 0, UINT64_MAX)
     o.write_chunk_bytes = integer(write_chunk, "write_chunk", 0, 1 << 30)
+    o.write_method = enum_member(_shardpack.WriteMethod, write_method, "write_method")
     o.shuffle = bool(shuffle)
     o.seed = integer(seed, "seed", 0, UINT64_MAX)
     o.num_threads = integer(threads, "threads", 0, 4096)

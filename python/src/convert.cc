@@ -73,6 +73,10 @@ void BindConvert(nb::module_& m) {
       .value("jpeg", ImageEncoding::kJpeg)
       .value("png", ImageEncoding::kPng)
       .value("mixed", ImageEncoding::kMixed);
+  nb::enum_<WriteMethod>(m, "WriteMethod")
+      .value("auto", WriteMethod::kAuto)
+      .value("write", WriteMethod::kWrite)
+      .value("map", WriteMethod::kMap);
   nb::enum_<LmdbSchema>(m, "LmdbSchema")
       .value("example", LmdbSchema::kExample)
       .value("caffe", LmdbSchema::kCaffe);
@@ -99,6 +103,7 @@ void BindConvert(nb::module_& m) {
       .def_rw("max_shard_bytes", &ConvertOptions::max_shard_bytes)
       .def_rw("max_shard_records", &ConvertOptions::max_shard_records)
       .def_rw("write_chunk_bytes", &ConvertOptions::write_chunk_bytes)
+      .def_rw("write_method", &ConvertOptions::write_method)
       .def_rw("shuffle", &ConvertOptions::shuffle)
       .def_rw("seed", &ConvertOptions::seed)
       .def_rw("num_threads", &ConvertOptions::num_threads)

@@ -26,15 +26,18 @@ def write_calls():
 
 
 def test_write_chunk_gives_the_same_bytes(image_folder, tmp_path):
-    # Shards written in 4 KiB chunks (several records each) and in the default 2 MiB ones
-    # hold the bytes of shards written record by record; a chunk that is not a multiple of
-    # 4096 is refused, naming it.
+    # Shards written (pwrite: write_method "write"; "auto" may map) in 4 KiB
+    # chunks (several records each) and in the default 2 MiB ones hold the bytes of shards
+    # written record by record; a chunk that is not a multiple of 4096 is refused, naming it.
     default = inspect.signature(shardpack.convert).parameters["write_chunk"].default
     assert default == 2 << 20 == shardpack._shardpack.ConvertOptions().write_chunk_bytes
     shards, calls = {}, {}
     for chunk in (0, 4096, default):
         before = write_calls()
-        shardpack.convert(image_folder, tmp_path / str(chunk), size=(24, 32), write_chunk=chunk)
+        shardpack.convert(
+            image_folder, tmp_path / str(chunk), size=(24, 32), write_chunk=chunk,
+            write_method="write"
+        )
         calls[chunk] = None if before is None else write_calls() - before
         shards[chunk] = {
             p.name: p.read_bytes() for p in sorted((tmp_path / str(chunk)).glob("*.tfrecord"))
@@ -46,6 +49,21 @@ def test_write_chunk_gives_the_same_bytes(image_folder, tmp_path):
         assert calls[0] - calls[default] >= records - len(shards[0])
     with pytest.raises(shardpack.InvalidArgumentError, match="write chunk of 5000 bytes"):
         shardpack.convert(image_folder, tmp_path / "bad", size=(24, 32), write_chunk=5000)
+
+
+def test_write_method_gives_the_same_bytes(image_folder, tmp_path):
+    # Shards written through mappings ("map"), by pwrite ("write") and by the default
+    # ("auto", one of the two) hold the same bytes; a method that is none is refused.
+    assert inspect.signature(shardpack.convert).parameters["write_method"].default == "auto"
+    shards = {}
+    for method in ("write", "map", "auto"):
+        shardpack.convert(image_folder, tmp_path / method, size=(24, 32), write_method=method)
+        shards[method] = {
+            p.name: p.read_bytes() for p in sorted((tmp_path / method).glob("*.tfrecord"))
+        }
+    assert shards["write"] and shards["write"] == shards["map"] == shards["auto"]
+    with pytest.raises(shardpack.InvalidArgumentError, match="write_method"):
+        shardpack.convert(image_folder, tmp_path / "bad", size=(24, 32), write_method="mmap")
 
 
 def test_convert_accounts_for_every_input(image_folder, tmp_path):

@@ -173,10 +173,11 @@ int64_t WriteCalls() {
   return -1;
 }
 
-// By default the converter writes each shard in whole 2 MiB chunks (docs/LOADER.md, "The
-// first epoch from the page cache"): a shard of 40 records (about 37 KB) goes down in one
-// write at its end, against one write a record with write_chunk_bytes = 0. Everything else
-// the two conversions write (index, manifest, reject list) is the same.
+// By default the converter's writes (write_method kWrite, and kAuto where it does not map)
+// put each shard down in whole 2 MiB chunks (docs/LOADER.md, "The first epoch from the page
+// cache"): a shard of 40 records (about 37 KB) goes down in one write at its end, against
+// one write a record with write_chunk_bytes = 0. Everything else the two conversions write
+// (index, manifest, reject list) is the same.
 TEST(ConvertTest, ShardsAreWrittenInTwoMebibyteChunksByDefault) {
   EXPECT_EQ(ConvertOptions{}.write_chunk_bytes, uint64_t{2} << 20);
   if (WriteCalls() < 0) GTEST_SKIP() << "/proc/self/io does not count write calls here";
@@ -198,10 +199,12 @@ TEST(ConvertTest, ShardsAreWrittenInTwoMebibyteChunksByDefault) {
     }
     return after - before;
   };
-  ConvertOptions record_by_record = Options16(2);
+  ConvertOptions by_default = Options16(2);
+  by_default.write_method = WriteMethod::kWrite;
+  ConvertOptions record_by_record = by_default;
   record_by_record.write_chunk_bytes = 0;
   const int64_t each = writes(record_by_record);
-  const int64_t chunked = writes(Options16(2));
+  const int64_t chunked = writes(by_default);
   EXPECT_GE(each, kRecords);
   EXPECT_GE(each - chunked, kRecords - 1)
       << each << " write calls record by record, " << chunked << " by default";
@@ -225,9 +228,16 @@ TEST(ConvertTest, OutputBytesArePinned) {
       ++seed;
     }
   }
-  // Also written record by record and in 4 KiB chunks (a shard of three records, 5,220
-  // bytes, fills one chunk and leaves a partial one), besides the default 2 MiB.
-  for (const uint64_t chunk : {ConvertOptions{}.write_chunk_bytes, uint64_t{0}, uint64_t{4096}}) {
+  // Every write method: pwrite record by record and in 4 KiB chunks (a shard of three
+  // records, 5,220 bytes, fills one chunk and leaves a partial one), besides the default
+  // 2 MiB; copies into the file's mapping; and the default, which is one of those.
+  const std::pair<WriteMethod, uint64_t> methods[] = {
+      {WriteMethod::kAuto, ConvertOptions{}.write_chunk_bytes},
+      {WriteMethod::kWrite, ConvertOptions{}.write_chunk_bytes},
+      {WriteMethod::kWrite, 0},
+      {WriteMethod::kWrite, 4096},
+      {WriteMethod::kMap, ConvertOptions{}.write_chunk_bytes}};
+  for (const auto& [method, chunk] : methods) {
     TempDir out;
     ConvertOptions o;
     o.height = 24;
@@ -239,8 +249,9 @@ TEST(ConvertTest, OutputBytesArePinned) {
     o.max_shard_records = 3;
     o.num_threads = 2;
     o.write_chunk_bytes = chunk;
+    o.write_method = method;
     auto s = Convert(in.path(), out.path(), o);
-    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(s.ok()) << WriteMethodName(method) << ": " << s.status().ToString();
     ASSERT_EQ(s->written, 16u) << testing::RejectList(*s);
     std::string digests;
     for (const ShardEntry& e : s->manifest.shards) {
@@ -250,7 +261,8 @@ TEST(ConvertTest, OutputBytesArePinned) {
         digests += file + " " + Xxh3HexPortable(bytes.data(), bytes.size()) + "\n";
       }
     }
-    EXPECT_EQ(digests, kPinnedDigests) << "write chunk " << chunk;
+    EXPECT_EQ(digests, kPinnedDigests)
+        << "write method " << WriteMethodName(method) << ", write chunk " << chunk;
   }
 }
 

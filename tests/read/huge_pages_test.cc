@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "io/mapped_range.h"
+#include "io/system_files.h"
 #include "read/delivered_batch.h"
 #include "read/io_choice.h"
 #include "read/populator.h"
@@ -35,7 +36,7 @@ void WriteSysText(const std::string& path, const std::string& text) {
 
 TEST(HugePagesChoiceTest, AHostTakingBackFreeMemoryIsFoundByItsBalloonsReportingFeature) {
   TempDir root;
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");  // no virtio bus
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()), "");  // no virtio bus
   // A network device with bit 5 set, and a balloon without it: neither reports.
   const std::string bit5 = std::string(5, '0') + "1" + std::string(58, '0');
   WriteSysText(root.Join("sys/bus/virtio/devices/virtio0/device"), "0x0001\n");
@@ -43,32 +44,32 @@ TEST(HugePagesChoiceTest, AHostTakingBackFreeMemoryIsFoundByItsBalloonsReporting
   WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/device"), "0x0005\n");
   WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/features"),
                "0110000" + bit5.substr(7) + "\n");
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()), "");
   // The balloon with free page reporting (a VM's line: bits 1, 2, 5, 7 and 32), the
   // kernel's default order: reported.
   WriteSysText(root.Join("sys/bus/virtio/devices/virtio1/features"),
                "0110010100000000000000000000000010000000000000000000000000000000\n");
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()),
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()),
             "free memory is reported to the host: virtio balloon free page reporting");
   WriteSysText(root.Join("sys/module/page_reporting/parameters/page_reporting_order"), "9\n");
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()),
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()),
             "free memory is reported to the host: virtio balloon free page reporting, "
             "page_reporting_order 9");
   // Order 10, the largest block where /proc/buddyinfo cannot be read: a freed 2 MiB block
   // merges into such blocks, which are reported.
   WriteSysText(root.Join("sys/module/page_reporting/parameters/page_reporting_order"), "10\n");
-  EXPECT_NE(read::HostReclaimsFreeMemory(root.path()), "");
+  EXPECT_NE(io::HostReclaimsFreeMemory(root.path()), "");
   // Above the largest block the kernel keeps (11 columns: orders 0 to 10): nothing is.
   WriteSysText(root.Join("sys/module/page_reporting/parameters/page_reporting_order"), "11\n");
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()), "");
   WriteSysText(root.Join("proc/buddyinfo"),
                "Node 0, zone      DMA      0      0      0      0      0      0      0      0"
                "      1      1      3 \n");
-  EXPECT_EQ(read::HostReclaimsFreeMemory(root.path()), "");
+  EXPECT_EQ(io::HostReclaimsFreeMemory(root.path()), "");
   // A kernel keeping blocks up to order 12 (13 columns) reports them at order 11.
   WriteSysText(root.Join("proc/buddyinfo"),
                "Node 0, zone   Normal 1 2 3 4 5 6 7 8 9 10 11 12 13\n");
-  EXPECT_NE(read::HostReclaimsFreeMemory(root.path()), "");
+  EXPECT_NE(io::HostReclaimsFreeMemory(root.path()), "");
 }
 
 TEST(HugePagesChoiceTest, AutoTakesHugePagesWhereTheDatasetFitsAndTheHostKeepsItsHandsOff) {
@@ -167,7 +168,7 @@ TEST_P(HugePagesLoaderTest, OnAndOffDeliverTheSameBatchesAndTheStatsSayWhich) {
   EXPECT_TRUE(ReadTwoEpochs(OpenDatasetOrDie(dir.path()), o, &io_auto) == off);
   const std::string obstacle =
       io::PopulateAndHugePagesWork()
-          ? read::HostReclaimsFreeMemory()
+          ? io::HostReclaimsFreeMemory()
           : "this kernel lacks MADV_POPULATE_READ or transparent huge pages";
   EXPECT_EQ(io_auto,
             obstacle.empty()

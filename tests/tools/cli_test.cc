@@ -154,6 +154,42 @@ TEST(CliTest, ConvertGivesTheSameBytesWithEveryResizeKernelAndRefusesAnUnknownOn
   }
 }
 
+// --write-method: every method gives the same shards (the bytes of a pwrite), in /dev/shm
+// (tmpfs) as well as in the test's temporary directory, and the CLI refuses a word that is
+// none of them before anything is written.
+TEST(CliTest, ConvertGivesTheSameBytesWithEveryWriteMethodAndRefusesAnUnknownOne) {
+  testing::TempDir src;
+  std::filesystem::create_directories(src.Join("c"));
+  for (int i = 0; i < 5; ++i) {
+    testing::WriteFileOrDie(src.Join("c/" + std::to_string(i) + ".png"),
+                            testing::EncodePng(testing::Pattern(60 + i, 70, 3, i), 60 + i, 70, 3));
+  }
+  std::vector<std::string> roots = {std::filesystem::temp_directory_path().string()};
+  if (std::filesystem::is_directory("/dev/shm")) roots.push_back("/dev/shm");
+  std::string first;
+  for (const std::string& root : roots) {
+    for (const char* method : {"write", "map", "auto"}) {
+      testing::TempDir out(root);
+      CliRun r = RunCli("convert --quiet --size 64x48 --shard-records 2 --write-method " +
+                        std::string(method) + " " + src.path() + " " + out.path());
+      ASSERT_EQ(r.code, 0) << method << " in " << out.path() << ": " << r.out;
+      std::string shards;
+      for (int n = 0; n < 3; ++n) {
+        shards += testing::ReadFileOrDie(
+            out.Join("shard-0000" + std::to_string(n) + "-of-00003.tfrecord"));
+      }
+      if (first.empty()) first = shards;
+      EXPECT_TRUE(shards == first) << method << " in " << out.path() << " wrote other bytes";
+    }
+  }
+  testing::TempDir out;
+  CliRun bad = RunCli("convert --size 64x48 --write-method mmap " + src.path() + " " + out.path());
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--write-method: mmap not in {auto,write,map}"), std::string::npos)
+      << bad.out;
+  EXPECT_FALSE(std::filesystem::exists(out.Join("manifest.json")));
+}
+
 TEST(CliTest, PreviewWritesAPngAndExitsOneOnACorruptSample) {
   testing::TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 5});

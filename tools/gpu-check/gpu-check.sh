@@ -26,8 +26,12 @@
 #                libjpeg-turbo's bare decode of the same files (decode_floor), where
 #                the conversion's time went (decode, resize, write, idle per image),
 #                the last list as two --parts side by side (the one-file write bound),
+#                the last list with --write-method write and map, in memory and on disk,
 #                and where the CPU has AVX-512 VNNI the resize's kernels against the AVX2
 #                ones (SHARDPACK_RESIZE_KERNELS=avx2) at 1 thread and the last count
+#   write-scaling  bench/write_scaling: records written into one file by threads (1 to 16),
+#                by pwrite and through the file's mapping, and a file a thread, in memory
+#                and on the disk: the one-file write bound of a conversion
 #   memcheck, racecheck   the CUDA gtests under compute-sanitizer, less those that provoke
 #                CUDA errors on purpose (skipped where it is missing or refuses the
 #                device, "Device not supported")
@@ -37,7 +41,8 @@
 #                2 MiB writes (2 MiB folios), what each way of writing costs, and whether the
 #                machine hands new memory out slowly (free page reporting, first_touch);
 #                the cold epoch from the disk with huge pages off and on, and the next
-#                process's first epoch after each; also the kit's photos converted with and without --write-chunk 2097152:
+#                process's first epoch after each; also the kit's photos converted with
+#                --write-chunk 0 and 2097152 and with --write-method map:
 #                docs/LOADER.md, "The first epoch from the page cache"
 #
 # The whole check keeps within BUDGET seconds (default 540, under the device tool's 600 s
@@ -57,7 +62,7 @@ py=${PYTHON:-python3}
 per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
-all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling memcheck racecheck first-epoch"
+all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling write-scaling memcheck racecheck first-epoch"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
@@ -249,6 +254,66 @@ step_convert_scaling() {
     fi
     echo "$parts"
   fi
+  # convert_list T DEST JSON [ARGS...]: the list (list_for) at T threads into DEST, with
+  # ARGS, --json into JSON; prints images/s on the conversion's own seconds and the resize's
+  # and the write's thread-ms an image, then "|" and the shards' digest. Run in $(...): fails
+  # printing the reason instead.
+  convert_list() {
+    local t=$1 dest=$2 json=$3
+    shift 3
+    rm -rf "$dest"
+    if ! "$sp" convert "$root" "$dest" --list "$work/jpegs.list" --size 256x256 --fit crop \
+         --threads "$t" --json "$@" > "$json"; then
+      echo "the conversion at $t threads with '$*' failed"
+      return 1
+    fi
+    if ! ls "$dest"/*.tfrecord > /dev/null 2>&1; then
+      echo "the conversion at $t threads with '$*' wrote no shard"
+      return 1
+    fi
+    sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p
+            s/^ *"write": *\([0-9.e-]*\).*/\1/p' "$json" | paste -sd' ' |
+      awk -v n="$n" '{printf "%.0f images/s in-process, resize %.3f, write %.3f", n / $1, 1000 * $2 / n, 1000 * $3 / n}'
+    echo "|$(cat "$dest"/*.tfrecord | sha256sum | cut -c1-16)"
+  }
+  # same_bytes WHAT: fails (the reason in $failed) where the shards differ from the first
+  # conversion of the same list since $digest was emptied.
+  same_bytes() {
+    [ -z "$digest" ] || [ "$digest" = "$digest_now" ] || { failed="$1 changed the shards' bytes"; return 1; }
+    digest=$digest_now
+  }
+  local once round digest digest_now failed=""
+  # The last list with each write method (--write-method write: pwrite, which a file system
+  # takes one at a time per file; map: copies into the file's mapping, side by side;
+  # docs/DESIGN.md, "Scaling model"), into memory ($out) and onto this machine's disk
+  # ($work), two rounds in turn: images/s on the conversion's own seconds, the write's
+  # thread-ms an image; the same bytes. Skipped at 1 thread.
+  local methods="" m where dest
+  if [ "$last" -ge 2 ]; then
+    list_for "$last"
+    for where in memory disk; do
+      dest=$out
+      [ "$where" = disk ] && dest=$work/scaling-disk
+      digest=""
+      for round in 1 2; do
+        for m in $([ "$round" = 1 ] && echo write map || echo map write); do
+          once=$(convert_list "$last" "$dest" "$work/method.json" --write-method "$m") ||
+            { failed=$once; break 3; }
+          digest_now=${once##*|}
+          same_bytes "--write-method $m ($where)" || break 3
+          methods="$methods${methods:+; }$where ($(stat -f -c %T "$(dirname "$dest")")) $m: ${once%|*}"
+        done
+      done
+      rm -rf "$dest"
+    done
+    if [ -n "$failed" ]; then
+      methods="$methods${methods:+; }FAILED: $failed"
+      rc=1
+      failed=""
+    fi
+    echo "write methods: $methods"
+    methods="; write methods at $last threads (round by round): $methods"
+  fi
   # The resize's kernels side by side where this CPU has AVX-512 VNNI (the quads of taps,
   # lib/image/resize_avx512.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2 and
   # avx512), at 1 thread and at the last count, two rounds in turn: images/s on the
@@ -257,30 +322,17 @@ step_convert_scaling() {
   local kernels=""
   if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
      grep -qw avx512vl /proc/cpuinfo; then
-    local k round once digest d failed=""
+    local k
     for t in $(printf '%s\n' 1 "$last" | sort -un); do
       list_for "$t"
       digest=""  # the same list, so the same shards whatever the kernels
       for round in 1 2; do
         for k in $([ "$round" = 1 ] && echo avx2 avx512 || echo avx512 avx2); do
-          rm -rf "$out"
-          if ! SHARDPACK_RESIZE_KERNELS=$k "$sp" convert "$root" "$out" \
-               --list "$work/jpegs.list" --size 256x256 --fit crop --threads "$t" --json \
-               > "$work/kernels.json"; then
-            failed="the conversion with the $k kernels at $t threads failed"
-          elif ! ls "$out"/*.tfrecord > /dev/null 2>&1; then
-            failed="the conversion with the $k kernels at $t threads wrote no shard"
-          else
-            d=$(cat "$out"/*.tfrecord | sha256sum | cut -c1-16)
-            [ -z "$digest" ] || [ "$digest" = "$d" ] ||
-              failed="the $k kernels at $t threads changed the shards' bytes"
-            digest=$d
-          fi
-          [ -z "$failed" ] || break 3
-          once=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p' \
-            "$work/kernels.json" | paste -sd' ' |
-            awk -v n="$n" '{printf "%.0f images/s in-process, resize %.3f", n / $1, 1000 * $2 / n}')
-          kernels="$kernels${kernels:+; }$t threads $k: $once"
+          once=$(SHARDPACK_RESIZE_KERNELS=$k convert_list "$t" "$out" "$work/kernels.json") ||
+            { failed=$once; break 3; }
+          digest_now=${once##*|}
+          same_bytes "the $k kernels at $t threads" || break 3
+          kernels="$kernels${kernels:+; }$t threads $k: ${once%|*}"
         done
       done
     done
@@ -292,8 +344,28 @@ step_convert_scaling() {
     kernels="; resize kernels (round by round): $kernels"
   fi
   rm -rf "$out"
-  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts$kernels"
+  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts$methods$kernels"
   return "$rc"
+}
+
+# bench/write_scaling: threads writing records into one file by each write method (write:
+# pwrite in 2 MiB chunks; map: copies into the file's mapping), and each thread into a file
+# of its own (files: what parts get), into memory and onto this machine's disk, at 1, 2, 4,
+# 8 and 16 threads (up to the cores): GB/s and CPU ms a MiB (docs/DESIGN.md, "Scaling
+# model"). WRITE_SCALING_MIB a case, default 256.
+step_write_scaling() {
+  local counts="" t dir rows=""
+  for t in 1 2 4 8 16; do
+    [ "$t" -le "$cores" ] && counts="$counts${counts:+,}$t"
+  done
+  for dir in /dev/shm "$work"; do
+    [ -d "$dir" ] && [ -w "$dir" ] || continue
+    "$kit/bin/write_scaling" "$dir" "$counts" "${WRITE_SCALING_MIB:-256}" 1 > "$work/write-scaling.txt" ||
+      { summary "write_scaling $dir failed: $(tail -1 "$work/write-scaling.txt")"; return 1; }
+    cat "$work/write-scaling.txt"
+    rows="$rows${rows:+; }$(stat -f -c %T "$dir") $dir:$(awk 'NR > 2 {printf "%s %s threads %s %s GB/s %s ms/MiB", (NR > 3 ? "," : ""), $2, $3, $4, $5}' "$work/write-scaling.txt")"
+  done
+  summary "records of 196,928 bytes into one file by method, or a file a thread (files), GB/s and CPU ms a MiB: $rows"
 }
 
 step_first_epoch() {
@@ -336,24 +408,29 @@ step_first_epoch() {
     for f in "$d/written"/*; do dd if="$f" of="$d/$how/${f##*/}" bs="$how" status=none || return 1; done
     copies="$copies, copied in $how-byte writes $(rate)"
   done
-  # The kit's photos converted (listed again and again to about as many samples), record by
-  # record and in 2 MiB chunks (convert --write-chunk): the same bytes, and what each way
-  # of writing costs the conversion.
-  local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk
+  # The kit's photos converted (listed again and again to about as many samples) by pwrite
+  # record by record and in 2 MiB chunks (convert --write-method write --write-chunk), and
+  # through the files' mappings (--write-method map): the same bytes, and what each way of
+  # writing costs the conversion.
+  local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk how
   jpeg_list "$kit/photos" > "$list.once"
   files=$(wc -l < "$list.once")
   if [ "$files" -gt 0 ]; then
     repeat "$list.once" $(( (n + files - 1) / files )) > "$list"
-    for chunk in 0 2097152; do
+    for chunk in 0 2097152 map; do
+      how=(--write-method write --write-chunk "$chunk")
+      [ "$chunk" = map ] && how=(--write-method map)
       t0=$EPOCHREALTIME
       "$sp" convert "$kit/photos" "$d/converted-$chunk" --list "$list" --size 256x256 \
-        --fit crop --threads "$cores" --write-chunk "$chunk" --quiet > /dev/null || return 1
+        --fit crop --threads "$cores" "${how[@]}" --quiet > /dev/null || return 1
       bytes=$(du -sb "$d/converted-$chunk" | cut -f1)
-      copies="$copies, converted ($(wc -l < "$list") photos) with --write-chunk $chunk $(rate)"
+      copies="$copies, converted ($(wc -l < "$list") photos) with ${how[*]} $(rate)"
       kinds="$kinds converted-$chunk"
     done
-    cmp <(cat "$d/converted-0"/*.tfrecord) <(cat "$d/converted-2097152"/*.tfrecord) ||
-      { summary "convert --write-chunk 2097152 changed the shards' bytes"; return 1; }
+    for chunk in 2097152 map; do
+      cmp <(cat "$d/converted-0"/*.tfrecord) <(cat "$d/converted-$chunk"/*.tfrecord) ||
+        { summary "convert ($chunk) changed the shards' bytes"; return 1; }
+    done
   fi
   # Two processes over each: the first after the writes, and the next.
   for how in $kinds; do
@@ -494,7 +571,7 @@ PY
 write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=360
+                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=360 [write-scaling]=90
                    [first-epoch]=240)
 # What the steps' subshells (bash -c, below) see.
 export -f $(declare -F | awk '{print $3}')

@@ -28,6 +28,7 @@
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
 #include "shardpack/resize_filter.h"
+#include "shardpack/shard_writer.h"
 #include "shardpack/status.h"
 #include "shardpack/verify.h"
 
@@ -98,6 +99,8 @@ struct ConvertOptions {
   // shards in the page cache in 2 MiB folios, and a loader's first epoch from it runs about
   // as fast as the later ones (docs/LOADER.md, "The first epoch from the page cache").
   uint64_t write_chunk_bytes = uint64_t{2} << 20;
+  // How the TFRecord shards are written: ShardWriterOptions::write_method. The same bytes.
+  WriteMethod write_method = WriteMethod::kAuto;
 
   // Shuffle the write order with `seed` (recorded in the manifest). Off: class order.
   bool shuffle = false;

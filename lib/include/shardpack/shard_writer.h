@@ -43,6 +43,22 @@ struct ShardWriterState {
   uint64_t samples = 0;
 };
 
+// How a TFRecord shard file's bytes reach it (docs/DESIGN.md, "Scaling model"). The bytes
+// are the same every way.
+enum class WriteMethod {
+  // kMap where the shard's file system is ext4 or xfs and the host does not take free
+  // memory back (a virtual machine with free page reporting); kWrite elsewhere.
+  kAuto,
+  // pwrite, in write_chunk_bytes chunks where that is not 0. File systems take one such
+  // write into a file at a time: threads writing one shard queue there.
+  kWrite,
+  // Copies into a shared mapping of the file, which threads do side by side, with the
+  // space set aside (fallocate) window by window, so that a full disk is an error, not a
+  // signal (io/mapped_write.h). A file system that cannot set space aside is refused.
+  kMap,
+};
+std::string_view WriteMethodName(WriteMethod m);  // "auto" / "write" / "map"
+
 struct ShardWriterOptions {
   Backend backend = Backend::kTfrecord;
   // A shard is closed before a record would take it past this many bytes (default
@@ -68,6 +84,9 @@ struct ShardWriterOptions {
   // one per thread). LMDB ignores it. The converter writes 2 MiB chunks unless told
   // otherwise (ConvertOptions::write_chunk_bytes).
   uint64_t write_chunk_bytes = 0;
+  // TFRecord: how shard files are written (above); write_chunk_bytes applies to kWrite.
+  // LMDB writes through its own map and ignores it.
+  WriteMethod write_method = WriteMethod::kAuto;
   // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
   uint64_t lmdb_initial_map_bytes = 1ull << 30;
   // LMDB: what the values hold (docs/FORMAT.md §4). kCaffe writes Caffe Datum values (CHW,

@@ -1,0 +1,56 @@
+// A WritableFile whose positional writes are copies into a shared mapping of the file.
+//
+// Every Linux file system takes a file's buffered writes (write, pwrite) one at a time,
+// under the file's inode lock, so threads writing records into one shard queue there: on
+// 16 cores, about 2 GB/s into one file (docs/DESIGN.md, "Scaling model"). A copy into a
+// shared mapping takes no inode lock: each thread's page faults run beside the others'.
+//
+// Before a write's bytes are copied, fallocate sets the file's space aside up to their end
+// (2 MiB at a time, or just what the write needs where less is left) and extends the file,
+// so a full file system is an error of that call (ENOSPC, naming the file), never a SIGBUS
+// in the middle of a copy. The file is mapped in windows of kMappedWriteWindow bytes, with
+// MADV_HUGEPAGE, so that a page cache building large folios (ext4, xfs) holds the file in
+// 2 MiB folios as the chunked writes of io/chunked_file.h do. A window is unmapped by the
+// write that fills its last byte, so the process maps little more than the windows being
+// written. Sync and Close cut the file back to the end of what was written (the space set
+// aside beyond it is given back), after checking that every byte before that end was
+// written once: a gap is reported, not filled, and so is a byte written twice.
+//
+// The bytes in the file are those a pwrite of the same data would leave. A SIGBUS while
+// copying (the file truncated by another process, or an I/O error) is absorbed
+// (io/mapped_range.h) and reported as an error of that write.
+//
+// Thread-safety: as WritableFile's. WriteAt may run on several threads at once for ranges
+// that do not overlap; Append, Sync and Close on one thread, after the last WriteAt.
+#ifndef SHARDPACK_IO_MAPPED_WRITE_H_
+#define SHARDPACK_IO_MAPPED_WRITE_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "io/env.h"
+
+namespace shardpack::io {
+
+// The size of the windows a mapped file is written through: 8 MiB, a multiple of 2 MiB.
+inline constexpr uint64_t kMappedWriteWindow = uint64_t{8} << 20;
+
+// Creates or truncates `path` and returns it for writing through a mapping. NotSupported
+// (naming the file and the reason) where its file system cannot set space aside
+// (fallocate), which the mapping needs to report a full disk as an error: the caller then
+// writes the file with Env::NewWritableFile. The file is left created and empty then.
+StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path);
+
+// True where `dir`'s file system is one whose mapped writes were measured at least as fast
+// as its writes, and faster with several writers on one file: ext4 and xfs; not tmpfs,
+// where a mapped page is zeroed before it is copied into. And not where the host takes
+// free memory back (HostReclaimsFreeMemory, io/system_files.h): the faults through the
+// mapping build 2 MiB folios, whose fresh blocks cost the host a fault per page there,
+// more than writes do (docs/DESIGN.md, "Scaling model"). False where `dir` cannot be
+// examined.
+bool MappedWritesPreferred(const std::string& dir);
+
+}  // namespace shardpack::io
+
+#endif  // SHARDPACK_IO_MAPPED_WRITE_H_
