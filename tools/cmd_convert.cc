@@ -169,7 +169,8 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--write-method", a->write_method,
                   "TFRecord: how shards are written, the same bytes every way: map (copies into "
                   "a mapping of the file, which threads do side by side), write (pwrite, one at "
-                  "a time per file), auto (map on ext4 and xfs where the host does not take free memory back, write "
+                  "a time per file), auto (map on ext4 and xfs where the host does not take free "
+                  "memory back, write "
                   "elsewhere)")
       ->check(CLI::IsMember({"auto", "write", "map"}))
       ->capture_default_str();
@@ -378,6 +379,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     j["bytes"] = bytes;
     j["seconds"] = s.seconds;
     j["stages"] = StagesJson(s.stages);
+    j["write_method"] = s.write_method;
     if (!s.staging.empty()) {
       j["uploaded"] = {{"files", s.uploaded_files},
                        {"bytes", s.uploaded_bytes},
@@ -408,7 +410,13 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
                     (unsigned long long)s.deleted_objects);
       }
     }
-    if (a->stats) PrintStages(s.stages, done_now);
+    if (a->stats) {
+      PrintStages(s.stages, done_now);
+      if (!s.write_method.empty()) {
+        std::printf("  shards written by: %s (--write-method %s)\n", s.write_method.c_str(),
+                    a->write_method.c_str());
+      }
+    }
     if (!s.rejects.empty()) {
       std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", out.c_str());
       for (const auto& [reason, n] : RejectsByReason(s.rejects)) {

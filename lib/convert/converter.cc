@@ -1120,6 +1120,9 @@ StatusOr<ConvertSummary> ConvertLocal(const std::string& src, const std::string&
                     .write = write.stages().write};
   summary.bytes_in = write.bytes_in();
   summary.written = output.writer()->samples();
+  if (const WriteMethod used = output.writer()->write_method_used(); used != WriteMethod::kAuto) {
+    summary.write_method = WriteMethodName(used);
+  }
   summary.rejects = state.rejects;
   // An empty dataset is no result: a typo in SRC or options that reject every image must
   // not exit 0 (nor, with overwrite, leave an empty dataset where a good one was). A part

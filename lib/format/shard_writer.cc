@@ -272,6 +272,7 @@ class ShardWriter::Impl {
   }
 
   uint64_t samples() const { return samples_; }
+  WriteMethod write_method_used() const { return write_method_used_; }
   void set_options_json(std::string j) { options_.options_json = std::move(j); }
   void set_rejects(FileEntry f) { rejects_ = std::move(f); }
   // Valid after CheckLabel(label) passed.
@@ -331,6 +332,7 @@ class ShardWriter::Impl {
           options_.write_chunk_bytes, options_.write_method);
       if (!w.ok()) return w.status();
       tfrecord_ = std::move(w).value();
+      write_method_used_ = tfrecord_->method();
     } else {
       format::LmdbWriterOptions lo;
       lo.initial_map_bytes = options_.lmdb_initial_map_bytes;
@@ -443,6 +445,7 @@ class ShardWriter::Impl {
   std::unique_ptr<format::LmdbShardWriter> lmdb_;
   std::deque<Sealed> sealed_;  // in shard order
   uint64_t opened_ = 0;        // shards opened, staged or not: the next one's number
+  WriteMethod write_method_used_ = WriteMethod::kAuto;  // the last TFRecord shard opened
   Mode mode_ = Mode::kNone;
   std::vector<ShardEntry> shards_;
   std::vector<uint64_t> class_counts_;
@@ -631,5 +634,7 @@ Status ShardWriter::SetOptionsJson(std::string options_json) {
 void ShardWriter::SetRejectsFile(FileEntry rejects) { impl_->set_rejects(std::move(rejects)); }
 
 uint64_t ShardWriter::samples() const { return impl_->samples(); }
+
+WriteMethod ShardWriter::write_method_used() const { return impl_->write_method_used(); }
 
 }  // namespace shardpack

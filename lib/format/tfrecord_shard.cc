@@ -27,18 +27,20 @@ StatusOr<std::unique_ptr<TfrecordShardWriter>> TfrecordShardWriter::Create(
   if (write_chunk > 0 && !mapped) {
     out = io::NewChunkedWritableFile(std::move(out), tmp, static_cast<size_t>(write_chunk));
   }
-  return std::unique_ptr<TfrecordShardWriter>(new TfrecordShardWriter(
-      env, std::move(path), std::move(index_path), pixel_alignment, std::move(out)));
+  return std::unique_ptr<TfrecordShardWriter>(
+      new TfrecordShardWriter(env, std::move(path), std::move(index_path), pixel_alignment,
+                              std::move(out), mapped ? WriteMethod::kMap : WriteMethod::kWrite));
 }
 
 TfrecordShardWriter::TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,
                                          uint32_t pixel_alignment,
-                                         std::unique_ptr<io::WritableFile> file)
+                                         std::unique_ptr<io::WritableFile> file, WriteMethod method)
     : env_(env),
       path_(std::move(path)),
       index_path_(std::move(index_path)),
       alignment_(pixel_alignment),
-      file_(std::move(file)) {}
+      file_(std::move(file)),
+      method_(method) {}
 
 TfrecordShardWriter::~TfrecordShardWriter() { Abandon(); }
 

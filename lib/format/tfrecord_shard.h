@@ -73,6 +73,8 @@ class TfrecordShardWriter {
 
   uint64_t records() const { return records_; }
   uint64_t bytes() const { return offset_; }
+  // How the file is written: kWrite or kMap (Create's kAuto resolved).
+  WriteMethod method() const { return method_; }
 
   // Publishes the shard and index; fills their manifest entries (names are base names).
   Status Finish(FileEntry* data, FileEntry* index);
@@ -80,12 +82,14 @@ class TfrecordShardWriter {
 
  private:
   TfrecordShardWriter(io::Env* env, std::string path, std::string index_path,
-                      uint32_t pixel_alignment, std::unique_ptr<io::WritableFile> file);
+                      uint32_t pixel_alignment, std::unique_ptr<io::WritableFile> file,
+                      WriteMethod method);
 
   io::Env* env_;
   std::string path_, index_path_;
   uint32_t alignment_;
   std::unique_ptr<io::WritableFile> file_;
+  WriteMethod method_;
   Xxh3Hasher hasher_;
   std::string index_;
   uint64_t offset_ = 0;

@@ -46,6 +46,9 @@ class ConvertSummary:
     # in wall-clock seconds; "read", "decode", "resize", "encode", "write" and "idle" in
     # seconds summed over the pipeline's "threads" (docs/CLI.md).
     stages: dict = dataclasses.field(default_factory=dict)
+    # How the TFRecord shards were written: "write" or "map" (write_method="auto"
+    # resolved); "" where none was opened (LMDB)
+    write_method: str = ""
     # dst s3://...: the staging directory used (removed once uploaded), and the objects
     # and bytes the upload sent, manifest.json included; with overwrite, the objects of
     # the replaced dataset that the new one does not list, deleted

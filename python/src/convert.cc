@@ -49,6 +49,7 @@ nb::dict SummaryDict(const ConvertSummary& s) {
   stages["pipeline"] = t.pipeline;
   for (const auto& stage : t.Listed()) stages[stage.name] = stage.seconds;
   d["stages"] = stages;
+  d["write_method"] = s.write_method;
   d["rejects"] = rejects;
   d["manifest_json"] = SerializeManifest(s.manifest);
   return d;

@@ -57,7 +57,11 @@ def test_write_method_gives_the_same_bytes(image_folder, tmp_path):
     assert inspect.signature(shardpack.convert).parameters["write_method"].default == "auto"
     shards = {}
     for method in ("write", "map", "auto"):
-        shardpack.convert(image_folder, tmp_path / method, size=(24, 32), write_method=method)
+        summary = shardpack.convert(
+            image_folder, tmp_path / method, size=(24, 32), write_method=method
+        )
+        # How they were written: the method asked for, or auto's choice.
+        assert summary.write_method in ((method,) if method != "auto" else ("write", "map"))
         shards[method] = {
             p.name: p.read_bytes() for p in sorted((tmp_path / method).glob("*.tfrecord"))
         }

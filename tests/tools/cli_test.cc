@@ -13,6 +13,7 @@
 #include "image/resize_kernels.h"
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
+#include "io/mapped_write.h"
 #include "test_util.h"
 #include "tools/cli_run.h"
 
@@ -170,9 +171,14 @@ TEST(CliTest, ConvertGivesTheSameBytesWithEveryWriteMethodAndRefusesAnUnknownOne
   for (const std::string& root : roots) {
     for (const char* method : {"write", "map", "auto"}) {
       testing::TempDir out(root);
-      CliRun r = RunCli("convert --quiet --size 64x48 --shard-records 2 --write-method " +
+      CliRun r = RunCli("convert --json --size 64x48 --shard-records 2 --write-method " +
                         std::string(method) + " " + src.path() + " " + out.path());
       ASSERT_EQ(r.code, 0) << method << " in " << out.path() << ": " << r.out;
+      // --json says how the shards were written: auto's choice, or the method asked for.
+      const std::string used = std::string(method) == "auto"
+                                   ? (io::MappedWritesPreferred(out.path()) ? "map" : "write")
+                                   : method;
+      EXPECT_NE(r.out.find("\"write_method\": \"" + used + "\""), std::string::npos) << r.out;
       std::string shards;
       for (int n = 0; n < 3; ++n) {
         shards += testing::ReadFileOrDie(

@@ -217,6 +217,9 @@ struct ConvertSummary {
   uint64_t bytes_in = 0;  // bytes of input files read (this run)
   double seconds = 0;
   ConvertStageSeconds stages;
+  // How this run wrote the TFRecord shards: "write" or "map" (write_method's auto
+  // resolved); "" where it opened none (LMDB, nothing left to convert).
+  std::string write_method;
   std::vector<ConvertReject> rejects;
   Manifest manifest;
   uint64_t resumed_from = 0;  // inputs already done by an interrupted run (resume)

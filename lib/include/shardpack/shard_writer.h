@@ -182,6 +182,9 @@ class ShardWriter {
   StatusOr<Manifest> Finish();
 
   uint64_t samples() const;
+  // How the TFRecord shards opened so far were written: kWrite or kMap (write_method's
+  // kAuto resolved); kAuto before the first, and for LMDB.
+  WriteMethod write_method_used() const;
 
  private:
   class Impl;
