@@ -8,7 +8,7 @@
 # number, `--write-method write --write-chunk N` (0: record by record; 2097152, the default
 # chunk: whole 2 MiB chunks, so that the page cache holds the shards in 2 MiB folios), or
 # `map`, `--write-method map` (copies into the files' mappings, 2 MiB folios too; auto's
-# choice on ext4 and xfs where the host leaves free memory alone). After each conversion,
+# choice on ext4 where the host leaves free memory alone). After each conversion,
 # with its shards still in the page cache, two `shardpack bench --epochs 4 --no-baseline
 # --shuffle global` processes read them: each one's first epoch against its later ones (the
 # target is >= 0.9). The shards of every way are checked to be the same bytes.

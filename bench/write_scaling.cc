@@ -13,7 +13,8 @@
 //
 // Each case writes into a fresh file (removed afterwards), then syncs it. Prints GB/s on
 // the wall clock from the first write to the last (the sync apart, which waits for the
-// disk) and the process's CPU time per MiB. Run it with the destination on tmpfs and on the
+// disk; it also holds `write`'s last partial chunk and `map`'s last unmap and cut) and the
+// process's CPU time per MiB over the same span. Run it with the destination on tmpfs and on the
 // disk; compare methods within a run.
 // Usage: write_scaling DIR [THREADS=1,2] [MIB=1024] [ROUNDS=2] [RECORD=196928]
 #include <sys/resource.h>

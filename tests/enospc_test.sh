@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A full file system, for real (issue 7): conversions into a 1 MiB tmpfs, both backends
-# (and TFRecord written through mappings), must fail with exit 2 and an error naming the file and ENOSPC, publish no manifest,
-# and, once the file system has room again, go on with --resume to the bytes of an
-# uninterrupted conversion. (io::MemEnv injects ENOSPC into the TFRecord writer in the
-# unit tests; LMDB writes through its own file calls, so only a real full disk tests it.)
+# A full file system, for real (issue 7): conversions into a 1 MiB tmpfs, both backends (and
+# TFRecord written through mappings), must fail with exit 2 and an error naming the file and
+# ENOSPC, publish no manifest, and, once the file system has room again, go on with --resume
+# to the bytes of an uninterrupted conversion. (io::MemEnv injects ENOSPC into the TFRecord
+# writer in the unit tests; LMDB writes through its own file calls, so only a real full disk
+# tests it.)
 # Needs a private mount namespace (root, or unprivileged user namespaces): exits 77,
 # which ctest reports as skipped, where neither is allowed.
 # Usage: enospc_test.sh BUILD_DIR

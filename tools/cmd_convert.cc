@@ -161,17 +161,16 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--shard-records", a->shard_records, "Records per shard (0: no limit)")
       ->check(Integer<uint64_t>());
   cmd->add_option("--write-chunk", a->write_chunk,
-                  "TFRecord: write each shard in aligned chunks of this many bytes, a multiple "
-                  "of 4096 (2097152: 2 MiB folios in the page cache, a faster first epoch "
-                  "from it; 0: record by record, less memory)")
+                  "TFRecord, written by pwrite (--write-method): write each shard in aligned "
+                  "chunks of this many bytes, a multiple of 4096 (2097152: 2 MiB folios in the "
+                  "page cache, a faster first epoch from it; 0: record by record, less memory)")
       ->check(Integer<uint64_t>(0, uint64_t{1} << 30))
       ->capture_default_str();
   cmd->add_option("--write-method", a->write_method,
                   "TFRecord: how shards are written, the same bytes every way: map (copies into "
                   "a mapping of the file, which threads do side by side), write (pwrite, one at "
-                  "a time per file), auto (map on ext4 and xfs where the host does not take free "
-                  "memory back, write "
-                  "elsewhere)")
+                  "a time per file), auto (map on ext4 where the host does not take free memory "
+                  "back, write elsewhere)")
       ->check(CLI::IsMember({"auto", "write", "map"}))
       ->capture_default_str();
   cmd->add_flag("--shuffle", a->shuffle, "Shuffle the write order with --seed");

@@ -70,8 +70,8 @@ void WriteCoverage::Add(uint64_t offset, uint64_t n) {
 }
 
 Status WriteCoverage::Whole(const std::string& path, std::string_view what) const {
-  const uint64_t written = written_.load(std::memory_order_acquire);
-  const uint64_t end = end_.load(std::memory_order_acquire);
+  const uint64_t written = written_.load(std::memory_order_relaxed);
+  const uint64_t end = end_.load(std::memory_order_relaxed);
   if (written > end) {
     return FailedPreconditionError(path + ": " + std::to_string(written - end) +
                                    " bytes written twice: " + std::string(what) +

@@ -49,20 +49,21 @@ class WritableFile {
 // writer goes on.
 inline constexpr uint64_t kWritebackChunk = 8 << 20;
 
-// For the files of this environment that write to a descriptor: hands [*handed, end) of
+// For the files of the POSIX environment (posix_env.cc): hands [*handed, end) of
 // `fd` to the disk once it holds kWritebackChunk bytes or more, and moves *handed to `end`.
 // A hint: where it fails (a file system without it), Sync still does the work.
 void StartWriteback(int fd, uint64_t end, uint64_t* handed);
 
 // What positional writes (WritableFile::WriteAt, from any threads) have covered of a file
 // written from its start: the bytes written and one past the last. For files that must be
-// whole when they are synced (io/chunked_file.h, io/mapped_write.h).
+// whole when they are synced (io/chunked_file.h, io/mapped_write.h); read after the
+// writes (the threads joined, or the callers' own ordering).
 class WriteCoverage {
  public:
   // `n` bytes were written at `offset`.
   void Add(uint64_t offset, uint64_t n);
   // One past the last byte written.
-  uint64_t end() const { return end_.load(std::memory_order_acquire); }
+  uint64_t end() const { return end_.load(std::memory_order_relaxed); }
   // OK where every byte before end() was written once; else FailedPrecondition naming
   // `path` and what is missing (or written twice), `what` saying what such a file must be
   // ("a chunked file").
@@ -155,8 +156,9 @@ class Env {
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
   // Creates or truncates `path` for positional writes copied into a shared mapping of it,
   // which writers on several threads do without queueing on the file's lock
-  // (io/mapped_write.h). NotSupported where the environment or the file system cannot:
-  // then write with NewWritableFile.
+  // (io/mapped_write.h); its Sync is final (later writes are refused). NotSupported where
+  // the environment or the file system cannot (then no file is left): write with
+  // NewWritableFile.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path) {
     return NotSupportedError(path + ": no mapped writes in this environment");
   }

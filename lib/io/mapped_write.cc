@@ -26,6 +26,24 @@ constexpr uint64_t kAllocateStep = 2 << 20;
 // The largest folio a page cache builds (PMD size on x86-64 and arm64 with 4 KiB pages).
 constexpr uint64_t kFolio = 2 << 20;
 
+// fallocate and ftruncate, again where a signal interrupted them (tmpfs's fallocate
+// stops on any pending signal).
+int Fallocate(int fd, int mode, uint64_t offset, uint64_t length) {
+  int r;
+  do {
+    r = ::fallocate(fd, mode, static_cast<off_t>(offset), static_cast<off_t>(length));
+  } while (r != 0 && errno == EINTR);
+  return r;
+}
+
+int Ftruncate(int fd, uint64_t length) {
+  int r;
+  do {
+    r = ::ftruncate(fd, static_cast<off_t>(length));
+  } while (r != 0 && errno == EINTR);
+  return r;
+}
+
 // One window of the file, mapped shared and writable, registered for SIGBUS.
 class Window {
  public:
@@ -143,13 +161,11 @@ class MappedWritableFile final : public WritableFile {
     // kAllocateStep at a time, or no more than this write needs where the file system has
     // not that much left (mode 0 extends the file as well).
     uint64_t to = std::max(end, ready + kAllocateStep);
-    if (::fallocate(fd_, 0, static_cast<off_t>(ready), static_cast<off_t>(to - ready)) != 0) {
+    if (Fallocate(fd_, 0, ready, to - ready) != 0) {
       int err = errno;
       if (err == ENOSPC && to > end) {
         to = end;
-        err = ::fallocate(fd_, 0, static_cast<off_t>(ready), static_cast<off_t>(to - ready)) != 0
-                  ? errno
-                  : 0;
+        err = Fallocate(fd_, 0, ready, to - ready) != 0 ? errno : 0;
       }
       if (err != 0) {
         return ErrnoError(path_ + ": setting aside bytes " + std::to_string(ready) + " to " +
@@ -189,6 +205,7 @@ class MappedWritableFile final : public WritableFile {
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto it = windows_.find(index);
+      if (it == windows_.end()) return;  // a misuse: writes that overlapped filled it twice
       gone = std::move(it->second);
       windows_.erase(it);
     }
@@ -204,7 +221,7 @@ class MappedWritableFile final : public WritableFile {
     }
     cut_status_ = coverage_.Whole(path_, "a mapped file");
     const uint64_t end = coverage_.end();
-    if (cut_status_.ok() && ::ftruncate(fd_, static_cast<off_t>(end)) != 0) {
+    if (cut_status_.ok() && Ftruncate(fd_, end) != 0) {
       cut_status_ = ErrnoError(path_ + ": cutting to " + std::to_string(end) + " bytes", errno);
     }
     return cut_status_;
@@ -230,10 +247,12 @@ StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string&
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError(path + ": open for writing", errno);
   // A file system without fallocate (some network and FUSE ones) could only report a full
-  // disk by SIGBUS here: the caller writes such files with pwrite instead.
-  if (::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, 4096) != 0) {
+  // disk by SIGBUS here: the caller writes such files with pwrite instead. Probed as the
+  // writes will call it (mode 0, which extends the file), then cut back.
+  if (Fallocate(fd, 0, 0, 4096) != 0 || Ftruncate(fd, 0) != 0) {
     const int err = errno;
     ::close(fd);
+    ::unlink(path.c_str());
     if (err == EOPNOTSUPP || err == ENOSYS) {
       return NotSupportedError(path + ": its file system cannot set space aside (fallocate)");
     }
@@ -243,11 +262,12 @@ StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string&
 }
 
 bool MappedWritesPreferred(const std::string& dir) {
-  constexpr long kExt4Magic = 0xEF53;  // ext2, ext3 and ext4 alike
-  constexpr long kXfsMagic = 0x58465342;
+  constexpr long kExt4Magic = 0xEF53;  // ext2 and ext3 too, which refuse fallocate
   struct statfs fs {};
   if (::statfs(dir.c_str(), &fs) != 0) return false;
-  if (fs.f_type != kExt4Magic && fs.f_type != kXfsMagic) return false;
+  if (fs.f_type != kExt4Magic) return false;
+  // The machine's, for the process's life (the loader asks again for each dataset; a
+  // conversion opens a shard every 64 MiB).
   static const bool host_reclaims = !HostReclaimsFreeMemory().empty();
   return !host_reclaims;
 }

@@ -11,17 +11,20 @@
 // in the middle of a copy. The file is mapped in windows of kMappedWriteWindow bytes, with
 // MADV_HUGEPAGE, so that a page cache building large folios (ext4, xfs) holds the file in
 // 2 MiB folios as the chunked writes of io/chunked_file.h do. A window is unmapped by the
-// write that fills its last byte, so the process maps little more than the windows being
+// write that completes it, so the process maps little more than the windows being
 // written. Sync and Close cut the file back to the end of what was written (the space set
 // aside beyond it is given back), after checking that every byte before that end was
-// written once: a gap is reported, not filled, and so is a byte written twice.
+// written: a gap is reported, not filled. Writes must not overlap; where they do, the
+// bytes counted are checked against the end, a check of the contract, not a guarantee
+// (an overlap can unmap a window under another thread's copy).
 //
 // The bytes in the file are those a pwrite of the same data would leave. A SIGBUS while
 // copying (the file truncated by another process, or an I/O error) is absorbed
 // (io/mapped_range.h) and reported as an error of that write.
 //
 // Thread-safety: as WritableFile's. WriteAt may run on several threads at once for ranges
-// that do not overlap; Append, Sync and Close on one thread, after the last WriteAt.
+// that do not overlap; Append, Sync and Close on one thread, after the last WriteAt. Sync
+// is final: writes after it are refused.
 #ifndef SHARDPACK_IO_MAPPED_WRITE_H_
 #define SHARDPACK_IO_MAPPED_WRITE_H_
 
@@ -42,13 +45,13 @@ inline constexpr uint64_t kMappedWriteWindow = uint64_t{8} << 20;
 // writes the file with Env::NewWritableFile. The file is left created and empty then.
 StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path);
 
-// True where `dir`'s file system is one whose mapped writes were measured at least as fast
-// as its writes, and faster with several writers on one file: ext4 and xfs; not tmpfs,
-// where a mapped page is zeroed before it is copied into. And not where the host takes
-// free memory back (HostReclaimsFreeMemory, io/system_files.h): the faults through the
-// mapping build 2 MiB folios, whose fresh blocks cost the host a fault per page there,
-// more than writes do (docs/DESIGN.md, "Scaling model"). False where `dir` cannot be
-// examined.
+// True where `dir`'s file system is one whose mapped writes were measured as fast as its
+// writes with one writer and faster with two on one file: ext4 (xfs builds large folios
+// too, but was not measured); not tmpfs, where a mapped page is zeroed before it is
+// copied into. And not where the host takes free memory back (HostReclaimsFreeMemory,
+// io/system_files.h): the faults through the mapping build 2 MiB folios, whose fresh
+// blocks cost the host a fault per page there, more than writes do (docs/DESIGN.md,
+// "Scaling model"). False where `dir` cannot be examined.
 bool MappedWritesPreferred(const std::string& dir);
 
 }  // namespace shardpack::io

@@ -1,16 +1,14 @@
 #include "read/io_choice.h"
 
-#include "io/system_files.h"
-
 #include <unistd.h>
 
-#include <charconv>
 #include <cstdio>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string_view>
 #include <vector>
+
+#include "io/system_files.h"
 
 namespace shardpack::read {
 namespace {

@@ -47,7 +47,7 @@ class ConvertSummary:
     # seconds summed over the pipeline's "threads" (docs/CLI.md).
     stages: dict = dataclasses.field(default_factory=dict)
     # How the TFRecord shards were written: "write" or "map" (write_method="auto"
-    # resolved); "" where none was opened (LMDB)
+    # resolved); "" where none was opened (LMDB, or a resumed run with nothing left)
     write_method: str = ""
     # dst s3://...: the staging directory used (removed once uploaded), and the objects
     # and bytes the upload sent, manifest.json included; with overwrite, the objects of
@@ -268,8 +268,8 @@ def convert(
     Exactly one geometry: ``size`` (an int, (height, width), or the CLI's "WxH") with
     ``fit`` ("crop", "stretch" or "pad"), ``max_side``, or ``keep=True``. The other
     keywords are the CLI's flags (docs/CLI.md); ``shard_size`` and ``write_chunk``
-    (``--write-chunk``: the default 2097152 writes the shards in 2 MiB chunks, 0 record
-    by record) are in bytes, ``write_method`` is "auto", "write" or "map"
+    (``--write-chunk``, where the shards are written by pwrite: the default 2097152 writes
+    them in 2 MiB chunks, 0 record by record) are in bytes, ``write_method`` is "auto", "write" or "map"
     (``--write-method``: how TFRecord shards are written, the same bytes every way),
     ``threads=0`` uses all cores, ``input`` is "auto", "folders" or "tfrecord",
     ``lmdb_schema`` "example" or "caffe" (with ``format="lmdb"``), ``encoding`` "raw",

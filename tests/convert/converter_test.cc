@@ -136,21 +136,31 @@ TEST(ConvertTest, TheSummaryAccountsForTheTimeOfEachStage) {
 }
 
 // The acceptance test of determinism: 1, 2 and 8 threads give byte-identical datasets,
-// and so do shards written in chunks (4 KiB and 1 MiB, each more than these shards of two
-// records: OutputBytesArePinned fills whole chunks, tests/io/chunked_file_test.cc fills
-// them from several threads).
+// and so do shards written by pwrite in chunks (4 KiB and 1 MiB, each more than these
+// shards of two records: OutputBytesArePinned fills whole chunks,
+// tests/io/chunked_file_test.cc fills them from several threads) and through mappings
+// from 8 threads.
 TEST(ConvertTest, OutputBytesAreIdenticalForAnyThreadCount) {
   Tree tree;
   std::vector<std::unique_ptr<TempDir>> outs;
-  const std::pair<int, uint64_t> runs[] = {{1, 0}, {2, 0}, {8, 0}, {8, 4096}, {2, 1 << 20}};
-  for (const auto& [threads, chunk] : runs) {
+  struct Run {
+    int threads;
+    WriteMethod method;
+    uint64_t chunk;
+  };
+  const Run runs[] = {{1, WriteMethod::kWrite, 0},       {2, WriteMethod::kWrite, 0},
+                      {8, WriteMethod::kWrite, 0},       {8, WriteMethod::kWrite, 4096},
+                      {2, WriteMethod::kWrite, 1 << 20}, {8, WriteMethod::kMap, 0}};
+  for (const auto& [threads, method, chunk] : runs) {
     outs.push_back(std::make_unique<TempDir>());
     ConvertOptions o = Options16(threads);
     o.shuffle = true;
     o.seed = 5;
     o.max_shard_records = 2;
     o.write_chunk_bytes = chunk;
-    ASSERT_TRUE(Convert(tree.dir.path(), outs.back()->path(), o).ok());
+    o.write_method = method;
+    auto s = Convert(tree.dir.path(), outs.back()->path(), o);
+    ASSERT_TRUE(s.ok()) << WriteMethodName(method) << ": " << s.status().ToString();
   }
   for (const auto& entry : fs::directory_iterator(outs[0]->path())) {
     const std::string name = entry.path().filename();
@@ -178,7 +188,7 @@ int64_t WriteCalls() {
 // cache"): a shard of 40 records (about 37 KB) goes down in one write at its end, against
 // one write a record with write_chunk_bytes = 0. Everything else the two conversions write
 // (index, manifest, reject list) is the same.
-TEST(ConvertTest, ShardsAreWrittenInTwoMebibyteChunksByDefault) {
+TEST(ConvertTest, PwriteWritesShardsInTwoMebibyteChunksByDefault) {
   EXPECT_EQ(ConvertOptions{}.write_chunk_bytes, uint64_t{2} << 20);
   if (WriteCalls() < 0) GTEST_SKIP() << "/proc/self/io does not count write calls here";
   TempDir in;

@@ -271,10 +271,15 @@ step_convert_scaling() {
       echo "the conversion at $t threads with '$*' wrote no shard"
       return 1
     fi
-    sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p
-            s/^ *"write": *\([0-9.e-]*\).*/\1/p' "$json" | paste -sd' ' |
-      awk -v n="$n" '{printf "%.0f images/s in-process, resize %.3f, write %.3f", n / $1, 1000 * $2 / n, 1000 * $3 / n}'
-    echo "|$(cat "$dest"/*.tfrecord | sha256sum | cut -c1-16)"
+    local figures
+    figures=$(sed -n 's/^  "seconds": *\([0-9.e-]*\).*/\1/p; s/^ *"resize": *\([0-9.e-]*\).*/\1/p
+                     s/^ *"write": *\([0-9.e-]*\).*/\1/p' "$json" | paste -sd' ' |
+      awk -v n="$n" 'NF == 3 && $1 > 0 {printf "%.0f images/s in-process, resize %.3f, write %.3f", n / $1, 1000 * $2 / n, 1000 * $3 / n}')
+    if [ -z "$figures" ]; then
+      echo "the conversion at $t threads with '$*' left no seconds and stages in its --json"
+      return 1
+    fi
+    echo "$figures|$(cat "$dest"/*.tfrecord | sha256sum | cut -c1-16)"
   }
   # same_bytes WHAT: fails (the reason in $failed) where the shards differ from the first
   # conversion of the same list since $digest was emptied.
@@ -298,7 +303,7 @@ step_convert_scaling() {
       for round in 1 2; do
         for m in $([ "$round" = 1 ] && echo write map || echo map write); do
           once=$(convert_list "$last" "$dest" "$work/method.json" --write-method "$m") ||
-            { failed=$once; break 3; }
+            { failed="$where: $once"; break 3; }
           digest_now=${once##*|}
           same_bytes "--write-method $m ($where)" || break 3
           methods="$methods${methods:+; }$where ($(stat -f -c %T "$(dirname "$dest")")) $m: ${once%|*}"
@@ -306,6 +311,7 @@ step_convert_scaling() {
       done
       rm -rf "$dest"
     done
+    rm -rf "$out" "$work/scaling-disk"  # also where a failure broke out of the loops
     if [ -n "$failed" ]; then
       methods="$methods${methods:+; }FAILED: $failed"
       rc=1
@@ -329,7 +335,7 @@ step_convert_scaling() {
       for round in 1 2; do
         for k in $([ "$round" = 1 ] && echo avx2 avx512 || echo avx512 avx2); do
           once=$(SHARDPACK_RESIZE_KERNELS=$k convert_list "$t" "$out" "$work/kernels.json") ||
-            { failed=$once; break 3; }
+            { failed="the $k kernels: $once"; break 3; }
           digest_now=${once##*|}
           same_bytes "the $k kernels at $t threads" || break 3
           kernels="$kernels${kernels:+; }$t threads $k: ${once%|*}"
@@ -360,7 +366,8 @@ step_write_scaling() {
   done
   for dir in /dev/shm "$work"; do
     [ -d "$dir" ] && [ -w "$dir" ] || continue
-    "$kit/bin/write_scaling" "$dir" "$counts" "${WRITE_SCALING_MIB:-256}" 1 > "$work/write-scaling.txt" ||
+    "$kit/bin/write_scaling" "$dir" "$counts" "${WRITE_SCALING_MIB:-256}" 1 \
+      > "$work/write-scaling.txt" 2>&1 ||
       { summary "write_scaling $dir failed: $(tail -1 "$work/write-scaling.txt")"; return 1; }
     cat "$work/write-scaling.txt"
     rows="$rows${rows:+; }$(stat -f -c %T "$dir") $dir:$(awk 'NR > 2 {printf "%s %s threads %s %s GB/s %s ms/MiB", (NR > 3 ? "," : ""), $2, $3, $4, $5}' "$work/write-scaling.txt")"
@@ -373,7 +380,7 @@ step_first_epoch() {
   local copies="" ratios=""
   # Free page reporting needs a virtio balloon (device 0x0005) that negotiated it (feature
   # bit 5), at a page_reporting_order no higher than the largest free block the kernel
-  # keeps (the last column of /proc/buddyinfo), as read::HostReclaimsFreeMemory decides;
+  # keeps (the last column of /proc/buddyinfo), as io::HostReclaimsFreeMemory decides;
   # page_reporting_order alone exists on kernels with no such device.
   local reporting max_order
   order="none (no virtio balloon)"
@@ -412,19 +419,19 @@ step_first_epoch() {
   # record by record and in 2 MiB chunks (convert --write-method write --write-chunk), and
   # through the files' mappings (--write-method map): the same bytes, and what each way of
   # writing costs the conversion.
-  local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk how
+  local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk write_args
   jpeg_list "$kit/photos" > "$list.once"
   files=$(wc -l < "$list.once")
   if [ "$files" -gt 0 ]; then
     repeat "$list.once" $(( (n + files - 1) / files )) > "$list"
     for chunk in 0 2097152 map; do
-      how=(--write-method write --write-chunk "$chunk")
-      [ "$chunk" = map ] && how=(--write-method map)
+      write_args=(--write-method write --write-chunk "$chunk")
+      [ "$chunk" = map ] && write_args=(--write-method map)
       t0=$EPOCHREALTIME
       "$sp" convert "$kit/photos" "$d/converted-$chunk" --list "$list" --size 256x256 \
-        --fit crop --threads "$cores" "${how[@]}" --quiet > /dev/null || return 1
+        --fit crop --threads "$cores" "${write_args[@]}" --quiet > /dev/null || return 1
       bytes=$(du -sb "$d/converted-$chunk" | cut -f1)
-      copies="$copies, converted ($(wc -l < "$list") photos) with ${how[*]} $(rate)"
+      copies="$copies, converted ($(wc -l < "$list") photos) with ${write_args[*]} $(rate)"
       kinds="$kinds converted-$chunk"
     done
     for chunk in 2097152 map; do

@@ -94,12 +94,14 @@ struct ConvertOptions {
 
   uint64_t max_shard_bytes = 64ull << 20;
   uint64_t max_shard_records = 0;  // 0: no limit
-  // TFRecord shards written in aligned chunks of this many bytes (0: record by record):
-  // ShardWriterOptions::write_chunk_bytes. The same bytes. The default, 2 MiB, leaves the
-  // shards in the page cache in 2 MiB folios, and a loader's first epoch from it runs about
-  // as fast as the later ones (docs/LOADER.md, "The first epoch from the page cache").
+  // Where the shards are written by pwrite (write_method below), in aligned chunks of this
+  // many bytes (0: record by record): ShardWriterOptions::write_chunk_bytes. The same
+  // bytes. The default, 2 MiB, leaves the shards in the page cache in 2 MiB folios, and a
+  // loader's first epoch from it runs about as fast as the later ones (docs/LOADER.md,
+  // "The first epoch from the page cache"); so do mapped writes.
   uint64_t write_chunk_bytes = uint64_t{2} << 20;
-  // How the TFRecord shards are written: ShardWriterOptions::write_method. The same bytes.
+  // How the TFRecord shards are written: ShardWriterOptions::write_method, here kAuto by
+  // default. The same bytes.
   WriteMethod write_method = WriteMethod::kAuto;
 
   // Shuffle the write order with `seed` (recorded in the manifest). Off: class order.
@@ -218,7 +220,7 @@ struct ConvertSummary {
   double seconds = 0;
   ConvertStageSeconds stages;
   // How this run wrote the TFRecord shards: "write" or "map" (write_method's auto
-  // resolved); "" where it opened none (LMDB, nothing left to convert).
+  // resolved); "" where it opened none (LMDB, or a resumed run with nothing left).
   std::string write_method;
   std::vector<ConvertReject> rejects;
   Manifest manifest;

@@ -46,8 +46,8 @@ struct ShardWriterState {
 // How a TFRecord shard file's bytes reach it (docs/DESIGN.md, "Scaling model"). The bytes
 // are the same every way.
 enum class WriteMethod {
-  // kMap where the shard's file system is ext4 or xfs and the host does not take free
-  // memory back (a virtual machine with free page reporting); kWrite elsewhere.
+  // kMap where io::MappedWritesPreferred says so of the shard's directory (ext4, where
+  // the host does not take free memory back), kWrite elsewhere.
   kAuto,
   // pwrite, in write_chunk_bytes chunks where that is not 0. File systems take one such
   // write into a file at a time: threads writing one shard queue there.
@@ -81,12 +81,13 @@ struct ShardWriterOptions {
   // epoch from the page cache runs about as fast as the later ones (docs/LOADER.md, "The
   // first epoch from the page cache"). The bytes written are the same. The records of a
   // chunk wait in memory until it is full (a chunk per shard being written, and about
-  // one per thread). LMDB ignores it. The converter writes 2 MiB chunks unless told
-  // otherwise (ConvertOptions::write_chunk_bytes).
+  // one per thread). LMDB, and write_method kMap, ignore it. The converter writes 2 MiB
+  // chunks where it writes (ConvertOptions::write_chunk_bytes and write_method).
   uint64_t write_chunk_bytes = 0;
-  // TFRecord: how shard files are written (above); write_chunk_bytes applies to kWrite.
-  // LMDB writes through its own map and ignores it.
-  WriteMethod write_method = WriteMethod::kAuto;
+  // TFRecord: how shard files are written (above); write_chunk_bytes applies to kWrite,
+  // the default here (the converter passes ConvertOptions::write_method, kAuto by
+  // default). LMDB writes through its own map and ignores it.
+  WriteMethod write_method = WriteMethod::kWrite;
   // LMDB: initial map size, doubled on MDB_MAP_FULL (sparse; default 1 GiB).
   uint64_t lmdb_initial_map_bytes = 1ull << 30;
   // LMDB: what the values hold (docs/FORMAT.md §4). kCaffe writes Caffe Datum values (CHW,
