@@ -32,6 +32,7 @@
 #include "io/chunked_file.h"
 #include "io/env.h"
 #include "io/mapped_write.h"
+#include "shardpack/convert.h"
 
 namespace {
 
@@ -57,7 +58,8 @@ std::unique_ptr<io::WritableFile> Open(const std::string& method, const std::str
   }
   auto f = io::Env::Posix()->NewWritableFile(path);
   if (!f.ok()) Die(f.status());
-  return io::NewChunkedWritableFile(std::move(f).value(), path, size_t{2} << 20);
+  return io::NewChunkedWritableFile(std::move(f).value(), path,
+                                    static_cast<size_t>(ConvertOptions{}.write_chunk_bytes));
 }
 
 // One case: returns {GB/s, CPU ms per MiB}.

@@ -98,6 +98,10 @@ class MappedWritableFile final : public WritableFile {
     for (std::string_view p : pieces) total += p.size();
     if (total == 0) return Status::Ok();
     SHARDPACK_RETURN_IF_ERROR(Reserve(offset + total));
+    // The window of the last part copied: a record's pieces (its head, pixels and footer)
+    // mostly share one, found once.
+    Window* window = nullptr;
+    uint64_t window_index = 0;
     for (std::string_view piece : pieces) {
       const char* p = piece.data();
       size_t left = piece.size();
@@ -105,7 +109,10 @@ class MappedWritableFile final : public WritableFile {
         const uint64_t index = offset / kMappedWriteWindow;
         const size_t at = static_cast<size_t>(offset % kMappedWriteWindow);
         const size_t take = std::min<size_t>(left, kMappedWriteWindow - at);
-        Window* window = Find(index);
+        if (window == nullptr || window_index != index) {
+          window = Find(index);
+          window_index = index;
+        }
         if (window == nullptr) {  // unmapped when filled: these bytes were written before
           return FailedPreconditionError(path_ + ": write at offset " + std::to_string(offset) +
                                          " over bytes already written");
@@ -117,7 +124,10 @@ class MappedWritableFile final : public WritableFile {
                          "truncated by another process, or did the disk fail?)");
         }
         coverage_.Add(offset, take);
-        if (window->Filled(take)) Forget(index);
+        if (window->Filled(take)) {
+          Forget(index);
+          window = nullptr;
+        }
         offset += take;
         p += take;
         left -= take;

@@ -97,32 +97,13 @@ std::vector<std::pair<uint64_t, uint64_t>> MappedPartsOf(const std::string& path
   return parts;
 }
 
-// A fresh directory under /dev/shm when that is a tmpfs (TempDir's may be on any file
-// system), removed with its contents on destruction; path() is empty where there is none.
-class TmpfsDir {
- public:
-  TmpfsDir() {
-    constexpr long kTmpfsMagic = 0x01021994;
-    static std::atomic<int> counter{0};
-    struct statfs fs {};
-    if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != kTmpfsMagic) return;
-    path_ = "/dev/shm/shardpack-test-" + std::to_string(::getpid()) + "-" +
-            std::to_string(counter++) + "-mapped-write";
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
-    if (!std::filesystem::create_directories(path_, ec)) path_.clear();
-  }
-  ~TmpfsDir() {
-    std::error_code ec;
-    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
-  }
-  TmpfsDir(const TmpfsDir&) = delete;
-  TmpfsDir& operator=(const TmpfsDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+// A temporary directory under /dev/shm where that is a tmpfs; null elsewhere.
+std::unique_ptr<TempDir> TmpfsTempDir() {
+  constexpr long kTmpfsMagic = 0x01021994;
+  struct statfs fs {};
+  if (::statfs("/dev/shm", &fs) != 0 || fs.f_type != kTmpfsMagic) return nullptr;
+  return std::make_unique<TempDir>("/dev/shm");
+}
 
 // Records laid end to end, written by four threads in a scrambled order, each in three
 // pieces (the first empty for a record of one or two bytes), then synced and closed: the
@@ -197,10 +178,9 @@ TEST(MappedWritableFileTest, RecordsWrittenFromThreadsInAnyOrderGiveExactlyTheir
 }
 
 TEST(MappedWritableFileTest, WritesOnTmpfsGiveTheSameBytes) {
-  TmpfsDir dir;
-  if (dir.path().empty()) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
-  WriteScrambledRecordsAndCheck(dir.path() + "/shard.tfrecord.tmp", 2 * kMappedWriteWindow + 4096,
-                                2);
+  std::unique_ptr<TempDir> dir = TmpfsTempDir();
+  if (dir == nullptr) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  WriteScrambledRecordsAndCheck(dir->Join("shard.tfrecord.tmp"), 2 * kMappedWriteWindow + 4096, 2);
 }
 
 TEST(MappedWritableFileTest, AppendsGiveTheBytesAndTheSize) {
@@ -375,9 +355,8 @@ TEST(MappedWritableFileTest, MappedWritesArePreferredOnExt4WhereTheHostLeavesMem
   const bool host_reclaims = !HostReclaimsFreeMemory().empty();
   EXPECT_EQ(MappedWritesPreferred(dir.path()), !host_reclaims && fs.f_type == kExt4Magic)
       << "f_type 0x" << std::hex << fs.f_type << ", host reclaims: " << host_reclaims;
-  TmpfsDir tmpfs;
-  if (!tmpfs.path().empty()) {
-    EXPECT_FALSE(MappedWritesPreferred(tmpfs.path())) << "tmpfs";
+  if (std::unique_ptr<TempDir> tmpfs = TmpfsTempDir(); tmpfs != nullptr) {
+    EXPECT_FALSE(MappedWritesPreferred(tmpfs->path())) << "tmpfs";
   }
 }
 
