@@ -23,6 +23,8 @@ packages=(
   liburing-dev
   # scripts/device-kit.sh (docs/GPU.md): the kit's programs find their libraries beside them
   patchelf
+  # tests/xfs_test.sh: the mapped shard writes on a real xfs (a loop device)
+  xfsprogs
 )
 
 missing=()

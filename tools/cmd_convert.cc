@@ -169,8 +169,8 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--write-method", a->write_method,
                   "TFRecord: how shards are written, the same bytes every way: map (copies into "
                   "a mapping of the file, which threads do side by side), write (pwrite, one at "
-                  "a time per file), auto (map on ext4 where the host does not take free memory "
-                  "back, write elsewhere)")
+                  "a time per file), auto (map on ext4 and xfs where the host does not take free "
+                  "memory back, write elsewhere)")
       ->check(CLI::IsMember({"auto", "write", "map"}))
       ->capture_default_str();
   cmd->add_flag("--shuffle", a->shuffle, "Shuffle the write order with --seed");

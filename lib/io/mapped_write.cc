@@ -271,11 +271,14 @@ StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string&
   return std::unique_ptr<WritableFile>(new MappedWritableFile(path, fd));
 }
 
-bool MappedWritesPreferred(const std::string& dir) {
-  constexpr long kExt4Magic = 0xEF53;  // ext2 and ext3 too, which refuse fallocate
+bool MappedWritesMeasuredOn(const std::string& dir) {
   struct statfs fs {};
   if (::statfs(dir.c_str(), &fs) != 0) return false;
-  if (fs.f_type != kExt4Magic) return false;
+  return fs.f_type == kExt4Magic || fs.f_type == kXfsMagic;
+}
+
+bool MappedWritesPreferred(const std::string& dir) {
+  if (!MappedWritesMeasuredOn(dir)) return false;
   // The machine's, for the process's life (the loader asks again for each dataset; a
   // conversion opens a shard every 64 MiB).
   static const bool host_reclaims = !HostReclaimsFreeMemory().empty();

@@ -45,13 +45,21 @@ inline constexpr uint64_t kMappedWriteWindow = uint64_t{8} << 20;
 // writes the file with Env::NewWritableFile. The file is left created and empty then.
 StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path);
 
+// statfs's f_type of the file systems MappedWritesMeasuredOn takes: ext4's (ext2 and ext3
+// share it, and refuse fallocate) and xfs's.
+inline constexpr long kExt4Magic = 0xEF53;
+inline constexpr long kXfsMagic = 0x58465342;
+
 // True where `dir`'s file system is one whose mapped writes were measured as fast as its
-// writes with one writer and faster with two on one file: ext4 (xfs builds large folios
-// too, but was not measured); not tmpfs, where a mapped page is zeroed before it is
-// copied into. And not where the host takes free memory back (HostReclaimsFreeMemory,
-// io/system_files.h): the faults through the mapping build 2 MiB folios, whose fresh
-// blocks cost the host a fault per page there, more than writes do (docs/DESIGN.md,
-// "Scaling model"). False where `dir` cannot be examined.
+// writes with one writer and cheaper with two on one file: ext4 and xfs (on xfs its
+// writes also left fewer 2 MiB folios than the mapping); not tmpfs, where a mapped page is
+// zeroed before it is copied into. False where `dir` cannot be examined.
+bool MappedWritesMeasuredOn(const std::string& dir);
+
+// `auto`'s rule: MappedWritesMeasuredOn(dir), and not where the host takes free memory
+// back (HostReclaimsFreeMemory, io/system_files.h): the faults through the mapping build
+// 2 MiB folios, whose fresh blocks cost the host a fault per page there, more than writes
+// do (docs/DESIGN.md, "Scaling model").
 bool MappedWritesPreferred(const std::string& dir);
 
 }  // namespace shardpack::io

@@ -344,18 +344,22 @@ TEST(MappedWritableFileTest, AFileTruncatedUnderTheMappingIsAnErrorNotACrash) {
   (void)file->Close();
 }
 
-TEST(MappedWritableFileTest, MappedWritesArePreferredOnExt4WhereTheHostLeavesMemoryAlone) {
+// tests/xfs_test.sh runs this (and every test here) with the temporary directory on xfs.
+TEST(MappedWritableFileTest, MappedWritesArePreferredOnExt4AndXfsWhereTheHostLeavesMemoryAlone) {
   TempDir dir;
+  EXPECT_FALSE(MappedWritesMeasuredOn(dir.Join("no-such-dir")));
   EXPECT_FALSE(MappedWritesPreferred(dir.Join("no-such-dir")));
-  constexpr long kExt4Magic = 0xEF53;
   struct statfs fs {};
   ASSERT_EQ(::statfs(dir.path().c_str(), &fs), 0);
   // Where the host takes free memory back, nowhere (this machine's answer is the one its
   // files give: the rule is tested on laid-out folders in huge_pages_test.cc).
   const bool host_reclaims = !HostReclaimsFreeMemory().empty();
-  EXPECT_EQ(MappedWritesPreferred(dir.path()), !host_reclaims && fs.f_type == kExt4Magic)
+  const bool measured = fs.f_type == 0xEF53 || fs.f_type == 0x58465342;  // ext4, xfs
+  EXPECT_EQ(MappedWritesMeasuredOn(dir.path()), measured) << "f_type 0x" << std::hex << fs.f_type;
+  EXPECT_EQ(MappedWritesPreferred(dir.path()), !host_reclaims && measured)
       << "f_type 0x" << std::hex << fs.f_type << ", host reclaims: " << host_reclaims;
   if (std::unique_ptr<TempDir> tmpfs = TmpfsTempDir(); tmpfs != nullptr) {
+    EXPECT_FALSE(MappedWritesMeasuredOn(tmpfs->path())) << "tmpfs";
     EXPECT_FALSE(MappedWritesPreferred(tmpfs->path())) << "tmpfs";
   }
 }

@@ -370,7 +370,7 @@ step_write_scaling() {
       > "$work/write-scaling.txt" 2>&1 ||
       { summary "write_scaling $dir failed: $(tail -1 "$work/write-scaling.txt")"; return 1; }
     cat "$work/write-scaling.txt"
-    rows="$rows${rows:+; }$(stat -f -c %T "$dir") $dir:$(awk 'NR > 2 {printf "%s %s threads %s %s GB/s %s ms/MiB", (NR > 3 ? "," : ""), $2, $3, $4, $5}' "$work/write-scaling.txt")"
+    rows="$rows${rows:+; }$(df --output=fstype "$dir" | tail -1) $dir:$(awk 'NR > 2 {printf "%s %s threads %s %s GB/s %s ms/MiB", (NR > 3 ? "," : ""), $2, $3, $4, $5}' "$work/write-scaling.txt")"
   done
   summary "records of 196,928 bytes into one file by method, or a file a thread (files), GB/s and CPU ms a MiB: $rows"
 }

@@ -46,8 +46,8 @@ struct ShardWriterState {
 // How a TFRecord shard file's bytes reach it (docs/DESIGN.md, "Scaling model"). The bytes
 // are the same every way.
 enum class WriteMethod {
-  // kMap where io::MappedWritesPreferred says so of the shard's directory (ext4, where
-  // the host does not take free memory back), kWrite elsewhere.
+  // kMap where io::MappedWritesPreferred says so of the shard's directory (ext4 and xfs,
+  // where the host does not take free memory back), kWrite elsewhere.
   kAuto,
   // pwrite, in write_chunk_bytes chunks where that is not 0. File systems take one such
   // write into a file at a time: threads writing one shard queue there.

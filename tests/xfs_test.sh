@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# The mapped shard writes on a real xfs (`auto` maps there as on ext4, io::MappedWritesPreferred),
+# in a 320 MiB file system on a loop device:
+#   - the mapped file's unit tests and the pinned output bytes (every write method), with
+#     the test binary's temporary directory on the xfs (TMPDIR); the rule test then checks
+#     that `auto` maps there unless the host takes free memory back;
+#   - a conversion with each write method gives the bytes of a reference conversion made
+#     elsewhere, and verifies;
+#   - with about 1 MiB left, each method fails with exit 2 and an error naming the shard
+#     and ENOSPC, publishes no manifest, and once the room is back, --resume completes to
+#     the same bytes.
+# Needs root (a loop device and a mount), mkfs.xfs (xfsprogs, scripts/install-deps.sh) and a
+# kernel with xfs: exits 77, which ctest reports as skipped, saying what is missing.
+# Usage: xfs_test.sh BUILD_DIR
+set -euo pipefail
+build=$1
+skip() { echo "xfs_test: $*: skipped"; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "not root (a loop device and a mount need it)"
+command -v mkfs.xfs > /dev/null || skip "no mkfs.xfs (xfsprogs)"
+command -v losetup > /dev/null || skip "no losetup"
+grep -qw xfs /proc/filesystems || modprobe xfs 2> /dev/null || skip "the kernel has no xfs"
+unshare --mount true 2> /dev/null || skip "no private mount namespace"
+
+work=$(mktemp -d)
+loop=""
+cleanup() {
+  [ -z "$loop" ] || losetup -d "$loop" 2> /dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+truncate -s 320M "$work/xfs.img"  # xfsprogs' smallest file system is 300 MB
+mkfs.xfs -q -f "$work/xfs.img"
+loop=$(losetup -f --show "$work/xfs.img" 2> "$work/err") || skip "no loop device ($(cat "$work/err"))"
+
+"$build/samples/make_images" "$work/src" --classes 4 --per-class 30 --seed 3 > /dev/null
+args=(--size 64x64 --shard-records 20 --quiet)
+"$build/tools/shardpack" convert "$work/src" "$work/ref" "${args[@]}" --write-method write > /dev/null
+
+# The mount lives in a namespace of its own, gone with the script whatever happens.
+unshare --mount bash -euo pipefail -c '
+  build=$1 work=$2 loop=$3
+  shift 3
+  mnt=$work/mnt
+  mkdir -p "$mnt"
+  mount -t xfs "$loop" "$mnt"
+  [ "$(stat -f -c %T "$mnt")" = xfs ] || { echo "xfs_test: $mnt is not xfs"; exit 1; }
+
+  mkdir -p "$mnt/tmp"
+  TMPDIR=$mnt/tmp "$build/tests/shardpack_tests" --gtest_brief=1 \
+    --gtest_filter="MappedWritableFileTest.*:ConvertTest.OutputBytesArePinned" > "$work/gtest" 2>&1 ||
+    { cat "$work/gtest"; echo "xfs_test: the unit tests failed on xfs"; exit 1; }
+  ran=$(sed -n "s/^\[  PASSED  \] \([0-9]*\) tests\?\.$/\1/p" "$work/gtest")
+  [ "${ran:-0}" -ge 10 ] ||
+    { cat "$work/gtest"; echo "xfs_test: ${ran:-no} unit tests ran, expected the mapped file'"'"'s"; exit 1; }
+  echo "xfs_test: $ran unit tests passed with their files on xfs"
+
+  for method in map write; do
+    dst=$mnt/$method
+    "$build/tools/shardpack" convert "$work/src" "$dst" "$@" --write-method "$method" --json \
+      > "$work/json"
+    grep -q "\"write_method\": \"$method\"" "$work/json" ||
+      { echo "xfs_test: $method: --json names another method:"; cat "$work/json"; exit 1; }
+    diff -r "$work/ref" "$dst"
+    "$build/tools/shardpack" verify "$dst" > /dev/null
+    rm -rf "$dst"
+  done
+
+  # About 1 MiB left: a file takes the rest (fallocate, so the space is really held). xfs
+  # frees removed files in the background (inodegc); unmounting finishes that first. Near
+  # full, xfs may have no room for a new chunk of inodes, and the first file the converter
+  # opens would fail instead of a shard: so 64 files are made and every other one removed
+  # first, which leaves 32 free inodes in a chunk that stays.
+  fill() {
+    local free i
+    mkdir "$mnt/inodes"
+    for i in $(seq 64); do : > "$mnt/inodes/$i"; done
+    for i in $(seq 2 2 64); do rm "$mnt/inodes/$i"; done
+    umount "$mnt"
+    mount -t xfs "$loop" "$mnt"
+    free=$(df --output=avail -B1 "$mnt" | tail -1)
+    fallocate -l $((free - (1 << 20))) "$mnt/filler"
+    free=$(df --output=avail -B1 "$mnt" | tail -1)
+    [ "$free" -le $((3 << 19)) ] ||
+      { echo "xfs_test: $free bytes free after filling, expected about 1 MiB"; return 1; }
+  }
+  for method in map write; do
+    dst=$mnt/full-$method
+    fill
+    rc=0
+    "$build/tools/shardpack" convert "$work/src" "$dst" "$@" --write-method "$method" \
+      2> "$work/err" || rc=$?
+    if [ "$rc" -ne 2 ] || ! grep -q "ENOSPC" "$work/err" || ! grep -q "$dst/shard-" "$work/err"
+    then
+      echo "xfs_test: $method: exit $rc, expected 2 and an error naming the file and ENOSPC:"
+      cat "$work/err"
+      exit 1
+    fi
+    if [ -e "$dst/manifest.json" ]; then
+      echo "xfs_test: $method: a manifest was published on a full file system"; exit 1
+    fi
+    echo "xfs_test: $method on a full xfs: $(cat "$work/err")"
+    rm -r "$mnt/filler" "$mnt/inodes"
+    "$build/tools/shardpack" convert "$work/src" "$dst" "$@" --write-method "$method" \
+      --resume > /dev/null 2>&1
+    diff -r "$work/ref" "$dst"
+    "$build/tools/shardpack" verify "$dst" > /dev/null
+    rm -rf "$dst"
+  done
+  umount "$mnt"
+  echo "xfs_test: mapped and written shards on xfs: the same bytes, and a full disk fails cleanly and resumes"
+' _ "$build" "$work" "$loop" "${args[@]}"
