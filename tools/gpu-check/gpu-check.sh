@@ -306,7 +306,7 @@ step_convert_scaling() {
             { failed="$where: $once"; break 3; }
           digest_now=${once##*|}
           same_bytes "--write-method $m ($where)" || break 3
-          methods="$methods${methods:+; }$where ($(stat -f -c %T "$(dirname "$dest")")) $m: ${once%|*}"
+          methods="$methods${methods:+; }$where ($(df --output=fstype "$(dirname "$dest")" | tail -1)) $m: ${once%|*}"
         done
       done
       rm -rf "$dest"
