@@ -130,10 +130,13 @@ void BM_ParseSample(benchmark::State& state) {
 BENCHMARK(BM_ParseSample);
 
 // The resize kernels for a benchmark's argument: 0 portable, 1 the best this CPU runs
-// (AVX-512 VNNI or AVX2 where it has them), 2 AVX2 (the best where the CPU lacks VNNI).
+// (AVX-512 VNNI, with VBMI transposes, or AVX2 where it has them), 2 AVX2 (the best where
+// the CPU lacks VNNI), 3 the best with the AVX2 transposes (as on a CPU with VNNI and no
+// VBMI).
 void UseKernels(int64_t arg, shardpack::image::ResizeScratch* scratch) {
   if (arg == 0) shardpack::image::internal::UsePortableKernels(scratch);
   if (arg == 2) shardpack::image::internal::UseAvx2Kernels(scratch);
+  if (arg == 3) shardpack::image::internal::UseAvx2Transposes(scratch);
 }
 
 // The converter's resize of a Caltech-sized photo (350x280 RGB) to 256x256 with
@@ -154,7 +157,7 @@ void BM_ResizeCrop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ResizeCrop)->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(BM_ResizeCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 
 // The loader's random-resized-crop: 64 boxes of a 256x256 sample (area 8-100%, aspect
 // 3/4-4/3, as torchvision draws them) to 224x224, bilinear; from upscaling 2.8x to
@@ -192,7 +195,7 @@ void BM_ResizeRandomCrop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ResizeRandomCrop)->Arg(0)->Arg(1)->Arg(2);
+BENCHMARK(BM_ResizeRandomCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
 
 }  // namespace
 

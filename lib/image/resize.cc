@@ -490,9 +490,11 @@ const KernelChoice& ChosenKernels() {
 
 struct ResizeScratch::Buffers {
   // The AVX2 passes where the CPU has them, and the AVX-512 vertical kernel where it has
-  // that too (same bytes either way).
+  // that too, with the AVX-512 transposes of the horizontal pass where it also has VBMI
+  // (same bytes every way).
   bool avx2 = ChosenKernels().kernels >= Kernels::kAvx2;
   bool avx512 = ChosenKernels().kernels >= Kernels::kAvx512;
+  bool vbmi = avx512 && internal::HaveAvx512Vbmi();
   // An axis's output samples take the other axis's weights where the taps are the same.
   bool share_weights = true;
   AxisWeights horizontal;
@@ -532,12 +534,12 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
       const internal::AxisTaps taps = axis.ColumnTaps();
       uint8_t* lines = buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size));
       done = internal::ResampleRowBlocksRgbAvx2(in, in_stride, in_width, rows, taps, out,
-                                                out_stride, lines);
+                                                out_stride, lines, buffers.vbmi);
       if (done < rows) {
         const size_t last = static_cast<size_t>(rows - internal::kRowBlockRows);
         internal::ResampleRowBlocksRgbAvx2(in + last * in_stride, in_stride, in_width,
                                            internal::kRowBlockRows, taps, out + last * out_stride,
-                                           out_stride, lines);
+                                           out_stride, lines, buffers.vbmi);
         done = rows;
       }
     }
@@ -1106,6 +1108,17 @@ bool HaveAvx512Vnni() {
 #endif
 }
 
+bool HaveAvx512Vbmi() {
+#if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx512vbmi.cc is built with resize_avx2.cc
+  static const bool have =
+      HaveAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+  return have;
+#else
+  return false;
+#endif
+}
+
 void PackHorizontalWeights(int groups, int16_t* packed, AxisTaps* taps) {
   for (int x = 0; x < taps->out_size; ++x) {
     const int32_t* k = taps->weights + static_cast<size_t>(x) * taps->ksize;
@@ -1185,9 +1198,15 @@ bool PackDigitWeights(int32_t* digit_weights, AxisTaps* taps) {
 void UsePortableKernels(ResizeScratch* scratch) {
   scratch->buffers().avx2 = false;
   scratch->buffers().avx512 = false;
+  scratch->buffers().vbmi = false;
 }
 
-void UseAvx2Kernels(ResizeScratch* scratch) { scratch->buffers().avx512 = false; }
+void UseAvx2Kernels(ResizeScratch* scratch) {
+  scratch->buffers().avx512 = false;
+  scratch->buffers().vbmi = false;
+}
+
+void UseAvx2Transposes(ResizeScratch* scratch) { scratch->buffers().vbmi = false; }
 
 void WeighEachSampleAlone(ResizeScratch* scratch) { scratch->buffers().share_weights = false; }
 

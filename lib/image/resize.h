@@ -123,9 +123,13 @@ Status ResizeKernelsStatus();
 
 namespace internal {
 // For tests and benchmarks (resize_kernels.h): makes `scratch` run the portable kernels
-// even where the CPU has AVX2, or the AVX2 ones even where it has AVX-512 VNNI.
+// even where the CPU has AVX2, or the AVX2 ones even where it has AVX-512 (VNNI, VBMI).
 void UsePortableKernels(ResizeScratch* scratch);
 void UseAvx2Kernels(ResizeScratch* scratch);
+// Makes `scratch` transpose the horizontal pass's blocks with AVX2 even where the CPU has
+// AVX-512 VBMI (the AVX-512 VNNI kernel still runs where it has that): what a CPU with VNNI
+// but no VBMI runs.
+void UseAvx2Transposes(ResizeScratch* scratch);
 // For tests: makes `scratch` weigh every output sample itself, never taking the weights of
 // the other axis's sample with the same taps.
 void WeighEachSampleAlone(ResizeScratch* scratch);
@@ -165,6 +169,7 @@ class ResizeScratch {
  private:
   friend void internal::UsePortableKernels(ResizeScratch* scratch);
   friend void internal::UseAvx2Kernels(ResizeScratch* scratch);
+  friend void internal::UseAvx2Transposes(ResizeScratch* scratch);
   friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                                  size_t src_stride, float x0, float y0, float x1, float y1,
                                  int out_height, int out_width, ResizeFilter filter, uint8_t* out,

@@ -97,6 +97,9 @@ bool HaveAvx2();
 // True when this CPU runs the AVX-512 kernel (AVX-512 F, BW, VL and VNNI; this build has
 // it).
 bool HaveAvx512Vnni();
+// True when this CPU runs the AVX-512 transposes (AVX-512 F, BW, VL and VBMI; this build
+// has them).
+bool HaveAvx512Vbmi();
 
 // The Lanczos kernel at the taps of one output sample, as Pillow's precompute_coeffs
 // evaluates it, its sines by angle addition: for t < n, w[t] = sinc(x[t]) sinc(x[t] / 3)
@@ -139,7 +142,8 @@ void ResampleRowsRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int 
 // holds RowBlockLinesBytes(in_width, out_size) bytes. Returns the rows done, the largest multiple
 // of kRowBlockRows up to `rows`; the caller sums the rest. No byte past in_width * 3 of a source
 // row is read, and none past out_size * 3 of an output row is written. Same bytes as the portable
-// pass.
+// pass. With `vbmi` (call so only when HaveAvx512Vbmi()) the blocks are transposed by
+// RowsToLinesAvx512 and LinesToRowsAvx512.
 inline constexpr int kRowBlockRows = 32;
 inline constexpr size_t kRowLineBytes = kRowBlockRows * 3;
 inline constexpr size_t kRowLineStride = kRowLineBytes + 4;
@@ -147,7 +151,16 @@ inline size_t RowBlockLinesBytes(int in_width, int out_width) {
   return static_cast<size_t>(in_width + out_width) * kRowLineStride;
 }
 int ResampleRowBlocksRgbAvx2(const uint8_t* in, size_t in_stride, int in_width, int rows,
-                             const AxisTaps& taps, uint8_t* out, size_t out_stride, uint8_t* lines);
+                             const AxisTaps& taps, uint8_t* out, size_t out_stride, uint8_t* lines,
+                             bool vbmi);
+// The transposes of one block of kRowBlockRows rows with AVX-512 VBMI (call only when
+// HaveAvx512Vbmi()), 16 rows of four pixels at a time: RowsToLinesAvx512 writes line x
+// (kRowLineStride apart in `lines`) with column x of the block's rows, LinesToRowsAvx512
+// writes each row of block_out (out_stride apart) from the lines. Each does the columns
+// from 0 while a 16-byte load or store at one stays inside its row, and returns how many:
+// the caller moves the rest. Same bytes as the AVX2 transposes.
+int RowsToLinesAvx512(const uint8_t* block, size_t in_stride, int in_width, uint8_t* lines);
+int LinesToRowsAvx512(const uint8_t* lines, int out_width, uint8_t* block_out, size_t out_stride);
 // Vertical pass with AVX2 (call only when HaveAvx2()): output row y (at out + y *
 // out_stride) is the weighted sum of source rows first[y]..first[y] + count[y] (at in,
 // in_stride apart), with the weights packed by PackVerticalWeights, for the first

@@ -1205,6 +1205,22 @@ TEST(ResizeRegionIntoTest, Avx512KernelGivesThePortableBytes) {
   ExpectVectorKernelsGiveThePortableBytes([](ResizeScratch*) {});
 }
 
+// With AVX-512 VBMI the test above transposes the horizontal pass's blocks with it
+// (resize_avx512vbmi.cc); here the VNNI kernel runs with the AVX2 transposes, as on a CPU
+// with VNNI and no VBMI.
+TEST(ResizeRegionIntoTest, Avx512KernelWithAvx2TransposesGivesThePortableBytes) {
+  if (!internal::HaveAvx512Vnni()) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VNNI: the AVX2 kernels run (tested above)";
+  }
+  if (!internal::HaveAvx512Vbmi()) {
+    GTEST_SKIP() << "this CPU has no AVX-512 VBMI: the test above runs the AVX2 transposes";
+  }
+  if (KernelsCappedByTheEnvironment()) {
+    GTEST_SKIP() << "SHARDPACK_RESIZE_KERNELS is set: the kernel under test may not run";
+  }
+  ExpectVectorKernelsGiveThePortableBytes(internal::UseAvx2Transposes);
+}
+
 // Each weight's three digits, read as signed bytes, make the weight again (d0 + 256 d1 +
 // 65536 d2), for weights of both signs to the ends of what three digits hold (about 2 in
 // fixed point, where Pillow's normalised weights stay within 1), at every place in a quad;

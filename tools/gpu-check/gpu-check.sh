@@ -321,7 +321,8 @@ step_convert_scaling() {
     methods="; write methods at $last threads (round by round): $methods"
   fi
   # The resize's kernels side by side where this CPU has AVX-512 VNNI (the quads of taps,
-  # lib/image/resize_avx512.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2 and
+  # lib/image/resize_avx512.cc, and where it has VBMI the transposes of
+  # lib/image/resize_avx512vbmi.cc) against the AVX2 ones (SHARDPACK_RESIZE_KERNELS=avx2 and
   # avx512), at 1 thread and at the last count, two rounds in turn: images/s on the
   # conversion's own seconds (--json) and the resize's thread-ms an image; the shards must
   # be the same bytes. A failure is reported with what was measured before it.
