@@ -132,11 +132,13 @@ BENCHMARK(BM_ParseSample);
 // The resize kernels for a benchmark's argument: 0 portable, 1 the best this CPU runs
 // (AVX-512 VNNI, with VBMI transposes, or AVX2 where it has them), 2 AVX2 (the best where
 // the CPU lacks VNNI), 3 the best with the AVX2 transposes (as on a CPU with VNNI and no
-// VBMI).
+// VBMI), 4 the AVX2 vertical kernel with the best transposes. 1 to 4 are the four ways on
+// a CPU with VNNI and VBMI: quads or pairs of taps, VBMI or AVX2 transposes.
 void UseKernels(int64_t arg, shardpack::image::ResizeScratch* scratch) {
   if (arg == 0) shardpack::image::internal::UsePortableKernels(scratch);
   if (arg == 2) shardpack::image::internal::UseAvx2Kernels(scratch);
   if (arg == 3) shardpack::image::internal::UseAvx2Transposes(scratch);
+  if (arg == 4) shardpack::image::internal::UseAvx2Sums(scratch);
 }
 
 // The converter's resize of a Caltech-sized photo (350x280 RGB) to 256x256 with
@@ -157,7 +159,7 @@ void BM_ResizeCrop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ResizeCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
+BENCHMARK(BM_ResizeCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4);
 
 // The loader's random-resized-crop: 64 boxes of a 256x256 sample (area 8-100%, aspect
 // 3/4-4/3, as torchvision draws them) to 224x224, bilinear; from upscaling 2.8x to
@@ -195,7 +197,7 @@ void BM_ResizeRandomCrop(benchmark::State& state) {
   }
   state.SetItemsProcessed(state.iterations());
 }
-BENCHMARK(BM_ResizeRandomCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3);
+BENCHMARK(BM_ResizeRandomCrop)->Arg(0)->Arg(1)->Arg(2)->Arg(3)->Arg(4);
 
 }  // namespace
 

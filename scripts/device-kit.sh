@@ -2,7 +2,8 @@
 # Builds the GPU check kit (docs/GPU.md): everything the check of the CUDA path needs on a
 # bare GPU machine (no Debian libraries, no network), in one folder of at most 60 MiB.
 #   bin/      the CLI, the test binary, make_images, decode_floor, write_synthetic,
-#             first_touch and write_scaling (stripped), with an $ORIGIN/../lib rpath;
+#             first_touch, write_scaling and micro_bench (stripped), with an $ORIGIN/../lib
+#             rpath;
 #             lib/ holds their shared libraries (the ldd closure minus glibc and the C++
 #             runtime).
 #   python/   the package's Python files and tests, the extension's sources, the public
@@ -30,7 +31,7 @@ command -v patchelf >/dev/null || bash scripts/install-deps.sh
 # The programs and the PIC library, brought up to date with the sources (incremental).
 if [ -f build/CMakeCache.txt ]; then
   cmake --build build -j "$(nproc)" --target shardpack_cli shardpack_tests make_images \
-    decode_floor write_synthetic first_touch write_scaling
+    decode_floor write_synthetic first_touch write_scaling micro_bench
 else
   bash scripts/build.sh
 fi
@@ -50,7 +51,7 @@ pic_lib=${pic_build}shardpack/lib/libshardpack.a
 mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
 for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images \
                build/bench/decode_floor build/samples/write_synthetic build/bench/first_touch \
-               build/bench/write_scaling; do
+               build/bench/write_scaling build/bench/micro_bench; do
   strip -o "$out/bin/$(basename "$program")" "$program"
 done
 

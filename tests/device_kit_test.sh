@@ -22,7 +22,7 @@ fi
 bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
 for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor bin/write_synthetic \
-         bin/first_touch bin/write_scaling gpu-check.sh python/libshardpack.a \
+         bin/first_touch bin/write_scaling bin/micro_bench gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
          samples/train_torch.py gpu-check/imagefolder_reference.py \
          gpu-check/loader_throughput.py REVISION; do
@@ -107,6 +107,8 @@ if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
    grep -qw avx512vl /proc/cpuinfo; then
   expect convert-scaling "the resize kernels side by side" \
     "; resize kernels (round by round): 1 threads avx2: $num images/s in-process, resize $num, write $num; 1 threads avx512: $num images/s in-process, resize $num"
+  expect convert-scaling "the resize's four ways in micro_bench" \
+    "; micro_bench ([^)]*): BM_ResizeCrop/1 $num, BM_ResizeCrop/2 $num, BM_ResizeCrop/3 $num, BM_ResizeCrop/4 $num, BM_ResizeRandomCrop/1 $num"
 fi
 echo "device_kit_test: the convert-scaling step runs and reports where the time went"
 

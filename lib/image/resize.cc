@@ -494,7 +494,7 @@ struct ResizeScratch::Buffers {
   // (same bytes every way).
   bool avx2 = ChosenKernels().kernels >= Kernels::kAvx2;
   bool avx512 = ChosenKernels().kernels >= Kernels::kAvx512;
-  bool vbmi = avx512 && internal::HaveAvx512Vbmi();
+  bool vbmi = ChosenKernels().kernels >= Kernels::kAvx512 && internal::HaveAvx512Vbmi();
   // An axis's output samples take the other axis's weights where the taps are the same.
   bool share_weights = true;
   AxisWeights horizontal;
@@ -515,9 +515,23 @@ struct ResizeScratch::Buffers {
 
 namespace {
 
+// True when the rows left after the last whole block of the horizontal pass go through one
+// more block, overlapping the one before (HorizontalPass), false when they are summed in
+// place: from 13 rows left on. A block costs about as much as 16 rows summed in place, and
+// rows summed in place need weights packed for them (about 5 µs here). A horizontal-only resize of
+// H rows of 350 pixels to 256 (Zen 4, 2026-11-28, two runs, medians of three) took, overlapping
+// against in place: 1 row left, 104.6-104.7 against 100.4-101.8 µs; 4, 104.4-104.5 against
+// 101.2-102.4; 8, 104.9-105.2 against 102.9-103.1; 12, 105.2-105.3 against 104.8; 16, 104.4-105.4
+// against 106.8-107.0; 24, 104.4-107.6 against 110.2-110.5; 31, 103.8-106.6 against 113.2-113.5.
+constexpr int kOverlapMinRows = 13;
+bool OverlapLastBlock(int rows) {
+  return rows >= internal::kRowBlockRows && rows % internal::kRowBlockRows >= kOverlapMinRows;
+}
+
 // The horizontal pass: the vector kernels for RGB where they run (blocks of rows summed by
-// the AVX2 or AVX-512 vertical kernel, the rows left in place with AVX2), else the portable
-// one. `axis` is the horizontal axis with its packed weights (PrepareHorizontal for `rows`).
+// the AVX2 or AVX-512 vertical kernel; the rows a block leaves, where few, and images of
+// fewer rows than a block, in place with AVX2), else the portable one. `axis` is the
+// horizontal axis with its packed weights (PrepareHorizontal for `rows`).
 void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, int rows,
                     const AxisWeights& axis, uint8_t* out, size_t out_stride,
                     ResizeScratch::Buffers& buffers) {
@@ -526,16 +540,16 @@ void HorizontalPass(int c, const uint8_t* in, size_t in_stride, int in_width, in
     // Blocks of rows transposed and summed by the vertical kernel. The rows left over, fewer
     // than a block, go through one more block that ends at the last row and overlaps the
     // ones before (the rows summed twice get the same bytes twice: a row's sums depend on
-    // that row alone); a block row costs about 0.6 of a row summed in place. Images of fewer
-    // rows than a block are summed in place, one row at a time. PrepareHorizontal packed the
-    // weights each way needs.
+    // that row alone) where there are enough of them (OverlapLastBlock); else they, and
+    // images of fewer rows than a block, are summed in place, one row at a time.
+    // PrepareHorizontal packed the weights each way needs.
     int done = 0;
     if (rows >= internal::kRowBlockRows) {
       const internal::AxisTaps taps = axis.ColumnTaps();
       uint8_t* lines = buffers.Columns(internal::RowBlockLinesBytes(in_width, axis.out_size));
       done = internal::ResampleRowBlocksRgbAvx2(in, in_stride, in_width, rows, taps, out,
                                                 out_stride, lines, buffers.vbmi);
-      if (done < rows) {
+      if (OverlapLastBlock(rows)) {
         const size_t last = static_cast<size_t>(rows - internal::kRowBlockRows);
         internal::ResampleRowBlocksRgbAvx2(in + last * in_stride, in_stride, in_width,
                                            internal::kRowBlockRows, taps, out + last * out_stride,
@@ -591,14 +605,12 @@ void PackForColumns(AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
 }
 
 // Packs the horizontal weights for the vector passes that will run over `rows` rows: as the
-// vertical kernel takes them for blocks of kRowBlockRows rows (PackForColumns), or, for
-// fewer rows, in groups of four taps for the rows summed in place (HorizontalPass).
+// vertical kernel takes them for blocks of kRowBlockRows rows (PackForColumns), and in
+// groups of four taps for rows summed in place (HorizontalPass, OverlapLastBlock).
 void PrepareHorizontal(int c, int rows, AxisWeights* axis, const ResizeScratch::Buffers& buffers) {
   if (c != 3 || !buffers.avx2) return;
-  if (rows >= internal::kRowBlockRows) {
-    PackForColumns(axis, buffers);
-    return;
-  }
+  if (rows >= internal::kRowBlockRows) PackForColumns(axis, buffers);
+  if (rows % internal::kRowBlockRows == 0 || OverlapLastBlock(rows)) return;
   const int max_count = *std::max_element(axis->count.begin(), axis->count.end());
   const int groups = internal::PackedGroups(max_count);
   axis->packed.resize(internal::PackedSize(axis->out_size, groups));
@@ -1207,6 +1219,8 @@ void UseAvx2Kernels(ResizeScratch* scratch) {
 }
 
 void UseAvx2Transposes(ResizeScratch* scratch) { scratch->buffers().vbmi = false; }
+
+void UseAvx2Sums(ResizeScratch* scratch) { scratch->buffers().avx512 = false; }
 
 void WeighEachSampleAlone(ResizeScratch* scratch) { scratch->buffers().share_weights = false; }
 

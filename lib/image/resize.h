@@ -130,6 +130,9 @@ void UseAvx2Kernels(ResizeScratch* scratch);
 // AVX-512 VBMI (the AVX-512 VNNI kernel still runs where it has that): what a CPU with VNNI
 // but no VBMI runs.
 void UseAvx2Transposes(ResizeScratch* scratch);
+// Makes `scratch` sum with the AVX2 vertical kernel (pairs of taps) even where the CPU has
+// AVX-512 VNNI, the transposes left as they are (VBMI's where the CPU has it).
+void UseAvx2Sums(ResizeScratch* scratch);
 // For tests: makes `scratch` weigh every output sample itself, never taking the weights of
 // the other axis's sample with the same taps.
 void WeighEachSampleAlone(ResizeScratch* scratch);
@@ -170,6 +173,7 @@ class ResizeScratch {
   friend void internal::UsePortableKernels(ResizeScratch* scratch);
   friend void internal::UseAvx2Kernels(ResizeScratch* scratch);
   friend void internal::UseAvx2Transposes(ResizeScratch* scratch);
+  friend void internal::UseAvx2Sums(ResizeScratch* scratch);
   friend Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                                  size_t src_stride, float x0, float y0, float x1, float y1,
                                  int out_height, int out_width, ResizeFilter filter, uint8_t* out,

@@ -8,9 +8,9 @@
 // of them and written by one masked store. Out: the four lines' 48 bytes of 16 rows are
 // loaded (masked) and each group of four rows is picked from two pairs of them, a row a
 // 16-byte lane, stored lane by lane. The AVX2 form takes 16 shuffles and four stores for
-// four rows of four pixels each way; this one, in, about three shuffles and one store per
-// four rows, and out about five shuffles and the same four stores. The bytes are moved,
-// never computed: the same lines and rows.
+// four rows of four pixels each way; this one, per four rows of four pixels, in: three
+// inserts, two byte permutes, an OR and one store; out: two permutes, an OR, three extracts
+// and the same four stores. The bytes are moved, never computed: the same lines and rows.
 #include <immintrin.h>
 
 #include <cstring>

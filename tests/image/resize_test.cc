@@ -1221,6 +1221,17 @@ TEST(ResizeRegionIntoTest, Avx512KernelWithAvx2TransposesGivesThePortableBytes) 
   ExpectVectorKernelsGiveThePortableBytes(internal::UseAvx2Transposes);
 }
 
+// And the AVX2 vertical kernel (pairs of taps) with the VBMI transposes.
+TEST(ResizeRegionIntoTest, Avx2SumsWithVbmiTransposesGiveThePortableBytes) {
+  if (!internal::HaveAvx512Vnni() || !internal::HaveAvx512Vbmi()) {
+    GTEST_SKIP() << "this CPU lacks AVX-512 VNNI or VBMI: the VBMI transposes do not run";
+  }
+  if (KernelsCappedByTheEnvironment()) {
+    GTEST_SKIP() << "SHARDPACK_RESIZE_KERNELS is set: the kernel under test may not run";
+  }
+  ExpectVectorKernelsGiveThePortableBytes(internal::UseAvx2Sums);
+}
+
 // Each weight's three digits, read as signed bytes, make the weight again (d0 + 256 d1 +
 // 65536 d2), for weights of both signs to the ends of what three digits hold (about 2 in
 // fixed point, where Pillow's normalised weights stay within 1), at every place in a quad;

@@ -347,6 +347,19 @@ step_convert_scaling() {
       kernels="$kernels${kernels:+; }FAILED: $failed"
       rc=1
     fi
+    # The four ways of the resize alone, in one process (bench/micro_bench, medians of three,
+    # µs): 1 quads of taps and VBMI transposes (the best), 2 AVX2, 3 quads with the AVX2
+    # transposes, 4 the AVX2 sums with the VBMI transposes (without VBMI, 3 and 4 are 1 and 2).
+    local micro
+    if micro=$(timeout 90 "$kit/bin/micro_bench" \
+         --benchmark_filter='BM_Resize(Crop|RandomCrop)/[1-4]$' --benchmark_repetitions=3 \
+         --benchmark_report_aggregates_only=true 2>&1); then
+      micro=$(awk '/_median/ {sub(/_median/, "", $1); printf "%s%s %.1f", (n++ ? ", " : ""), $1, $2 / 1000}' <<< "$micro")
+    else
+      micro="FAILED: micro_bench: $(tail -1 <<< "$micro")"
+      rc=1
+    fi
+    kernels="$kernels; micro_bench (1 quads + VBMI transposes, 2 AVX2, 3 quads + AVX2 transposes, 4 AVX2 sums + VBMI transposes; medians of three, µs): $micro"
     echo "resize kernels: $kernels"
     kernels="; resize kernels (round by round): $kernels"
   fi
