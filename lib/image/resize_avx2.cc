@@ -17,8 +17,9 @@
 // the lines with the horizontal taps, and the output lines are transposed back, four
 // pixels of four rows per shuffle. Same sums, so the same bytes; the converter's resize
 // of a 350x280 photo to 256x256 ran 1.1-1.5x as fast (bench/micro_bench BM_ResizeCrop).
-// The rows left over go through one more block that overlaps the last (resize.cc, HorizontalPass);
-// images of fewer than 32 rows are summed in place.
+// The rows left over go through one more block that overlaps the last where enough are
+// left (resize.cc, OverlapLastBlock); fewer, and images of fewer than 32 rows, are summed in
+// place.
 #include <immintrin.h>
 
 #include <algorithm>
