@@ -192,6 +192,8 @@ void WillNeedPages(const void* p, size_t n) {
 
 void PopulatePages(const void* p, size_t n) { AdvisePages(p, n, MADV_POPULATE_READ); }
 
+void PopulatePagesForWriting(void* p, size_t n) { AdvisePages(p, n, MADV_POPULATE_WRITE); }
+
 void PreferHugePages(const void* p, size_t n) { AdvisePages(p, n, MADV_HUGEPAGE); }
 
 bool PopulateAndHugePagesWork() {

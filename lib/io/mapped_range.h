@@ -78,6 +78,14 @@ void WillNeedPages(const void* p, size_t n);
 // of the read that follows).
 void PopulatePages(const void* p, size_t n);
 
+// Maps the pages under [p, p + n) of a shared, writable file mapping into the process's
+// page tables, writable, in one call (MADV_POPULATE_WRITE, Linux 5.14), allocating those
+// the page cache lacks: for a writer about to copy into them, which then takes no page
+// fault per 4 KiB page (on tmpfs, whose pages are 4 KiB, a third of a mapped write's cost;
+// docs/DESIGN.md, "Scaling model"). A hint: it never fails (a page it cannot map is left
+// to the fault, and the SIGBUS handling, of the copy that follows).
+void PopulatePagesForWriting(void* p, size_t n);
+
 // Advises [p, p + n) of a file mapping MADV_HUGEPAGE: from then on, a fault on a page the
 // page cache does not hold reads the aligned 2 MiB around it into one folio (where the
 // file system keeps large folios) and maps it with one page-table entry, so that the next

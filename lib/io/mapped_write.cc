@@ -97,9 +97,11 @@ class MappedWritableFile final : public WritableFile {
     uint64_t total = 0;
     for (std::string_view p : pieces) total += p.size();
     if (total == 0) return Status::Ok();
-    SHARDPACK_RETURN_IF_ERROR(Reserve(offset + total));
+    const uint64_t end = offset + total;
+    SHARDPACK_RETURN_IF_ERROR(Reserve(end));
     // The window of the last part copied: a record's pieces (its head, pixels and footer)
-    // mostly share one, found once.
+    // mostly share one, found once. The write's pages in a window are mapped in one call
+    // when it is found, before its first copy.
     Window* window = nullptr;
     uint64_t window_index = 0;
     for (std::string_view piece : pieces) {
@@ -112,10 +114,12 @@ class MappedWritableFile final : public WritableFile {
         if (window == nullptr || window_index != index) {
           window = Find(index);
           window_index = index;
-        }
-        if (window == nullptr) {  // unmapped when filled: these bytes were written before
-          return FailedPreconditionError(path_ + ": write at offset " + std::to_string(offset) +
-                                         " over bytes already written");
+          if (window == nullptr) {  // unmapped when filled: these bytes were written before
+            return FailedPreconditionError(path_ + ": write at offset " + std::to_string(offset) +
+                                           " over bytes already written");
+          }
+          PopulatePagesForWriting(window->base() + at, static_cast<size_t>(std::min(
+                                                           end - offset, kMappedWriteWindow - at)));
         }
         std::memcpy(window->base() + at, p, take);
         if (window->faulted()) {

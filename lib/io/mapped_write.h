@@ -10,7 +10,9 @@
 // so a full file system is an error of that call (ENOSPC, naming the file), never a SIGBUS
 // in the middle of a copy. The file is mapped in windows of kMappedWriteWindow bytes, with
 // MADV_HUGEPAGE, so that a page cache building large folios (ext4, xfs) holds the file in
-// 2 MiB folios as the chunked writes of io/chunked_file.h do. A window is unmapped by the
+// 2 MiB folios as the chunked writes of io/chunked_file.h do. A write maps its pages of a
+// window in one call before it copies (io::PopulatePagesForWriting): on tmpfs, whose pages
+// are 4 KiB, that replaces a page fault per page. A window is unmapped by the
 // write that completes it, so the process maps little more than the windows being
 // written. Sync and Close cut the file back to the end of what was written (the space set
 // aside beyond it is given back), after checking that every byte before that end was
