@@ -1,18 +1,19 @@
 #!/usr/bin/env bash
 # Builds the GPU check kit (docs/GPU.md): everything the check of the CUDA path needs on a
 # bare GPU machine (no Debian libraries, no network), in one folder of at most 60 MiB.
-#   bin/      the CLI, the test binary, make_images, decode_floor, write_synthetic,
+#   programs.tar.xz  bin/ and lib/, packed (gpu-check.sh unpacks them into the kit):
+#             bin/ the CLI, the test binary, make_images, decode_floor, write_synthetic,
 #             first_touch, write_scaling and micro_bench (stripped), with an $ORIGIN/../lib
-#             rpath;
-#             lib/ holds their shared libraries (the ldd closure minus glibc and the C++
+#             rpath; lib/ their shared libraries (the ldd closure minus glibc and the C++
 #             runtime).
 #   python/   the package's Python files and tests, the extension's sources, the public
 #             headers and the library built with -fPIC, and a CMake project that builds
 #             the extension there, against that machine's Python and nanobind.
 #   samples/  the Python samples (train_torch.py); gpu-check/ the ImageFolder + DataLoader
 #             reference and the loader's throughput on the GPU.
-#   photos/   a subset of set A's photos (bench/convert_bench.sh) for convert-scaling,
-#             where out/bench-images is here (PHOTOS=DIR names another corpus's scale/).
+#   photos/   set A's photos (bench/convert_bench.sh) for convert-scaling: every tenth of
+#             those of at most 128 KiB and all the larger ones (LARGE, SET_A_COUNTS), where
+#             out/bench-images is here (PHOTOS=DIR names another corpus's scale/).
 #   gpu-check.sh, which runs the check and writes report.md and report.json.
 # Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
 # library of scripts/install-python.sh (python/build/), brought up to date first, or made
@@ -98,24 +99,39 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
 # Real photos for the convert-scaling step: issue 17's 16-thread target is stated on set A
 # of bench/convert_bench.sh (scale/ of ../shared/tools/make-bench-images.sh, Caltech-sized
-# photo JPEGs). Every tenth of its files, the JPEGs of at most 128 KiB, up to 8 MiB; where the
-# corpus is not here, the step converts make_images' synthetic pictures instead.
+# photo JPEGs). Every tenth of its JPEGs of at most 128 KiB (up to 8 MiB), and all of those
+# over 128 KiB (up to 32 MiB), listed in photos/LARGE: set A's ratio turns on them (the
+# converter decodes them with DCT scaling, the bare decode whole; a sample of them does not
+# stand for them, bench/results/kit-photos-vs-set-a-2026-11-28-zen4.md). photos/SET_A_COUNTS
+# holds how many of each set A has, so that the check can list them in set A's proportions.
+# Where the corpus is not here, the step converts make_images' synthetic pictures instead.
 photos=${PHOTOS:-out/bench-images/scale}
 if [ -d "$photos" ]; then
   mkdir -p "$out/photos"
-  taken=0 count=0 index=0
+  : > "$out/photos/LARGE"
+  taken=0 count=0 index=0 small=0 large=0 large_bytes=0 full=0
   while read -r f; do
-    index=$((index + 1))
-    [ $((index % 10)) -eq 1 ] || continue
-    size=$(stat -c %s "$photos/$f")
-    [ "$size" -le 131072 ] || continue
+    index=$((index + 1))  # over every file, so that the sample stays the one it was
     [ "$(head -c 2 "$photos/$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] || continue
-    [ $((taken + size)) -le $((8 << 20)) ] || break
+    size=$(stat -c %s "$photos/$f")
+    if [ "$size" -gt 131072 ]; then
+      large=$((large + 1))
+      [ $((large_bytes + size)) -le $((32 << 20)) ] || { echo "device-kit: set A's large photos pass 32 MiB" >&2; exit 1; }
+      mkdir -p "$out/photos/$(dirname "$f")"
+      cp "$photos/$f" "$out/photos/$f"
+      echo "$f 0" >> "$out/photos/LARGE"
+      large_bytes=$((large_bytes + size))
+      continue
+    fi
+    small=$((small + 1))
+    [ $((index % 10)) -eq 1 ] && [ "$full" -eq 0 ] || continue
+    [ $((taken + size)) -le $((8 << 20)) ] || { full=1; continue; }
     mkdir -p "$out/photos/$(dirname "$f")"
     cp "$photos/$f" "$out/photos/$f"
     taken=$((taken + size)) count=$((count + 1))
   done < <(cd "$photos" && find . -type f | sed 's|^\./||' | LC_ALL=C sort)
-  echo "every tenth JPEG of at most 128 KiB of $photos: $count files, $taken bytes" > "$out/photos/SOURCE"
+  echo "$small $large" > "$out/photos/SET_A_COUNTS"
+  echo "every tenth JPEG of at most 128 KiB of $photos: $count files, $taken bytes; the $large over 128 KiB (photos/LARGE): $large_bytes bytes; $photos has $small and $large (SET_A_COUNTS)" > "$out/photos/SOURCE"
   cat "$out/photos/SOURCE"
 else
   echo "device-kit: no $photos (../shared/tools/make-bench-images.sh): convert-scaling will use synthetic pictures" >&2
@@ -125,6 +141,11 @@ git rev-parse --short HEAD > "$out/REVISION" 2>/dev/null || echo unknown > "$out
 # reads it).
 sed -n 's/^project(shardpack VERSION \([0-9]*\.[0-9]*\.[0-9]*\).*/\1/p' CMakeLists.txt > "$out/VERSION"
 [ -s "$out/VERSION" ] || { echo "device-kit: no version in CMakeLists.txt's project() line" >&2; exit 2; }
+
+# bin/ and lib/ travel packed (xz: their 36 MiB in about 10), which leaves the photos room
+# under the limit; gpu-check.sh unpacks them next to itself before anything else.
+XZ_OPT="-6 -T0" tar -C "$out" -cJf "$out/programs.tar.xz" bin lib
+rm -rf "$out/bin" "$out/lib"
 
 bytes=$(du -sb "$out" | cut -f1)
 echo "device-kit: $out, $((bytes >> 20)) MiB ($bytes bytes; limit $limit_mib MiB)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests of the GPU check kit (scripts/device-kit.sh, tools/gpu-check/), here, without a GPU:
-#   - the kit builds and stays under its 60 MiB (the script checks and fails over it);
+#   - the kit builds and stays under its 60 MiB (the script checks and fails over it), its
+#     programs packed, and the check unpacks them;
 #   - its programs resolve every library from the kit, glibc and the C++ runtime aside,
 #     and convert, verify and read a small dataset with an empty environment;
 #   - the Python extension builds from the kit alone (this machine's Python and nanobind),
@@ -21,6 +22,15 @@ if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
 fi
 bash scripts/device-kit.sh "$tmp/kit"
 kit=$tmp/kit
+# The programs travel packed; the check unpacks them next to itself first (the libraries
+# step needs no GPU).
+[ -f "$kit/programs.tar.xz" ] && [ ! -e "$kit/bin" ] && [ ! -e "$kit/lib" ] ||
+  fail "the kit's bin/ and lib/ are not packed into programs.tar.xz: $(ls "$kit")"
+STEPS=libraries WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-libraries" ||
+  fail "the libraries step failed: $(cat "$tmp/report-libraries/report.md" 2> /dev/null)"
+grep -q '^| libraries | passed | [0-9]* | every program resolves its libraries' "$tmp/report-libraries/report.md" ||
+  fail "the unpacked programs do not resolve their libraries: $(cat "$tmp/report-libraries/report.md")"
+echo "device_kit_test: the kit's programs unpack and resolve their libraries"
 for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor bin/write_synthetic \
          bin/first_touch bin/write_scaling bin/micro_bench gpu-check.sh python/libshardpack.a \
          python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
@@ -84,15 +94,32 @@ echo "device_kit_test: the first-epoch step runs and reports"
 # convert-scaling on the kit's photos (at 1, 2, ... threads, up to this machine's cores).
 # A kit built where set A's photos are missing (a fresh CI machine) has none: it gets
 # make_images' pictures, less those convert rejects (made bad on purpose).
+# There it also lists four of them as set A's large photos (photos/LARGE, SET_A_COUNTS), as
+# a kit made with set A's photos does, so that set A's proportions are converted too.
 if [ ! -d "$kit/photos" ]; then
   "$kit/bin/make_images" "$tmp/pictures" --classes 2 --per-class 40 > /dev/null
   "$kit/bin/shardpack" convert "$tmp/pictures" "$tmp/pictures-ds" --size 32x32 --quiet > /dev/null
   tail -n +2 "$tmp/pictures-ds/rejects.tsv" | cut -f1 | while read -r f; do rm -f "$tmp/pictures/$f"; done
+  (cd "$tmp/pictures" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
+    if [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ]; then echo "$f 0"; fi
+  done) > "$tmp/pictures.list"
+  awk 'NR % 15 == 0 && ++k <= 4' "$tmp/pictures.list" > "$tmp/pictures/LARGE"
+  [ "$(wc -l < "$tmp/pictures/LARGE")" -eq 4 ] || fail "make_images gave fewer JPEGs than expected"
+  echo "600 4" > "$tmp/pictures/SET_A_COUNTS"
   mv "$tmp/pictures" "$kit/photos"
 fi
+[ -s "$kit/photos/LARGE" ] && [ -s "$kit/photos/SET_A_COUNTS" ] ||
+  fail "the kit's photos have no LARGE and SET_A_COUNTS: $(ls "$kit/photos" | head)"
 run_step convert-scaling
 expect convert-scaling "its ratios and stage times" \
   "1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio $num ($num in-process), thread-ms an image: decode $num resize $num write $num idle $num"
+expect convert-scaling "the ratios of set A's proportions" \
+  "; set A's proportions, 1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio $num ($num in-process), thread-ms an image: decode $num"
+# Set A's proportions: the small photos as many times over as SET_A_COUNTS says for each one
+# here, with every large one among them.
+grep -q "^set A's proportions: [0-9]* entries, $(wc -l < "$kit/photos/LARGE") of them the $(wc -l < "$kit/photos/LARGE") large photos" \
+  "$tmp/work/logs/convert-scaling.log" ||
+  fail "set A's proportions were not listed with every large photo: $(grep "set A" "$tmp/work/logs/convert-scaling.log" | head -3)"
 # The parts run from 2 threads on (half the last count's threads each).
 if [ "$(nproc)" -ge 2 ]; then
   expect convert-scaling "the parts" "; the last list as 2 parts of [0-9]* threads side by side: $num images/s"

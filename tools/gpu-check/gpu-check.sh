@@ -21,10 +21,12 @@
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
 #                DataLoader (pin_memory, num_workers = cores) on the same images:
 #                images/s, data wait, GPU utilisation sampled by nvidia-smi
-#   convert-scaling  shardpack convert of the kit's set A photos (else the dataset's
-#                JPEGs), about 1,500 images a thread, at 1, 2, 4, 8, 16 threads against
-#                libjpeg-turbo's bare decode of the same files (decode_floor), where
-#                the conversion's time went (decode, resize, write, idle per image),
+#   convert-scaling  shardpack convert of the kit's set A photos of at most 128 KiB (else
+#                the dataset's JPEGs), and of set A in its proportions (those with all of
+#                set A's larger photos, photos/LARGE), about 1,500 images a thread, at 1, 2,
+#                4, 8, 16 threads against libjpeg-turbo's bare decode of the same files
+#                (decode_floor), where the conversion's time went (decode, resize, write,
+#                idle per image),
 #                the last list as two --parts side by side (the one-file write bound),
 #                the last list with --write-method write and map, in memory and on disk,
 #                and where the CPU has AVX-512 VNNI the resize's kernels against the AVX2
@@ -66,6 +68,18 @@ all_steps="gpu libraries cuda-tests dataset bench python-build python-tests load
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
+# The kit's programs and libraries travel packed (scripts/device-kit.sh): unpacked next to
+# this script (bin/ and lib/, where the Python extension's build also finds lib/) once, by
+# tar (xz), else by Python's tarfile. A kit so unpacked is twice its size: build a fresh one
+# before carrying it again.
+if [ ! -e "$kit/bin/shardpack" ] && [ -f "$kit/programs.tar.xz" ]; then
+  tar -C "$kit" -xJf "$kit/programs.tar.xz" 2> "$work/unpack.err" ||
+    "$py" -c 'import sys, tarfile
+t = tarfile.open(sys.argv[1])
+t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))' \
+      "$kit/programs.tar.xz" "$kit" 2>> "$work/unpack.err" ||
+    { echo "gpu-check: cannot unpack $kit/programs.tar.xz: $(cat "$work/unpack.err")" >&2; exit 1; }
+fi
 cuda_filter='Cuda*:LoaderGpu*:*NormalizeAsync*'
 # Under compute-sanitizer, less the tests that provoke CUDA errors on purpose (an invalid
 # device, an untimed event, an allocation bigger than the device): the sanitizer reports
@@ -87,6 +101,15 @@ jpeg_list() {
   (cd "$1" && find . -type f | sed 's|^\./||' | sort | while read -r f; do
     [ "$(head -c 2 "$f" | od -An -tx1 | tr -d ' \n')" = ffd8 ] && echo "$f 0"
   done)
+}
+# small_jpeg_list DIR: jpeg_list DIR less the large photos the kit lists in DIR/LARGE
+# (scripts/device-kit.sh).
+small_jpeg_list() {
+  if [ -s "$1/LARGE" ]; then
+    jpeg_list "$1" | grep -v -x -F -f "$1/LARGE" || true
+  else
+    jpeg_list "$1"
+  fi
 }
 # repeat FILE COPIES: FILE's lines, COPIES times over.
 repeat() { for _ in $(seq "$2"); do cat "$1"; done; }
@@ -191,21 +214,22 @@ step_convert_scaling() {
   local out=/dev/shm/shardpack-gpu-check-scaling files n t last=0 copies floor line t0 t1 rate inside
   local ratios=""
   [ -d /dev/shm ] && [ -w /dev/shm ] || out=$work/scaling
-  # list_for T: the files repeated to about 1,500 images a thread for T threads (at least
-  # SCALING_REPEAT copies) into $work/jpegs.list, and their number in n.
+  # list_for T [ONCE MIN]: ONCE's files (default $work/jpegs.once) repeated to about 1,500
+  # images a thread for T threads (at least MIN copies, default SCALING_REPEAT, 4) into
+  # $work/jpegs.list, and their number in n.
   list_for() {
-    copies=$(( (1500 * $1 + files - 1) / files ))
-    [ "$copies" -ge "${SCALING_REPEAT:-4}" ] || copies=${SCALING_REPEAT:-4}
-    repeat "$work/jpegs.once" "$copies" > "$work/jpegs.list"
+    local once=${2:-$work/jpegs.once} min=${3:-${SCALING_REPEAT:-4}} count
+    count=$(wc -l < "$once")
+    copies=$(( (1500 * $1 + count - 1) / count ))
+    [ "$copies" -ge "$min" ] || copies=$min
+    repeat "$once" "$copies" > "$work/jpegs.list"
     n=$(wc -l < "$work/jpegs.list")
   }
-  jpeg_list "$root" > "$work/jpegs.once"
-  files=$(wc -l < "$work/jpegs.once")
-  [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
-  for t in 1 2 4 8 16; do
-    [ "$t" -le "$cores" ] || break
-    last=$t
-    list_for "$t"
+  # measure T ONCE MIN LABEL: the bare decode and the conversion of ONCE's list (list_for,
+  # at least MIN copies) at T threads; one line, LABEL first, added to $ratios.
+  measure() {
+    local t=$1 label=$4
+    list_for "$t" "$2" "$3"
     floor=$("$kit/bin/decode_floor" --root "$root" --list "$work/jpegs.list" --threads "$t" \
       --reps 1 | grep '^decode_floor threads=') || return 1
     rm -rf "$out"
@@ -221,11 +245,40 @@ step_convert_scaling() {
            printf "%d threads (%d images): convert %d images/s, bare decode %.0f, ratio %.2f (%.2f in-process)",
                   t, n, r, d, r / d, (s > 0 ? n / s / d : 0)}' <<< "$floor")
     # Where the conversion's time went (--json "stages"), thread-milliseconds an image.
-    line="$line, thread-ms an image:$(for k in decode resize write idle; do
+    line="$label$line, thread-ms an image:$(for k in decode resize write idle; do
       sed -n "s/^ *\"$k\": *\([0-9.e-]*\).*/\1/p" "$work/scaling.json" |
         awk -v k="$k" -v n="$n" '{printf " %s %.3f", k, 1000 * $1 / n}'; done)"
     echo "$line"
     ratios="$ratios${ratios:+; }$line"
+  }
+  # The photos of at most 128 KiB (jpegs.once; every tenth of set A's, in the kit), and,
+  # where the kit carries set A's larger ones (photos/LARGE, with SET_A_COUNTS: how many
+  # of each set A has), set A in its proportions (seta.once): the small ones as many times
+  # over as set A has of them for each one here, with the large ones spread evenly among
+  # them. Issue 17's target is stated on set A; the small ones alone are the harder set
+  # that earlier checks measured (bench/results/kit-photos-vs-set-a-2026-11-28-zen4.md).
+  small_jpeg_list "$root" > "$work/jpegs.once"
+  files=$(wc -l < "$work/jpegs.once")
+  [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
+  local seta="" small_total large_total
+  if [ -s "$root/LARGE" ] && read -r small_total large_total < "$root/SET_A_COUNTS" 2> /dev/null &&
+     [ "${small_total:-0}" -gt 0 ] && [ "${large_total:-0}" -gt 0 ]; then
+    seta=$work/seta.once
+    awk -v k=$(( (small_total + files / 2) / files )) 'NR == FNR {large[nl++] = $0; next}
+      {small[ns++] = $0}
+      END {total = (k > 0 ? k : 1) * ns; step = total / nl; j = 0
+           for (i = 0; i < total; i++) {
+             print small[i % ns]
+             while (j < nl && i + 1 >= (j + 1) * step) print large[j++]
+           }}' "$root/LARGE" "$work/jpegs.once" > "$seta"
+    echo "set A's proportions: $(wc -l < "$seta") entries, $(grep -c -x -F -f "$root/LARGE" "$seta") of them the $(wc -l < "$root/LARGE") large photos (set A: $small_total and $large_total)"
+  fi
+  for t in 1 2 4 8 16; do
+    [ "$t" -le "$cores" ] || break
+    last=$t
+    measure "$t" "$work/jpegs.once" "${SCALING_REPEAT:-4}" "" || return 1
+    # Set A's list is ten times the small one's: once is enough at 1 thread.
+    if [ -n "$seta" ]; then measure "$t" "$seta" 1 "set A's proportions, " || return 1; fi
   done
   # The last list again as two parts side by side (--part 0/2 and 1/2, half the last
   # count's threads each, shard files of their own; skipped at 1 thread): where one
@@ -364,7 +417,10 @@ step_convert_scaling() {
     kernels="; resize kernels (round by round): $kernels"
   fi
   rm -rf "$out"
-  summary "$files JPEGs of $what to 256x256 crop: $ratios$parts$methods$kernels"
+  local also=""
+  [ -z "$seta" ] ||
+    also=" of at most 128 KiB (and with the $(wc -l < "$root/LARGE") larger ones in set A's proportions, $small_total : $large_total)"
+  summary "$files JPEGs of $what$also to 256x256 crop: $ratios$parts$methods$kernels"
   return "$rc"
 }
 
@@ -434,7 +490,7 @@ step_first_epoch() {
   # through the files' mappings (--write-method map): the same bytes, and what each way of
   # writing costs the conversion.
   local kinds="written 196928 2097152" list=$work/first-epoch.list files chunk write_args
-  jpeg_list "$kit/photos" > "$list.once"
+  small_jpeg_list "$kit/photos" > "$list.once"
   files=$(wc -l < "$list.once")
   if [ "$files" -gt 0 ]; then
     repeat "$list.once" $(( (n + files - 1) / files )) > "$list"
