@@ -8,6 +8,8 @@
 //   write   one file through io::Env's pwrite file in 2 MiB chunks (convert --write-method
 //           write, the default --write-chunk): one writer at a time per file;
 //   map     one file through io::NewMappedWritableFile (--write-method map);
+//   map-faults  the same with its pages brought in by the copies' faults
+//           (io::MappedPages::kFaulted), where `map` populates them first (tmpfs only);
 //   files   one file per thread, by pwrite in 2 MiB chunks: what parts (--part) get, the
 //           rate without the one-file bound.
 //
@@ -51,8 +53,9 @@ void Die(const Status& s) {
 }
 
 std::unique_ptr<io::WritableFile> Open(const std::string& method, const std::string& path) {
-  if (method == "map") {
-    auto f = io::NewMappedWritableFile(path);
+  if (method == "map" || method == "map-faults") {
+    auto f = io::NewMappedWritableFile(
+        path, method == "map" ? io::MappedPages::kAuto : io::MappedPages::kFaulted);
     if (!f.ok()) Die(f.status());
     return std::move(f).value();
   }
@@ -124,13 +127,14 @@ int main(int argc, char** argv) {
       "write_scaling %s: %llu MiB of %zu-byte records a case, mapped writes %s here\n", dir.c_str(),
       static_cast<unsigned long long>(total >> 20), record,
       io::MappedWritesPreferred(dir) ? "preferred (auto: map)" : "not preferred (auto: write)");
-  std::printf("%-6s %-7s %-6s %10s %12s\n", "round", "threads", "method", "GB/s", "CPU ms/MiB");
+  std::printf("%-6s %-7s %-10s %10s %12s\n", "round", "threads", "method", "GB/s", "CPU ms/MiB");
   for (int round = 1; round <= rounds; ++round) {
     for (int threads : counts) {
-      for (const char* method : {"write", "map", "files"}) {
+      for (const char* method : {"write", "map", "map-faults", "files"}) {
         if (threads == 1 && std::string(method) == "files") continue;
+        if (std::string(method) == "map-faults" && !io::MappedWritesPopulate(dir)) continue;
         const auto [rate, cpu] = Run(dir, method, threads, total, record);
-        std::printf("%-6d %-7d %-6s %10.2f %12.3f\n", round, threads, method, rate, cpu);
+        std::printf("%-6d %-7d %-10s %10.2f %12.3f\n", round, threads, method, rate, cpu);
         std::fflush(stdout);
       }
     }

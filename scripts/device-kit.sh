@@ -99,8 +99,8 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
 # Real photos for the convert-scaling step: issue 17's 16-thread target is stated on set A
 # of bench/convert_bench.sh (scale/ of ../shared/tools/make-bench-images.sh, Caltech-sized
-# photo JPEGs). Every tenth of its JPEGs of at most 128 KiB (up to 8 MiB), and all of those
-# over 128 KiB (up to 32 MiB), listed in photos/LARGE: set A's ratio turns on them (the
+# photo JPEGs). Of its files in sorted order, every tenth where it is a JPEG of at most 128
+# KiB (up to 8 MiB), and all the JPEGs over 128 KiB (up to 32 MiB), listed in photos/LARGE: set A's ratio turns on them (the
 # converter decodes them with DCT scaling, the bare decode whole; a sample of them does not
 # stand for them, bench/results/kit-photos-vs-set-a-2026-11-28-zen4.md). photos/SET_A_COUNTS
 # holds how many of each set A has, so that the check can list them in set A's proportions.

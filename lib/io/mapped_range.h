@@ -81,7 +81,7 @@ void PopulatePages(const void* p, size_t n);
 // Maps the pages under [p, p + n) of a shared, writable file mapping into the process's
 // page tables, writable, in one call (MADV_POPULATE_WRITE, Linux 5.14), allocating those
 // the page cache lacks: for a writer about to copy into them, which then takes no page
-// fault per 4 KiB page (on tmpfs, whose pages are 4 KiB, a third of a mapped write's cost;
+// fault per 4 KiB page (on tmpfs, whose pages are 4 KiB, a quarter of a mapped write's CPU;
 // docs/DESIGN.md, "Scaling model"). A hint: it never fails (a page it cannot map is left
 // to the fault, and the SIGBUS handling, of the copy that follows).
 void PopulatePagesForWriting(void* p, size_t n);

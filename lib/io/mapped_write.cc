@@ -25,6 +25,8 @@ namespace {
 constexpr uint64_t kAllocateStep = 2 << 20;
 // The largest folio a page cache builds (PMD size on x86-64 and arm64 with 4 KiB pages).
 constexpr uint64_t kFolio = 2 << 20;
+// statfs's f_type of tmpfs (and of shmem files).
+constexpr long kTmpfsMagic = 0x01021994;
 
 // fallocate and ftruncate, again where a signal interrupted them (tmpfs's fallocate
 // stops on any pending signal).
@@ -76,7 +78,8 @@ class Window {
 
 class MappedWritableFile final : public WritableFile {
  public:
-  MappedWritableFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}
+  MappedWritableFile(std::string path, int fd, bool populate)
+      : path_(std::move(path)), fd_(fd), populate_(populate) {}
   ~MappedWritableFile() override {
     windows_.clear();
     if (fd_ >= 0) ::close(fd_);
@@ -100,8 +103,8 @@ class MappedWritableFile final : public WritableFile {
     const uint64_t end = offset + total;
     SHARDPACK_RETURN_IF_ERROR(Reserve(end));
     // The window of the last part copied: a record's pieces (its head, pixels and footer)
-    // mostly share one, found once. The write's pages in a window are mapped in one call
-    // when it is found, before its first copy.
+    // mostly share one, found once. Where populate_, the write's pages in a window are
+    // mapped in one call when it is found, before its first copy.
     Window* window = nullptr;
     uint64_t window_index = 0;
     for (std::string_view piece : pieces) {
@@ -118,8 +121,11 @@ class MappedWritableFile final : public WritableFile {
             return FailedPreconditionError(path_ + ": write at offset " + std::to_string(offset) +
                                            " over bytes already written");
           }
-          PopulatePagesForWriting(window->base() + at, static_cast<size_t>(std::min(
-                                                           end - offset, kMappedWriteWindow - at)));
+          if (populate_) {
+            PopulatePagesForWriting(
+                window->base() + at,
+                static_cast<size_t>(std::min(end - offset, kMappedWriteWindow - at)));
+          }
         }
         std::memcpy(window->base() + at, p, take);
         if (window->faulted()) {
@@ -243,6 +249,7 @@ class MappedWritableFile final : public WritableFile {
 
   const std::string path_;
   int fd_;
+  const bool populate_;  // MappedPages: populate a write's pages before copying
   uint64_t appended_ = 0;
   uint64_t handed_ = 0;  // bytes before this were handed to the disk
   WriteCoverage coverage_;
@@ -257,7 +264,8 @@ class MappedWritableFile final : public WritableFile {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path) {
+StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path,
+                                                              MappedPages pages) {
   int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoError(path + ": open for writing", errno);
   // A file system without fallocate (some network and FUSE ones) could only report a full
@@ -272,13 +280,21 @@ StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string&
     }
     return ErrnoError(path + ": setting space aside (fallocate)", err);
   }
-  return std::unique_ptr<WritableFile>(new MappedWritableFile(path, fd));
+  struct statfs fs {};
+  const bool populate =
+      pages == MappedPages::kAuto && ::fstatfs(fd, &fs) == 0 && fs.f_type == kTmpfsMagic;
+  return std::unique_ptr<WritableFile>(new MappedWritableFile(path, fd, populate));
 }
 
 bool MappedWritesMeasuredOn(const std::string& dir) {
   struct statfs fs {};
   if (::statfs(dir.c_str(), &fs) != 0) return false;
   return fs.f_type == kExt4Magic || fs.f_type == kXfsMagic;
+}
+
+bool MappedWritesPopulate(const std::string& dir) {
+  struct statfs fs {};
+  return ::statfs(dir.c_str(), &fs) == 0 && fs.f_type == kTmpfsMagic;
 }
 
 bool MappedWritesPreferred(const std::string& dir) {

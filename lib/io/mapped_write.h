@@ -10,9 +10,9 @@
 // so a full file system is an error of that call (ENOSPC, naming the file), never a SIGBUS
 // in the middle of a copy. The file is mapped in windows of kMappedWriteWindow bytes, with
 // MADV_HUGEPAGE, so that a page cache building large folios (ext4, xfs) holds the file in
-// 2 MiB folios as the chunked writes of io/chunked_file.h do. A write maps its pages of a
-// window in one call before it copies (io::PopulatePagesForWriting): on tmpfs, whose pages
-// are 4 KiB, that replaces a page fault per page. A window is unmapped by the
+// 2 MiB folios as the chunked writes of io/chunked_file.h do. On tmpfs, whose pages are 4
+// KiB, a write maps its pages of a window in one call before it copies
+// (io::PopulatePagesForWriting, MappedPages). A window is unmapped by the
 // write that completes it, so the process maps little more than the windows being
 // written. Sync and Close cut the file back to the end of what was written (the space set
 // aside beyond it is given back), after checking that every byte before that end was
@@ -41,11 +41,28 @@ namespace shardpack::io {
 // The size of the windows a mapped file is written through: 8 MiB, a multiple of 2 MiB.
 inline constexpr uint64_t kMappedWriteWindow = uint64_t{8} << 20;
 
+// How a write brings in the pages of the mapping it copies into.
+enum class MappedPages {
+  // Where the file system holds files in 4 KiB pages (tmpfs, MappedWritesPopulate), mapped
+  // in one call before the copy (MADV_POPULATE_WRITE): a fault per page was a quarter of
+  // the write's CPU there. Elsewhere (ext4, xfs, whose faults map 2 MiB folios; populating
+  // changed nothing there) by the copy's own faults, which on Linux 6.4+ take only the
+  // mapping's lock where populating takes the process's mmap lock.
+  kAuto,
+  // By the copy's own faults everywhere: to measure what populating gives (write_scaling).
+  kFaulted,
+};
+
 // Creates or truncates `path` and returns it for writing through a mapping. NotSupported
 // (naming the file and the reason) where its file system cannot set space aside
 // (fallocate), which the mapping needs to report a full disk as an error: the caller then
 // writes the file with Env::NewWritableFile. The file is left created and empty then.
-StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path);
+StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(
+    const std::string& path, MappedPages pages = MappedPages::kAuto);
+
+// True where `dir`'s file system is tmpfs, where MappedPages::kAuto populates a write's
+// pages before copying. False where `dir` cannot be examined.
+bool MappedWritesPopulate(const std::string& dir);
 
 // statfs's f_type of the file systems MappedWritesMeasuredOn takes: ext4's (ext2 and ext3
 // share it, and refuse fallocate) and xfs's.

@@ -1,7 +1,10 @@
 #include "io/mapped_write.h"
 
 #include <gtest/gtest.h>
+#include <linux/perf_event.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -45,8 +48,9 @@ std::string MappedTestBytes(size_t n, std::mt19937_64& rng) {
   return s;
 }
 
-std::unique_ptr<WritableFile> NewMappedFileOrDie(const std::string& path) {
-  auto file = NewMappedWritableFile(path);
+std::unique_ptr<WritableFile> NewMappedFileOrDie(const std::string& path,
+                                                 MappedPages pages = MappedPages::kAuto) {
+  auto file = NewMappedWritableFile(path, pages);
   EXPECT_TRUE(file.ok()) << file.status().ToString();
   return file.ok() ? std::move(file).value() : nullptr;
 }
@@ -108,7 +112,8 @@ std::unique_ptr<TempDir> TmpfsTempDir() {
 // Records laid end to end, written by four threads in a scrambled order, each in three
 // pieces (the first empty for a record of one or two bytes), then synced and closed: the
 // file holds exactly their bytes, and ends where the last of them does.
-void WriteScrambledRecordsAndCheck(const std::string& path, uint64_t at_least, uint32_t seed) {
+void WriteScrambledRecordsAndCheck(const std::string& path, uint64_t at_least, uint32_t seed,
+                                   MappedPages pages = MappedPages::kAuto) {
   std::mt19937_64 rng(seed);
   std::vector<std::string> records;
   std::vector<uint64_t> offsets;
@@ -135,7 +140,7 @@ void WriteScrambledRecordsAndCheck(const std::string& path, uint64_t at_least, u
   std::vector<size_t> order(records.size());
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
-  std::unique_ptr<WritableFile> file = NewMappedFileOrDie(path);
+  std::unique_ptr<WritableFile> file = NewMappedFileOrDie(path, pages);
   ASSERT_NE(file, nullptr);
   constexpr int kThreads = 4;
   std::vector<Status> failures(kThreads, Status::Ok());
@@ -180,7 +185,66 @@ TEST(MappedWritableFileTest, RecordsWrittenFromThreadsInAnyOrderGiveExactlyTheir
 TEST(MappedWritableFileTest, WritesOnTmpfsGiveTheSameBytes) {
   std::unique_ptr<TempDir> dir = TmpfsTempDir();
   if (dir == nullptr) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  // Populated before each copy (auto, on tmpfs) and faulted in by the copies.
   WriteScrambledRecordsAndCheck(dir->Join("shard.tfrecord.tmp"), 2 * kMappedWriteWindow + 4096, 2);
+  WriteScrambledRecordsAndCheck(dir->Join("faulted.tfrecord.tmp"), 2 * kMappedWriteWindow + 4096, 5,
+                                MappedPages::kFaulted);
+}
+
+// Page faults this thread takes in `f` (a software perf counter: faults raised by the
+// copies, not those the kernel takes inside a populating madvise), or -1 where the kernel
+// does not let the process count them.
+template <typename F>
+int64_t PageFaultsOf(F&& f) {
+  perf_event_attr attr{};
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.size = sizeof(attr);
+  attr.config = PERF_COUNT_SW_PAGE_FAULTS;
+  attr.disabled = 1;
+  attr.exclude_hv = 1;
+  const int fd = static_cast<int>(::syscall(SYS_perf_event_open, &attr, 0, -1, -1, 0));
+  if (fd < 0) return -1;
+  ::ioctl(fd, PERF_EVENT_IOC_RESET, 0);
+  ::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0);
+  f();
+  ::ioctl(fd, PERF_EVENT_IOC_DISABLE, 0);
+  int64_t count = -1;
+  if (::read(fd, &count, sizeof(count)) != sizeof(count)) count = -1;
+  ::close(fd);
+  return count;
+}
+
+TEST(MappedWritableFileTest, OnTmpfsAWritesPagesAreMappedBeforeItCopies) {
+  std::unique_ptr<TempDir> dir = TmpfsTempDir();
+  if (dir == nullptr) GTEST_SKIP() << "/dev/shm is not a tmpfs here";
+  EXPECT_TRUE(MappedWritesPopulate(dir->path()));
+  TempDir other;
+  struct statfs fs {};
+  ASSERT_EQ(::statfs(other.path().c_str(), &fs), 0);
+  EXPECT_EQ(MappedWritesPopulate(other.path()), fs.f_type == 0x01021994)
+      << "f_type 0x" << std::hex << fs.f_type;
+  EXPECT_FALSE(MappedWritesPopulate(other.Join("no-such-dir")));
+  // A 1 MiB write, 256 pages: populated first, the copy takes no fault of its own; faulted
+  // in, one a page.
+  std::mt19937_64 rng(6);
+  const std::string bytes = MappedTestBytes(1 << 20, rng);
+  const std::string_view pieces[] = {bytes};
+  int64_t faults[2] = {0, 0};
+  for (MappedPages pages : {MappedPages::kAuto, MappedPages::kFaulted}) {
+    const std::string path =
+        dir->Join(pages == MappedPages::kAuto ? "populated.tmp" : "faulted.tmp");
+    std::unique_ptr<WritableFile> file = NewMappedFileOrDie(path, pages);
+    ASSERT_NE(file, nullptr);
+    Status s;
+    faults[pages == MappedPages::kAuto ? 0 : 1] =
+        PageFaultsOf([&] { s = file->WriteAt(0, pieces); });
+    ASSERT_OK(s);
+    ASSERT_OK(file->Close());
+    EXPECT_TRUE(MappedTestFileBytes(path) == bytes);
+  }
+  if (faults[0] < 0 || faults[1] < 0) GTEST_SKIP() << "no software perf counter for this process";
+  EXPECT_LT(faults[0], 16) << "populated: the copy should fault on no page";
+  EXPECT_GE(faults[1], 200) << "faulted in: about one fault a page";
 }
 
 TEST(MappedWritableFileTest, AppendsGiveTheBytesAndTheSize) {

@@ -70,15 +70,17 @@ rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
 # The kit's programs and libraries travel packed (scripts/device-kit.sh): unpacked next to
 # this script (bin/ and lib/, where the Python extension's build also finds lib/) once, by
-# tar (xz), else by Python's tarfile. A kit so unpacked is twice its size: build a fresh one
-# before carrying it again.
+# tar (xz), else by Python's tarfile. A kit so unpacked is 1.7 times its size: build a fresh
+# one before carrying it again.
 if [ ! -e "$kit/bin/shardpack" ] && [ -f "$kit/programs.tar.xz" ]; then
   tar -C "$kit" -xJf "$kit/programs.tar.xz" 2> "$work/unpack.err" ||
     "$py" -c 'import sys, tarfile
 t = tarfile.open(sys.argv[1])
 t.extractall(sys.argv[2], **({"filter": "tar"} if hasattr(tarfile, "tar_filter") else {}))' \
       "$kit/programs.tar.xz" "$kit" 2>> "$work/unpack.err" ||
-    { echo "gpu-check: cannot unpack $kit/programs.tar.xz: $(cat "$work/unpack.err")" >&2; exit 1; }
+    { printf '# shardpack GPU check\n\nThe kit'"'"'s programs could not be unpacked from %s: %s\n' \
+        "$kit/programs.tar.xz" "$(cat "$work/unpack.err")" | tee "$report/report.md" >&2
+      exit 1; }
 fi
 cuda_filter='Cuda*:LoaderGpu*:*NormalizeAsync*'
 # Under compute-sanitizer, less the tests that provoke CUDA errors on purpose (an invalid
@@ -261,15 +263,16 @@ step_convert_scaling() {
   files=$(wc -l < "$work/jpegs.once")
   [ "$files" -gt 0 ] || { summary "no JPEG in $root"; return 1; }
   local seta="" small_total large_total
-  if [ -s "$root/LARGE" ] && read -r small_total large_total < "$root/SET_A_COUNTS" 2> /dev/null &&
+  if [ -s "$root/LARGE" ] && [ -s "$root/SET_A_COUNTS" ] &&
+     read -r small_total large_total < "$root/SET_A_COUNTS" &&
      [ "${small_total:-0}" -gt 0 ] && [ "${large_total:-0}" -gt 0 ]; then
     seta=$work/seta.once
     awk -v k=$(( (small_total + files / 2) / files )) 'NR == FNR {large[nl++] = $0; next}
       {small[ns++] = $0}
-      END {total = (k > 0 ? k : 1) * ns; step = total / nl; j = 0
+      END {total = (k > 0 ? k : 1) * ns; j = 0
            for (i = 0; i < total; i++) {
              print small[i % ns]
-             while (j < nl && i + 1 >= (j + 1) * step) print large[j++]
+             while (j < nl && (i + 1) * nl >= (j + 1) * total) print large[j++]
            }}' "$root/LARGE" "$work/jpegs.once" > "$seta"
     echo "set A's proportions: $(wc -l < "$seta") entries, $(grep -c -x -F -f "$root/LARGE" "$seta") of them the $(wc -l < "$root/LARGE") large photos (set A: $small_total and $large_total)"
   fi
@@ -286,6 +289,7 @@ step_convert_scaling() {
   # faster. Both are waited for whatever happens, and a failure keeps the ratios above.
   local parts="" half=$(( last / 2 )) i written rc=0 pids=()
   if [ "$half" -ge 1 ]; then
+    list_for "$last"  # the small photos' list at the last count (the loop ended on set A's)
     rm -rf "$out"
     t0=$EPOCHREALTIME
     for i in 0 1; do
