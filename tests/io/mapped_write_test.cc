@@ -225,7 +225,8 @@ TEST(MappedWritableFileTest, OnTmpfsAWritesPagesAreMappedBeforeItCopies) {
       << "f_type 0x" << std::hex << fs.f_type;
   EXPECT_FALSE(MappedWritesPopulate(other.Join("no-such-dir")));
   // A 1 MiB write, 256 pages: populated first, the copy takes no fault of its own; faulted
-  // in, one a page.
+  // in, one a page. Compared with each other: the write's other faults (its bookkeeping's
+  // memory; a sanitizer's shadow pages, 39 of them in the ASan build) are in both.
   std::mt19937_64 rng(6);
   const std::string bytes = MappedTestBytes(1 << 20, rng);
   const std::string_view pieces[] = {bytes};
@@ -243,8 +244,9 @@ TEST(MappedWritableFileTest, OnTmpfsAWritesPagesAreMappedBeforeItCopies) {
     EXPECT_TRUE(MappedTestFileBytes(path) == bytes);
   }
   if (faults[0] < 0 || faults[1] < 0) GTEST_SKIP() << "no software perf counter for this process";
-  EXPECT_LT(faults[0], 16) << "populated: the copy should fault on no page";
-  EXPECT_GE(faults[1], 200) << "faulted in: about one fault a page";
+  EXPECT_GE(faults[1] - faults[0], 192)
+      << "populated " << faults[0] << " faults, faulted in " << faults[1]
+      << ": populating should spare the copy about one fault a page";
 }
 
 TEST(MappedWritableFileTest, AppendsGiveTheBytesAndTheSize) {
