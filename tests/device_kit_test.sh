@@ -115,6 +115,9 @@ expect convert-scaling "its ratios and stage times" \
   "1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio $num ($num in-process), thread-ms an image: decode $num resize $num write $num idle $num"
 expect convert-scaling "the ratios of set A's proportions" \
   "; set A's proportions, 1 threads ([0-9]* images): convert [0-9]* images/s, bare decode [0-9]*, ratio $num ($num in-process), thread-ms an image: decode $num"
+# Issue 17's target line: set A's proportions at the last count in three rounds, with medians.
+expect convert-scaling "set A's proportions in three rounds" \
+  "; set A's proportions at [0-9]* threads, 3 rounds: ratio $num / $num / $num, median $num (in-process $num / $num / $num, median $num)"
 # Set A's proportions: the small photos as many times over as SET_A_COUNTS says for each one
 # here, with every large one among them.
 grep -q "^set A's proportions: [0-9]* entries, $(wc -l < "$kit/photos/LARGE") of them the $(wc -l < "$kit/photos/LARGE") large photos" \

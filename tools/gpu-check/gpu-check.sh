@@ -25,8 +25,9 @@
 #                the dataset's JPEGs), and of set A in its proportions (those with all of
 #                set A's larger photos, photos/LARGE), about 1,500 images a thread, at 1, 2,
 #                4, 8, 16 threads against libjpeg-turbo's bare decode of the same files
-#                (decode_floor), where the conversion's time went (decode, resize, write,
-#                idle per image),
+#                (decode_floor), set A's proportions at the last count in three rounds
+#                (issue 17's target: the medians), where the conversion's time went
+#                (decode, resize, write, idle per image),
 #                the last list as two --parts side by side (the one-file write bound),
 #                the last list with --write-method write and map, in memory and on disk,
 #                and where the CPU has AVX-512 VNNI the resize's kernels against the AVX2
@@ -276,18 +277,53 @@ step_convert_scaling() {
            }}' "$root/LARGE" "$work/jpegs.once" > "$seta"
     echo "set A's proportions: $(wc -l < "$seta") entries, $(grep -c -x -F -f "$root/LARGE" "$seta") of them the $(wc -l < "$root/LARGE") large photos (set A: $small_total and $large_total)"
   fi
+  local also=""
+  [ -z "$seta" ] ||
+    also=" of at most 128 KiB (and with the $(wc -l < "$root/LARGE") larger ones in set A's proportions, $small_total : $large_total)"
+  local parts="" methods="" kernels="" rounds=""
+  # The report's row so far, rewritten as each measurement ends: a step stopped at its time
+  # limit keeps what it measured.
+  so_far() { summary "$files JPEGs of $what$also to 256x256 crop: $ratios$rounds$parts$methods$kernels"; }
   for t in 1 2 4 8 16; do
     [ "$t" -le "$cores" ] || break
     last=$t
     measure "$t" "$work/jpegs.once" "${SCALING_REPEAT:-4}" "" || return 1
+    so_far
     # Set A's list is ten times the small one's: once is enough at 1 thread.
-    if [ -n "$seta" ]; then measure "$t" "$seta" 1 "set A's proportions, " || return 1; fi
+    if [ -n "$seta" ]; then
+      measure "$t" "$seta" 1 "set A's proportions, " || return 1
+      so_far
+    fi
   done
+  # Issue 17's target, set A's proportions at the last count, in three rounds (the loop's
+  # was the first): one round is one sample, and these machines are noisy (docs/DESIGN.md,
+  # "Scaling model"). The ratios round by round and their median, on the whole process's
+  # seconds and in-process.
+  if [ -n "$seta" ]; then
+    # The last measure's two ratios, whole and in-process.
+    ratios_of_line() { sed -n 's/.*, ratio \([0-9.]*\) (\([0-9.]*\) in-process).*/\1 \2/p' <<< "$line"; }
+    local r pairs
+    pairs=$(ratios_of_line)
+    for r in 2 3; do
+      measure "$last" "$seta" 1 "set A's proportions, round $r, " || return 1
+      pairs="$pairs"$'\n'"$(ratios_of_line)"
+    done
+    rounds="; set A's proportions at $last threads, 3 rounds: $(awk '
+      {whole[NR] = $1; inside[NR] = $2}
+      function median(v,   a, b, c) {a = v[1]; b = v[2]; c = v[3]
+        return (a <= b) ? ((b <= c) ? b : ((a <= c) ? c : a)) : ((a <= c) ? a : ((b <= c) ? c : b))}
+      END {if (NR != 3) {print "FAILED: " NR " ratios read"; exit}
+           printf "ratio %s / %s / %s, median %s (in-process %s / %s / %s, median %s)",
+                  whole[1], whole[2], whole[3], median(whole), inside[1], inside[2], inside[3], median(inside)}' <<< "$pairs")"
+    echo "${rounds#; }"
+    so_far
+    [[ "$rounds" != *FAILED* ]] || return 1
+  fi
   # The last list again as two parts side by side (--part 0/2 and 1/2, half the last
   # count's threads each, shard files of their own; skipped at 1 thread): where one
   # conversion's writes queue on one file (docs/DESIGN.md, "Scaling model"), the parts are
   # faster. Both are waited for whatever happens, and a failure keeps the ratios above.
-  local parts="" half=$(( last / 2 )) i written rc=0 pids=()
+  local half=$(( last / 2 )) i written rc=0 pids=()
   if [ "$half" -ge 1 ]; then
     list_for "$last"  # the small photos' list at the last count (the loop ended on set A's)
     rm -rf "$out"
@@ -310,6 +346,7 @@ step_convert_scaling() {
       parts="; the last list as 2 parts of $half threads side by side: $(awk -v n="$n" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}') images/s"
     fi
     echo "$parts"
+    so_far
   fi
   # convert_list T DEST JSON [ARGS...]: the list (list_for) at T threads into DEST, with
   # ARGS, --json into JSON; prints images/s on the conversion's own seconds and the resize's
@@ -350,7 +387,7 @@ step_convert_scaling() {
   # docs/DESIGN.md, "Scaling model"), into memory ($out) and onto this machine's disk
   # ($work), two rounds in turn: images/s on the conversion's own seconds, the write's
   # thread-ms an image; the same bytes. Skipped at 1 thread.
-  local methods="" m where dest
+  local m where dest
   if [ "$last" -ge 2 ]; then
     list_for "$last"
     for where in memory disk; do
@@ -376,6 +413,7 @@ step_convert_scaling() {
     fi
     echo "write methods: $methods"
     methods="; write methods at $last threads (round by round): $methods"
+    so_far
   fi
   # The resize's kernels side by side where this CPU has AVX-512 VNNI (the quads of taps,
   # lib/image/resize_avx512.cc, and where it has VBMI the transposes of
@@ -383,7 +421,6 @@ step_convert_scaling() {
   # avx512), at 1 thread and at the last count, two rounds in turn: images/s on the
   # conversion's own seconds (--json) and the resize's thread-ms an image; the shards must
   # be the same bytes. A failure is reported with what was measured before it.
-  local kernels=""
   if grep -qw avx512_vnni /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo &&
      grep -qw avx512vl /proc/cpuinfo; then
     local k
@@ -419,12 +456,10 @@ step_convert_scaling() {
     kernels="$kernels; micro_bench (1 quads + VBMI transposes, 2 AVX2, 3 quads + AVX2 transposes, 4 AVX2 sums + VBMI transposes; medians of three, µs): $micro"
     echo "resize kernels: $kernels"
     kernels="; resize kernels (round by round): $kernels"
+    so_far
   fi
   rm -rf "$out"
-  local also=""
-  [ -z "$seta" ] ||
-    also=" of at most 128 KiB (and with the $(wc -l < "$root/LARGE") larger ones in set A's proportions, $small_total : $large_total)"
-  summary "$files JPEGs of $what$also to 256x256 crop: $ratios$parts$methods$kernels"
+  so_far
   return "$rc"
 }
 
