@@ -308,13 +308,17 @@ step_convert_scaling() {
       measure "$last" "$seta" 1 "set A's proportions, round $r, " || return 1
       pairs="$pairs"$'\n'"$(ratios_of_line)"
     done
-    rounds="; set A's proportions at $last threads, 3 rounds: $(awk '
-      {whole[NR] = $1; inside[NR] = $2}
-      function median(v,   a, b, c) {a = v[1]; b = v[2]; c = v[3]
-        return (a <= b) ? ((b <= c) ? b : ((a <= c) ? c : a)) : ((a <= c) ? a : ((b <= c) ? c : b))}
-      END {if (NR != 3) {print "FAILED: " NR " ratios read"; exit}
-           printf "ratio %s / %s / %s, median %s (in-process %s / %s / %s, median %s)",
-                  whole[1], whole[2], whole[3], median(whole), inside[1], inside[2], inside[3], median(inside)}' <<< "$pairs")"
+    # round_ratios K: the rounds' K-th ratios, "a / b / c"; middle_ratio K: their median.
+    round_ratios() { cut -d' ' -f"$1" <<< "$pairs" | paste -sd/ | sed 's|/| / |g'; }
+    middle_ratio() { cut -d' ' -f"$1" <<< "$pairs" | sort -n | sed -n 2p; }
+    local read_ok
+    read_ok=$(grep -c -x '[0-9.]* [0-9.]*' <<< "$pairs")
+    rounds="; set A's proportions at $last threads, 3 rounds: "
+    if [ "$read_ok" -eq 3 ]; then
+      rounds="${rounds}ratio $(round_ratios 1), median $(middle_ratio 1) (in-process $(round_ratios 2), median $(middle_ratio 2))"
+    else
+      rounds="${rounds}FAILED: $read_ok ratios read"
+    fi
     echo "${rounds#; }"
     so_far
     [[ "$rounds" != *FAILED* ]] || return 1
