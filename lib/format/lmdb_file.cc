@@ -313,26 +313,41 @@ Status LmdbFile::ReadNode(const Page& page, uint32_t i, std::string_view* key,
                  std::to_string(meta_.last_page));
   }
   const uint8_t* run = data_ + first * psize;
+  *value = std::string_view(reinterpret_cast<const char*>(run + kPageHeaderBytes), data_size);
+  if (overflow_pages == nullptr) {
+    // A lookup: the value must lie in the file, which is all a read of it needs. The run's
+    // header is not read (nor does liblmdb read it): its page is not touched before the
+    // value is, so that hints about a value (WillNeed, Resident) cost no fault of their own.
+    if (data_size > (meta_.last_page - first + 1) * psize - kPageHeaderBytes) {
+      return fault("a value of " + std::to_string(data_size) + " bytes at overflow page " +
+                   std::to_string(first) + " runs past the last page " +
+                   std::to_string(meta_.last_page));
+    }
+    return Status::Ok();
+  }
+  // The walk: the run's header too, whose length says which pages the value owns.
   const uint64_t said = Load64(run);
   const uint16_t run_flags = Load16(run + 10);
   const uint64_t pages = Load32(run + 12);
-  const std::string run_name = "the value's overflow " + PageName(first);
-  if (said != first) return fault(run_name + " says it is page " + std::to_string(said));
+  auto run_fault = [&](const std::string& what) {
+    return fault("the value's overflow " + PageName(first) + " " + what);
+  };
+  if (said != first) return run_fault("says it is page " + std::to_string(said));
   if ((run_flags & kPageKind) != kOverflow) {
-    return fault(run_name + " is " + KindName(run_flags & kPageKind) + " (flags " +
-                 Hex(run_flags) + ")");
+    return run_fault("is " + std::string(KindName(run_flags & kPageKind)) + " (flags " +
+                     Hex(run_flags) + ")");
   }
   if (pages < 1 || pages > meta_.last_page - first + 1) {
-    return fault(run_name + " claims a run of " + std::to_string(pages) +
-                 " pages, past the last page " + std::to_string(meta_.last_page));
+    return run_fault("claims a run of " + std::to_string(pages) + " pages, past the last page " +
+                     std::to_string(meta_.last_page));
   }
   if (data_size > pages * psize - kPageHeaderBytes) {
-    return fault("a value of " + std::to_string(data_size) + " bytes does not fit its overflow run of " +
-                 std::to_string(pages) + " pages at page " + std::to_string(first));
+    return fault("a value of " + std::to_string(data_size) +
+                 " bytes does not fit its overflow run of " + std::to_string(pages) +
+                 " pages at page " + std::to_string(first));
   }
-  *value = std::string_view(reinterpret_cast<const char*>(run + kPageHeaderBytes), data_size);
   if (overflow_pgno != nullptr) *overflow_pgno = first;
-  if (overflow_pages != nullptr) *overflow_pages = pages;
+  *overflow_pages = pages;
   return Status::Ok();
 }
 

@@ -33,11 +33,14 @@
 // inside the file, a depth of at most 32, a main database with LMDB's default key order
 // and no duplicate values); every page reached (its own page number, its type for its
 // level: branch pages above the leaves and leaves at the depth the meta page states, at
-// least one node); overflow runs (type, length, inside the file). The walk (ForEach) also
-// checks that keys strictly increase and lie within the range their branch keys give
-// them, which bounds the walk over any page graph (a cycle or a page reached twice repeats
-// keys); its audit mode also counts pages and entries against the meta page and refuses a
-// page that two references share.
+// least one node); every value inside the file. The walk (ForEach) also checks each
+// overflow run's header (its page number, kind and length), and that keys strictly
+// increase and lie within the range their branch keys give them, which bounds the walk
+// over any page graph (a cycle or a page reached twice repeats keys); its audit mode also
+// counts pages and entries against the meta page and refuses a page that two references
+// share. A lookup (Find) checks what it follows, as liblmdb's reads what it follows: the
+// pages from the root to the leaf, and not the header of the overflow run it points
+// into, whose page the reader of the value touches next.
 //
 // Not supported (NotSupported): named databases and duplicate values (F_SUBDATA,
 // F_DUPDATA, MDB_DUPSORT), and custom key orders (MDB_INTEGERKEY, MDB_REVERSEKEY), which
@@ -123,7 +126,9 @@ class LmdbFile {
   // bounds of its node table.
   Status ReadPage(uint64_t pgno, uint16_t want, Page* page) const;
   // Node `i` of `page` (checked to lie in the page): its key and, for a leaf, its value
-  // (resolved through its overflow run), or for a branch, its child page.
+  // (resolved through its overflow run, which must lie in the file), or for a branch, its
+  // child page. With `overflow_pages` (the walk), also the run's header is checked, and
+  // its first page and length returned (0 pages for a value inside the leaf).
   Status ReadNode(const Page& page, uint32_t i, std::string_view* key, std::string_view* value,
                   uint64_t* child, uint64_t* overflow_pgno = nullptr,
                   uint64_t* overflow_pages = nullptr) const;

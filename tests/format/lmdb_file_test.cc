@@ -378,22 +378,38 @@ TEST(LmdbFileTest, ALeafReachedTwiceIsCorruptionAndTheAuditNamesThePage) {
   }
 }
 
-TEST(LmdbFileTest, AnOverflowRunPastTheLastPageIsCorruption) {
+TEST(LmdbFileTest, AnOverflowRunOrAValuePastTheLastPageIsCorruption) {
   testing::TempDir dir;
-  SmallFile f = MakeSmallFile(dir.path());
+  const SmallFile f = MakeSmallFile(dir.path());
   // The last key is a "z..." key with an overflow value.
-  std::string_view unused;
   const std::string last = f.entries.rbegin()->first;
   const uint64_t last_leaf = f.Child(f.Keys(f.root) - 1);
   const size_t node = f.Node(last_leaf, f.Keys(last_leaf) - 1);
   const uint64_t run = Load64At(f.bytes, node + 8 + Load16At(f.bytes, node + 6));
-  std::memcpy(f.bytes.data() + run * f.psize + 12, "\xff\xff\xff\x7f", 4);
-  auto file = LmdbFile::Open(f.bytes.data(), f.bytes.size());
-  ASSERT_TRUE(file.ok());
-  Status s = file->Find(last, &unused);
+  auto walk = [](const std::vector<uint8_t>& bytes) {
+    auto file = LmdbFile::Open(bytes.data(), bytes.size());
+    EXPECT_TRUE(file.ok());
+    return file->ForEach([](std::string_view, std::string_view) { return Status::Ok(); });
+  };
+  // The run's header claims more pages than the file has: the walk reads the header.
+  std::vector<uint8_t> bytes = f.bytes;
+  std::memcpy(bytes.data() + run * f.psize + 12, "\xff\xff\xff\x7f", 4);
+  Status s = walk(bytes);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("claims a run of 2147483647 pages"), std::string::npos)
       << s.message();
+  // The node claims a value longer than the rest of the file: refused by the lookup too.
+  bytes = f.bytes;
+  Store16At(&bytes, node, 0xffff);
+  Store16At(&bytes, node + 2, 0xffff);
+  auto file = LmdbFile::Open(bytes.data(), bytes.size());
+  ASSERT_TRUE(file.ok());
+  std::string_view value;
+  s = file->Find(last, &value);
+  EXPECT_EQ(s.code(), StatusCode::kCorruption);
+  EXPECT_NE(s.message().find("a value of 4294967295 bytes at overflow page"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(walk(bytes).code(), StatusCode::kCorruption);
 }
 
 TEST(LmdbFileTest, MetaPageClaimsOutsideTheFileAreCorruption) {
