@@ -2,13 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 #include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -65,7 +65,7 @@ std::function<int()> AddInfo(CLI::App& app) {
   return [args] {
     auto manifest = LoadManifest(args->dir);
     if (!manifest.ok()) {
-      std::fprintf(stderr, "shardpack info: %s\n", manifest.status().message().c_str());
+      Print(stderr, "shardpack info: %s\n", manifest.status().message());
       return kExitUsage;
     }
     const Manifest& m = *manifest;
@@ -74,28 +74,28 @@ std::function<int()> AddInfo(CLI::App& app) {
     if (args->json) {
       nlohmann::ordered_json j = nlohmann::ordered_json::parse(SerializeManifest(m));
       j["total_bytes"] = bytes;
-      std::cout << j.dump(2) << "\n";
+      PrintJson(j);
       return kExitOk;
     }
-    std::printf("dataset      %s\n", args->dir.c_str());
-    std::printf("format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
-                m.tool_version.c_str());
-    std::printf("samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
-    std::printf("image        %s\n", ImageText(m.image, m.lmdb_schema).c_str());
-    std::printf("shards       %zu %s shards, %s\n", m.shards.size(),
-                std::string(BackendName(m.backend)).c_str(), HumanBytes(bytes).c_str());
-    std::printf("seed         %llu\n", static_cast<unsigned long long>(m.seed));
-    std::printf("options      %s\n", m.options_json.c_str());
-    std::printf("classes      %zu (labels 0..%zu)\n", m.classes.size(),
-                m.classes.empty() ? 0 : m.classes.size() - 1);
+    Print(stdout, "dataset      %s\n", args->dir);
+    Print(stdout, "format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
+          m.tool_version);
+    Print(stdout, "samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
+    Print(stdout, "image        %s\n", ImageText(m.image, m.lmdb_schema));
+    Print(stdout, "shards       %zu %s shards, %s\n", m.shards.size(),
+          std::string(BackendName(m.backend)), HumanBytes(bytes));
+    Print(stdout, "seed         %llu\n", static_cast<unsigned long long>(m.seed));
+    Print(stdout, "options      %s\n", m.options_json);
+    Print(stdout, "classes      %zu (labels 0..%zu)\n", m.classes.size(),
+          m.classes.empty() ? 0 : m.classes.size() - 1);
     size_t shown =
         args->classes == 0 ? m.classes.size() : std::min<size_t>(m.classes.size(), args->classes);
     for (size_t i = 0; i < shown; ++i) {
-      std::printf("  %5zu  %-32s %llu\n", i, m.classes[i].name.c_str(),
-                  static_cast<unsigned long long>(m.classes[i].count));
+      Print(stdout, "  %5zu  %-32s %llu\n", i, m.classes[i].name,
+            static_cast<unsigned long long>(m.classes[i].count));
     }
     if (shown < m.classes.size()) {
-      std::printf("  ... %zu more (--classes 0 lists all)\n", m.classes.size() - shown);
+      Print(stdout, "  ... %zu more (--classes 0 lists all)\n", m.classes.size() - shown);
     }
     return kExitOk;
   };

@@ -1,7 +1,8 @@
 // The shardpack CLI: one file per subcommand, each thin over the library. Diagnostics go
 // to stderr as "shardpack <command>: <path>[: record N at offset X]: <message>", results
-// to stdout (--json for machines). Exit codes: 0 success, 1 data faults found, 2 usage or
-// environment errors.
+// to stdout (--json for machines), all through tools/output.h, which keeps a dataset's
+// bytes from acting on the terminal. Exit codes: 0 success, 1 data faults found, 2 usage
+// or environment errors, or a dataset that cannot be read at all (docs/CLI.md).
 #ifndef SHARDPACK_TOOLS_COMMANDS_H_
 #define SHARDPACK_TOOLS_COMMANDS_H_
 
