@@ -236,13 +236,16 @@ int Run(const Args& a) {
   auto opened = Dataset::Open(a.dst);
   if (!opened.ok()) {
     Print(stderr, "shardpack bench: %s\n", opened.status().message());
-    return ExitCodeOf(opened.status());
+    return OpenExitCode(opened.status(), a.dst);
   }
   std::shared_ptr<const Dataset> ds(std::move(opened).value());
   DatasetOptions raw_options;
   raw_options.verify_crc = false;
   auto raw = Dataset::Open(a.dst, raw_options);
-  if (!raw.ok()) return kExitUsage;
+  if (!raw.ok()) {
+    Print(stderr, "shardpack bench: %s\n", raw.status().message());
+    return OpenExitCode(raw.status(), a.dst);
+  }
   const Manifest& m = ds->manifest();
   if (!m.image.fixed()) {
     Print(stderr, "shardpack bench: %s: the benchmark needs a fixed-size dataset\n", a.dst);

@@ -339,8 +339,12 @@ nlohmann::ordered_json StagesJson(const ConvertStageSeconds& t) {
   return j;
 }
 
-int ConvertExitCode(const Status& s) {
-  return s.code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+// 1 for rejects past the limits and damaged inputs; 2 for the rest, and for a SRC or DST
+// whose manifest cannot be read (an unreadable dataset, as every command says it).
+int ConvertExitCode(const Status& s, const ConvertArgs& a) {
+  if (s.code() != StatusCode::kCorruption) return kExitUsage;
+  return HoldsUnreadableManifest(a.src) || HoldsUnreadableManifest(a.dst) ? kExitUsage
+                                                                          : kExitFaults;
 }
 
 int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
@@ -351,7 +355,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
   auto summary = Convert(a->src, a->dst, o);
   if (!summary.ok()) {
     Print(stderr, "shardpack convert: %s\n", summary.status().message());
-    return ConvertExitCode(summary.status());
+    return ConvertExitCode(summary.status(), *a);
   }
   const ConvertSummary& s = *summary;
   if (s.already_complete) {

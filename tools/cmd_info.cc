@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <memory>
 
+#include "io/env.h"
 #include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
@@ -52,6 +53,7 @@ std::function<int()> AddInfo(CLI::App& app) {
     std::string dir;
     bool json = false;
     int classes = 20;
+    std::string min_rate;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("info", "Describe a dataset: samples, classes, shards");
@@ -62,13 +64,29 @@ std::function<int()> AddInfo(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print a machine-readable description on stdout");
   cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
       ->check(Integer<int>(0));
+  AddMinRate(cmd, &args->min_rate);
   return [args] {
-    auto manifest = LoadManifest(args->dir);
+    RemoteOptions remote;
+    if (!ParseMinRate("info", args->min_rate, &remote)) return kExitUsage;
+    auto manifest = LoadManifest(args->dir, remote);
     if (!manifest.ok()) {
       Print(stderr, "shardpack info: %s\n", manifest.status().message());
       return kExitUsage;
     }
     const Manifest& m = *manifest;
+    // A local dataset's files are there and readable (not opened: a FIFO would block); a
+    // remote one's are not fetched.
+    if (!IsRemotePath(args->dir)) {
+      for (const ShardEntry& e : m.shards) {
+        for (const FileEntry* f : {&e.data, e.index ? &*e.index : nullptr}) {
+          if (f == nullptr) continue;
+          if (Status s = io::RequireRegularFile(io::JoinPath(args->dir, f->file)); !s.ok()) {
+            Print(stderr, "shardpack info: %s: the dataset cannot be read\n", s.message());
+            return kExitUsage;
+          }
+        }
+      }
+    }
     uint64_t bytes = 0;
     for (const ShardEntry& s : m.shards) bytes += s.data.bytes + (s.index ? s.index->bytes : 0);
     if (args->json) {

@@ -1,6 +1,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 #include "shardpack/convert.h"
@@ -36,7 +37,13 @@ std::function<int()> AddMerge(CLI::App& app) {
     auto summary = Merge(a->dst, o);
     if (!summary.ok()) {
       Print(stderr, "shardpack merge: %s\n", summary.status().message());
-      return summary.status().code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+      if (summary.status().code() != StatusCode::kCorruption) return kExitUsage;
+      // A part whose manifest cannot be read did not finish: exit 2, as for a missing one.
+      std::error_code ec;
+      for (const auto& part : std::filesystem::directory_iterator(a->dst + "/parts", ec)) {
+        if (HoldsUnreadableManifest(part.path().string())) return kExitUsage;
+      }
+      return kExitFaults;
     }
     const MergeSummary& s = *summary;
     if (a->json) {

@@ -71,7 +71,7 @@ std::function<int()> AddPreview(CLI::App& app) {
     auto ds = Dataset::Open(a->dir);
     if (!ds.ok()) {
       Print(stderr, "shardpack preview: %s\n", ds.status().message());
-      return ExitCodeOf(ds.status());
+      return OpenExitCode(ds.status(), a->dir);
     }
     if (std::string clash = DatasetFileAt(**ds, a->out); !clash.empty()) {
       Print(stderr,

@@ -16,7 +16,7 @@ std::function<int()> AddVerify(CLI::App& app) {
     std::string dir;
     int threads = 0;
     bool json = false, tfrecord = false, no_decode = false, decode = false;
-    std::string cache_dir, cache_bytes;
+    std::string cache_dir, cache_bytes, min_rate;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -42,8 +42,10 @@ std::function<int()> AddVerify(CLI::App& app) {
   cmd->add_option("--cache-bytes", args->cache_bytes,
                   "URL datasets: the most the cache may hold, e.g. 200G (default: "
                   "$SHARDPACK_CACHE_BYTES, else 64G)");
+  AddMinRate(cmd, &args->min_rate);
   return [args] {
     VerifyOptions options;
+    if (!ParseMinRate("verify", args->min_rate, &options.remote)) return kExitUsage;
     options.num_threads = args->threads;
     options.decode_images = !args->no_decode;
     options.decode_encoded = args->decode;
