@@ -188,6 +188,33 @@ TEST_P(PlantedLinkConvertTest, NoFileOutsideTheOutputIsWrittenThroughALinkAtATem
 INSTANTIATE_TEST_SUITE_P(BackendsAndWriteMethods, PlantedLinkConvertTest, kWriteParams,
                          WriteParamName);
 
+// overwrite sets the replaced dataset aside in DST/.shardpack-replaced until the new one
+// is published, and a run that finds that directory without a manifest in DST (a killed
+// overwrite) first moves what it holds back into DST. A symlink planted at that name
+// made the run empty the directory it leads to, outside DST, into DST (and then fail on
+// rmdir): it is removed, never followed, there and where the dataset is set aside.
+TEST(PlantedLinkTest, OverwriteNeverMovesFilesThroughALinkAtItsAsideDirectory) {
+  TempDir src, out, outside;
+  WriteImages(src);
+  testing::WriteFileOrDie(outside.Join("keep.txt"), kTargetText);
+  const std::string dst = out.Join("ds");
+  fs::create_directory(dst);
+  const std::string aside = io::JoinPath(dst, ".shardpack-replaced");
+  ASSERT_EQ(::symlink(outside.path().c_str(), aside.c_str()), 0);
+  ConvertOptions o;
+  o.width = o.height = 8;
+  o.max_shard_records = 3;
+  o.overwrite = true;
+  auto summary = Convert(src.path(), dst, o);
+  ASSERT_TRUE(summary.ok()) << summary.status().ToString();
+  EXPECT_EQ(testing::ReadFileOrDie(outside.Join("keep.txt")), kTargetText);
+  EXPECT_FALSE(fs::exists(io::JoinPath(dst, "keep.txt")));
+  EXPECT_FALSE(fs::exists(fs::symlink_status(aside)));
+  auto report = VerifyDataset(dst);
+  ASSERT_TRUE(report.ok()) << report.status().ToString();
+  EXPECT_TRUE(report->ok()) << FormatFault(report->faults[0]);
+}
+
 class PlantedLinkAdoptTest : public ::testing::TestWithParam<LinkKind> {};
 
 // adopt writes an index beside each file, then the manifest, into SRC itself.
