@@ -333,7 +333,12 @@ TEST(CliTest, BenchAndPreviewRefuseWhatCannotWorkInsteadOfTryingIt) {
   testing::WriteTestDataset(dir.path(), {.samples = 5});
   CliRun big = RunCli("bench " + dir.path() + " --batch-size 2147483647");
   EXPECT_EQ(big.code, 2) << big.out;
-  EXPECT_NE(big.out.find("more than half of this machine's"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("shardpack bench: the ring, with the memcpy baseline's copy of it, "
+                         "needs "),
+            std::string::npos)
+      << big.out;
+  EXPECT_NE(big.out.find("bytes are available (7/8 of "), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("choose a smaller batch or prefetch"), std::string::npos) << big.out;
   CliRun larger = RunCli("bench " + dir.path() + " --batch-size 6");
   EXPECT_EQ(larger.code, 2) << larger.out;
   EXPECT_NE(larger.out.find("--batch-size 6 is larger than the dataset (5 samples)"),
