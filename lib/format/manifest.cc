@@ -253,19 +253,23 @@ std::string SerializeManifest(const Manifest& m) {
 
 namespace {
 
-// JSON values ParseManifest holds at once besides the entries it has read (the ones it
-// keeps, typed): the manifest's own fields and `options` (a few dozen values in a writer's
-// manifest) and the one entry of classes or shards being read. Bounds its memory, with the
-// entries, whatever the file holds (shardpack/manifest.h).
+// The JSON values ParseManifest holds besides the entries it has read (which it keeps,
+// typed): the manifest's own fields and `options` (a few dozen values in a writer's
+// manifest), and in the one entry of classes or shards being read (about ten in a
+// writer's). Bound its memory, with the entries, whatever the file holds
+// (shardpack/manifest.h).
 constexpr uint64_t kMaxLooseValues = 10000;
+constexpr uint64_t kMaxEntryValues = 64;
 
 // nlohmann's SAX interface: builds the manifest's JSON the way nlohmann's DOM parser does,
 // except for the elements of the top-level arrays "classes" and "shards": each is handed
 // to `on_entry` as soon as it is complete, then dropped, and the array stays empty in the
 // tree. A DOM of the whole file took up to 30 times its bytes (an array of a million `{}`
 // is a million objects of 16 bytes, each with a map of its own). Stops the parse, saying
-// why in error(), at a top-level key given twice (which copy would count?) and at more
-// than kMaxLooseValues values held at once.
+// why in error(), at a top-level key given twice (which copy would count?), at more than
+// kMaxLooseValues values in the tree and at more than kMaxEntryValues in one entry. The
+// tree's count starts at 1, for the manifest_xxh3_128 that SerializeManifest may add, so
+// that a manifest written back from one accepted is accepted too.
 class ManifestSax {
  public:
   enum class List { kClasses, kShards };
@@ -293,9 +297,12 @@ class ManifestSax {
       entry_key_ = std::move(k);
       return true;
     }
-    if (tree_.size() == 1 && root_.is_object() && !top_keys_.insert(k).second) {
-      error_ = "key \"" + EscapeBytes(k) + "\" is given twice";
-      return false;
+    if (tree_.size() == 1 && root_.is_object()) {
+      if (!top_keys_.insert(k).second) {
+        error_ = "key \"" + EscapeBytes(k) + "\" is given twice";
+        return false;
+      }
+      uncounted_ = k == "manifest_xxh3_128";  // counted already
     }
     key_ = std::move(k);
     return true;
@@ -317,13 +324,25 @@ class ManifestSax {
   }
 
   bool Count() {
+    if (streaming_) {
+      if (++entry_values_ > kMaxEntryValues) {
+        error_ = std::string(list_ == List::kClasses ? "classes" : "shards") + "[" +
+                 std::to_string(index_) + "]: more than " + std::to_string(kMaxEntryValues) +
+                 " JSON values in one entry";
+        return false;
+      }
+      return true;
+    }
+    if (uncounted_) {
+      uncounted_ = false;
+      return true;
+    }
     if (++values_ > kMaxLooseValues) {
       error_ = "more than " + std::to_string(kMaxLooseValues) +
-               " JSON values besides the entries of classes and shards (a manifest's own fields "
-               "and options, and one entry)";
+               " JSON values besides the entries of classes and shards (the manifest's own "
+               "fields and options)";
       return false;
     }
-    if (streaming_) ++entry_values_;
     return true;
   }
 
@@ -381,7 +400,6 @@ class ManifestSax {
   void Emit(EntryJson&& entry) {
     on_entry_(list_, index_++, std::move(entry));
     entry_root_ = EntryJson();
-    values_ -= entry_values_;
     entry_values_ = 0;
   }
 
@@ -397,8 +415,9 @@ class ManifestSax {
   EntryJson entry_root_;
   std::vector<EntryJson*> entry_;
   std::string entry_key_;
-  uint64_t values_ = 0;        // held now
-  uint64_t entry_values_ = 0;  // of them, the entry's
+  uint64_t values_ = 1;        // in the tree, manifest_xxh3_128 counted from the start
+  bool uncounted_ = false;     // the next value is manifest_xxh3_128's
+  uint64_t entry_values_ = 0;  // in the entry being read
   std::string error_;
 };
 

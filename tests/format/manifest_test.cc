@@ -401,6 +401,19 @@ TEST(ManifestTest, MoreThanTenThousandValuesBesidesTheEntriesAreRefused) {
       << r.status().message();
 }
 
+TEST(ManifestTest, AnEntryOfMoreThanSixtyFourValuesIsRefused) {
+  std::string text = SerializeManifest(Sample());
+  const std::string records = "\"records\": 3,";
+  ASSERT_NE(text.find(records), std::string::npos);
+  std::string keys;
+  for (int i = 0; i < 60; ++i) keys += "\"k" + std::to_string(i) + "\": 0, ";
+  text.replace(text.find(records), records.size(), records + keys);
+  auto r = ParseManifest(text, "m");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kCorruption);
+  EXPECT_EQ(r.status().message(), "m: shards[0]: more than 64 JSON values in one entry");
+}
+
 // Entries are read as the parser meets them, but their faults are reported in the order
 // of the checks: a manifest of a newer major version is NotSupported, whatever its
 // shards hold, even when they come first in the file.

@@ -145,7 +145,7 @@ std::string ManifestChecksum(const Manifest& m);
 //   - counts that do not add up, more than kMaxClasses classes;
 //   - JSON nested deeper than 100 levels, a top-level key given twice, more than 10,000
 //     JSON values besides the entries of classes and shards (a writer's manifest has a
-//     few dozen).
+//     few dozen), more than 64 in one entry (a writer's has at most 10).
 // Memory: the entries of classes and shards are read one at a time as the text is parsed,
 // so what is held at once is the Manifest returned, one entry, at most 10,000 other values
 // and the parser's buffers (the longest string; nlohmann's lexer also keeps the text of a
