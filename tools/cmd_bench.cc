@@ -2,7 +2,6 @@
 // a plain memcpy of the same bytes by the same number of threads, measured in the same
 // run; the resident set across epochs; with a GPU, host-to-device bandwidth against a bare
 // pinned cudaMemcpyAsync loop and the overlap of copies with compute.
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,6 +13,7 @@
 #include <vector>
 
 #include "cuda/cuda.h"
+#include "io/memory_budget.h"
 #include "shardpack/dataset.h"
 #include "shardpack/loader.h"
 #include "shardpack/status.h"
@@ -257,21 +257,25 @@ int Run(const Args& a) {
   }
   const size_t sample_bytes =
       static_cast<size_t>(m.image.height) * m.image.width * m.image.channels;
-  const size_t ring_bytes = static_cast<size_t>(a.batch_size) * sample_bytes * (a.prefetch + 2);
-  // The ring is allocated (pinned, on a GPU) up front: past half the machine's memory it
-  // would swap or fail, not measure anything.
-  const uint64_t memory = static_cast<uint64_t>(::sysconf(_SC_PHYS_PAGES)) *
-                          static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
-  if (static_cast<double>(a.batch_size) * static_cast<double>(sample_bytes) * (a.prefetch + 2) >
-      static_cast<double>(memory) / 2) {
-    Print(stderr,
-          "shardpack bench: the ring of --batch-size %d x --prefetch %d (+2) batches of "
-          "%zu-byte samples needs %.1f GB, more than half of this machine's %.1f GB; "
-          "choose a smaller batch or prefetch\n",
-          a.batch_size, a.prefetch, sample_bytes,
-          static_cast<double>(a.batch_size) * sample_bytes * (a.prefetch + 2) / 1e9, memory / 1e9);
+  // The loader's ring, and as much again for the memcpy baseline's copies of the samples:
+  // both are held at once, so both are checked against the memory available before
+  // either is allocated (the loader checks its own too, shardpack/loader.h).
+  const unsigned __int128 ring =
+      static_cast<unsigned __int128>(a.batch_size) * sample_bytes * (a.prefetch + 2);
+  const bool baseline = a.baseline && m.image.encoding == ImageEncoding::kRaw;
+  const unsigned __int128 need = ring * (baseline ? 2 : 1);
+  if (Status fits = io::CheckMemory(
+          need > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(need), io::MemoryBudget(),
+          baseline ? "the ring, with the memcpy baseline's copy of it," : "the ring",
+          "--batch-size " + std::to_string(a.batch_size) + " x (--prefetch " +
+              std::to_string(a.prefetch) + " + 2) batches of " + std::to_string(sample_bytes) +
+              "-byte samples" + (baseline ? ", twice" : ""),
+          "choose a smaller batch or prefetch");
+      !fits.ok()) {
+    Print(stderr, "shardpack bench: %s\n", fits.message());
     return kExitUsage;
   }
+  const size_t ring_bytes = static_cast<size_t>(ring);
   if (static_cast<uint64_t>(a.batch_size) > ds->size()) {
     Print(stderr,
           "shardpack bench: --batch-size %d is larger than the dataset (%llu samples): "
@@ -280,7 +284,6 @@ int Run(const Args& a) {
     return kExitUsage;
   }
   // A memcpy of the stored bytes says nothing about decoding them.
-  const bool baseline = a.baseline && m.image.encoding == ImageEncoding::kRaw;
   if (a.baseline && !baseline) {
     Print(stdout,
           "encoded images (%s): no memcpy baseline; the GB/s columns count decoded "

@@ -5,6 +5,7 @@
 
 #include "image/encoder.h"
 #include "io/env.h"
+#include "io/memory_budget.h"
 #include "preview/contact_sheet.h"
 #include "shardpack/dataset.h"
 #include "tools/commands.h"
@@ -28,6 +29,20 @@ std::string DatasetFileAt(const Dataset& ds, const std::string& out) {
     if (name == e.data.file || (e.index && name == e.index->file)) return name;
   }
   return "";
+}
+
+// Refuses, before rendering, a sheet that would not fit in the memory available
+// (ContactSheetMemory: the claimed image size counts twice).
+Status CheckPreviewMemory(const Dataset& ds, const ContactSheetOptions& o) {
+  const ImageSpec& image = ds.manifest().image;
+  const std::string size = image.fixed()
+                               ? std::to_string(image.height) + " x " + std::to_string(image.width)
+                               : "max_side " + std::to_string(image.max_side);
+  return io::CheckMemory(ContactSheetMemory(ds, o), io::MemoryBudget(), "preview",
+                         "the sheet, and twice a sample of the manifest's largest image, " + size +
+                             " x " + std::to_string(image.channels),
+                         "show fewer samples or smaller thumbnails, or check the manifest's "
+                         "image size");
 }
 
 }  // namespace
@@ -79,6 +94,10 @@ std::function<int()> AddPreview(CLI::App& app) {
             "preview elsewhere\n",
             a->out, clash);
       return kExitUsage;
+    }
+    if (Status fits = CheckPreviewMemory(**ds, a->sheet); !fits.ok()) {
+      Print(stderr, "shardpack preview: %s\n", fits.message());
+      return ExitCodeOf(fits);
     }
     ContactSheetInfo info;
     auto sheet = RenderContactSheet(**ds, a->sheet, &info);

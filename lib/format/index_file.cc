@@ -1,7 +1,10 @@
 #include "format/index_file.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
+
+#include "format/format.h"
 
 namespace shardpack::format {
 
@@ -12,8 +15,13 @@ void AppendIndexLine(std::string* out, const IndexEntry& e) {
   out->append(buf, static_cast<size_t>(n));
 }
 
-StatusOr<std::vector<IndexEntry>> ParseIndex(std::string_view text) {
+StatusOr<std::vector<IndexEntry>> ParseIndex(std::string_view text, uint64_t max_entries) {
+  // The shortest valid line, "0 16" and its newline: no more entries than this fit.
+  constexpr uint64_t kShortestLine = 5;
+  const uint64_t lines = static_cast<uint64_t>(std::count(text.begin(), text.end(), '\n')) + 1;
   std::vector<IndexEntry> entries;
+  entries.reserve(static_cast<size_t>(
+      std::min({lines, (static_cast<uint64_t>(text.size()) + 1) / kShortestLine, max_entries})));
   uint64_t line = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -45,6 +53,13 @@ StatusOr<std::vector<IndexEntry>> ParseIndex(std::string_view text) {
     p = r2.ptr;
     skip_space();
     if (p != end) return bad("unexpected text after \"offset size\"");
+    if (e.size < kRecordOverhead) {
+      return bad("record size " + std::to_string(e.size) + " is less than a record's " +
+                 std::to_string(kRecordOverhead) + " bytes of framing");
+    }
+    if (entries.size() == max_entries) {
+      return bad("more than the " + std::to_string(max_entries) + " records of the shard");
+    }
     if (!entries.empty()) {
       const IndexEntry& prev = entries.back();
       // Not `e.offset < prev.offset + prev.size`: near 2^64 the sum wraps.

@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
+#include <set>
+#include <unordered_map>
 
 #include "format/format.h"
 #include "io/env.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 #ifndef SHARDPACK_VERSION
 #error "SHARDPACK_VERSION must be defined by the build"
@@ -49,13 +53,47 @@ std::string_view LmdbSchemaName(LmdbSchema s) {
 namespace {
 
 using Json = nlohmann::ordered_json;
+// An entry of classes or shards, parsed on its own (order of keys does not matter there).
+using EntryJson = nlohmann::json;
+
+// The name the converter gives the list of its rejects (docs/FORMAT.md).
+constexpr std::string_view kRejectsName = "rejects.tsv";
 
 Json FileJson(const FileEntry& f) {
   return Json{{"file", f.file}, {"bytes", f.bytes}, {"xxh3_128", f.xxh3_128}};
 }
 
+// Why `name` cannot be the name of a file of a dataset (the rule FileEntry states); ""
+// when it can. `shard`: a shard's data file or index, which may not take the name of the
+// rejects list either.
+std::string FileNameFault(std::string_view name, bool shard) {
+  if (name.empty()) return "it is empty";
+  if (name.size() > kMaxFileNameBytes) {
+    return "it is " + std::to_string(name.size()) + " bytes long, more than " +
+           std::to_string(kMaxFileNameBytes);
+  }
+  if (!IsPrintableUtf8(name)) return "it holds a control character or bytes that are not UTF-8";
+  if (name.find_first_of("/\\") != std::string_view::npos) return "it holds a '/' or '\\'";
+  if (name.front() == '.') {
+    return "it starts with '.' (\".\", \"..\", and the names of shardpack's own files: the "
+           "cache's .lock, .use, .fetch and .reserved, the converter's .shardpack-* records)";
+  }
+  if (name == format::kManifestName || name == format::kPartsDirName || name == "url") {
+    return "it is the name of one of shardpack's own files";
+  }
+  for (std::string_view suffix : {".tmp", ".partial", ".bad"}) {
+    if (name.ends_with(suffix)) {
+      return "it ends in \"" + std::string(suffix) +
+             "\", the suffix of shardpack's files being written or set aside";
+    }
+  }
+  if (shard && name == kRejectsName) return "it is the name of the rejects list";
+  return "";
+}
+
 // Reads fields with messages that name the field; every error is a Corruption of the
-// manifest, except an unknown major version.
+// manifest, except an unknown major version. J: the JSON type (ordered for the manifest's
+// own keys, whose order `options` keeps; plain for the entries of classes and shards).
 class Reader {
  public:
   explicit Reader(std::string_view source) : source_(source) {}
@@ -64,47 +102,52 @@ class Reader {
     return CorruptionError(std::string(source_) + ": " + path + ": " + what);
   }
 
-  Status Object(const Json& j, const std::string& path) const {
+  template <class J>
+  Status Object(const J& j, const std::string& path) const {
     return j.is_object() ? Status::Ok() : Error(path, "expected an object");
   }
 
-  Status Uint(const Json& j, const std::string& key, const std::string& path, uint64_t* out,
+  template <class J>
+  Status Uint(const J& j, const std::string& key, const std::string& path, uint64_t* out,
               uint64_t max = UINT64_MAX) const {
     auto it = j.find(key);
     if (it == j.end()) return Error(path + "." + key, "missing");
-    if (!it->is_number_unsigned() && !(it->is_number_integer() && it->get<int64_t>() >= 0)) {
+    if (!it->is_number_unsigned() &&
+        !(it->is_number_integer() && it->template get<int64_t>() >= 0)) {
       return Error(path + "." + key, "expected a non-negative integer, found " + it->dump());
     }
-    *out = it->get<uint64_t>();
+    *out = it->template get<uint64_t>();
     if (*out > max) {
       return Error(path + "." + key, std::to_string(*out) + " exceeds " + std::to_string(max));
     }
     return Status::Ok();
   }
 
-  Status Int(const Json& j, const std::string& key, const std::string& path, int* out,
-             int max) const {
+  template <class J>
+  Status Int(const J& j, const std::string& key, const std::string& path, int* out, int max) const {
     uint64_t v;
     SHARDPACK_RETURN_IF_ERROR(Uint(j, key, path, &v, static_cast<uint64_t>(max)));
     *out = static_cast<int>(v);
     return Status::Ok();
   }
 
-  Status String(const Json& j, const std::string& key, const std::string& path,
+  template <class J>
+  Status String(const J& j, const std::string& key, const std::string& path,
                 std::string* out) const {
     auto it = j.find(key);
     if (it == j.end()) return Error(path + "." + key, "missing");
     if (!it->is_string()) return Error(path + "." + key, "expected a string");
-    *out = it->get<std::string>();
+    *out = it->template get<std::string>();
     return Status::Ok();
   }
 
-  Status File(const Json& j, const std::string& path, FileEntry* out) const {
+  template <class J>
+  Status File(const J& j, const std::string& path, bool shard, FileEntry* out) const {
     SHARDPACK_RETURN_IF_ERROR(Object(j, path));
     SHARDPACK_RETURN_IF_ERROR(String(j, "file", path, &out->file));
-    if (out->file.empty() || out->file.find('/') != std::string::npos || out->file == "." ||
-        out->file == "..") {
-      return Error(path + ".file", "\"" + out->file + "\" is not a plain file name");
+    if (std::string why = FileNameFault(out->file, shard); !why.empty()) {
+      return Error(path + ".file",
+                   "\"" + EscapeBytes(out->file) + "\" is not a plain file name: " + why);
     }
     SHARDPACK_RETURN_IF_ERROR(Uint(j, "bytes", path, &out->bytes));
     SHARDPACK_RETURN_IF_ERROR(String(j, "xxh3_128", path, &out->xxh3_128));
@@ -208,6 +251,248 @@ std::string SerializeManifest(const Manifest& m) {
   return j.dump(2) + "\n";
 }
 
+namespace {
+
+// The JSON values ParseManifest holds besides the entries it has read (which it keeps,
+// typed): the manifest's own fields and `options` (a few dozen values in a writer's
+// manifest), and in the one entry of classes or shards being read (about ten in a
+// writer's). Bound its memory, with the entries, whatever the file holds
+// (shardpack/manifest.h).
+constexpr uint64_t kMaxLooseValues = 10000;
+constexpr uint64_t kMaxEntryValues = 64;
+
+// nlohmann's SAX interface: builds the manifest's JSON the way nlohmann's DOM parser does,
+// except for the elements of the top-level arrays "classes" and "shards": each is handed
+// to `on_entry` as soon as it is complete, then dropped, and the array stays empty in the
+// tree. A DOM of the whole file took up to 30 times its bytes (an array of a million `{}`
+// is a million objects of 16 bytes, each with a map of its own). Stops the parse, saying
+// why in error(), at a top-level key given twice (which copy would count?), at more than
+// kMaxLooseValues values in the tree and at more than kMaxEntryValues in one entry. The
+// tree's count starts at 1, for the manifest_xxh3_128 that SerializeManifest may add, so
+// that a manifest written back from one accepted is accepted too.
+class ManifestSax {
+ public:
+  enum class List { kClasses, kShards };
+  using OnEntry = std::function<void(List list, size_t index, EntryJson&& entry)>;
+
+  explicit ManifestSax(OnEntry on_entry) : on_entry_(std::move(on_entry)) {}
+
+  Json& root() { return root_; }
+  const std::string& error() const { return error_; }
+
+  bool null() { return Value(nullptr); }
+  bool boolean(bool v) { return Value(v); }
+  bool number_integer(Json::number_integer_t v) { return Value(v); }
+  bool number_unsigned(Json::number_unsigned_t v) { return Value(v); }
+  bool number_float(Json::number_float_t v, const std::string&) { return Value(v); }
+  // The lexer's buffer is taken, not copied: it starts over at the next token.
+  bool string(std::string& v) { return Value(std::move(v)); }
+  bool binary(Json::binary_t&) { return false; }  // JSON text holds none
+  bool start_object(size_t) { return Open(true); }
+  bool start_array(size_t) { return Open(false); }
+  bool end_object() { return Close(); }
+  bool end_array() { return Close(); }
+  bool key(std::string& k) {
+    if (!entry_.empty()) {
+      entry_key_ = std::move(k);
+      return true;
+    }
+    if (tree_.size() == 1 && root_.is_object()) {
+      if (!top_keys_.insert(k).second) {
+        error_ = "key \"" + EscapeBytes(k) + "\" is given twice";
+        return false;
+      }
+      uncounted_ = k == "manifest_xxh3_128";  // counted already
+    }
+    key_ = std::move(k);
+    return true;
+  }
+  bool parse_error(size_t, const std::string&, const Json::exception&) { return false; }
+
+ private:
+  // A value added to `container` (an array, or an object at `key`; a key given twice in
+  // one object keeps its last value, as nlohmann's parser does); where it is now.
+  template <class J>
+  static J* Put(J* container, std::string* key, J&& value) {
+    if (container->is_array()) {
+      container->push_back(std::move(value));
+      return &container->back();
+    }
+    J& slot = (*container)[std::move(*key)];
+    slot = std::move(value);
+    return &slot;
+  }
+
+  bool Count() {
+    if (streaming_) {
+      if (++entry_values_ > kMaxEntryValues) {
+        error_ = std::string(list_ == List::kClasses ? "classes" : "shards") + "[" +
+                 std::to_string(index_) + "]: more than " + std::to_string(kMaxEntryValues) +
+                 " JSON values in one entry";
+        return false;
+      }
+      return true;
+    }
+    if (uncounted_) {
+      uncounted_ = false;
+      return true;
+    }
+    if (++values_ > kMaxLooseValues) {
+      error_ = "more than " + std::to_string(kMaxLooseValues) +
+               " JSON values besides the entries of classes and shards (the manifest's own "
+               "fields and options)";
+      return false;
+    }
+    return true;
+  }
+
+  template <class V>
+  bool Value(V&& v) {
+    if (!Count()) return false;
+    if (!entry_.empty()) {
+      Put(entry_.back(), &entry_key_, EntryJson(std::forward<V>(v)));
+    } else if (streaming_) {
+      Emit(EntryJson(std::forward<V>(v)));
+    } else if (tree_.empty()) {
+      root_ = Json(std::forward<V>(v));
+    } else {
+      Put(tree_.back(), &key_, Json(std::forward<V>(v)));
+    }
+    return true;
+  }
+
+  bool Open(bool object) {
+    if (!Count()) return false;
+    if (!entry_.empty()) {
+      entry_.push_back(
+          Put(entry_.back(), &entry_key_, object ? EntryJson::object() : EntryJson::array()));
+    } else if (streaming_) {
+      entry_root_ = object ? EntryJson::object() : EntryJson::array();
+      entry_.push_back(&entry_root_);
+    } else if (tree_.empty()) {
+      root_ = object ? Json::object() : Json::array();
+      tree_.push_back(&root_);
+    } else {
+      const bool top = tree_.size() == 1 && root_.is_object();
+      const bool classes = top && !object && key_ == "classes";
+      const bool shards = top && !object && key_ == "shards";
+      tree_.push_back(Put(tree_.back(), &key_, object ? Json::object() : Json::array()));
+      if (classes || shards) {
+        streaming_ = true;
+        list_ = classes ? List::kClasses : List::kShards;
+        index_ = 0;
+      }
+    }
+    return true;
+  }
+
+  bool Close() {
+    if (!entry_.empty()) {
+      entry_.pop_back();
+      if (entry_.empty()) Emit(std::move(entry_root_));
+      return true;
+    }
+    streaming_ = false;  // the list, if one was open, is done
+    tree_.pop_back();
+    return true;
+  }
+
+  void Emit(EntryJson&& entry) {
+    on_entry_(list_, index_++, std::move(entry));
+    entry_root_ = EntryJson();
+    entry_values_ = 0;
+  }
+
+  OnEntry on_entry_;
+  Json root_;
+  std::vector<Json*> tree_;  // the open arrays and objects, outermost first
+  std::string key_;          // of the next value of an object in the tree
+  std::set<std::string> top_keys_;
+  // Inside classes or shards: the entry being read, its open arrays and objects.
+  bool streaming_ = false;
+  List list_ = List::kClasses;
+  size_t index_ = 0;
+  EntryJson entry_root_;
+  std::vector<EntryJson*> entry_;
+  std::string entry_key_;
+  uint64_t values_ = 1;        // in the tree, manifest_xxh3_128 counted from the start
+  bool uncounted_ = false;     // the next value is manifest_xxh3_128's
+  uint64_t entry_values_ = 0;  // in the entry being read
+  std::string error_;
+};
+
+// classes[i], checked: a printable UTF-8 name of at most kMaxTextBytes (the writer's
+// limit, and what a record's image/class/text holds).
+Status ReadClass(const Reader& r, const EntryJson& j, size_t i, ClassEntry* c) {
+  const std::string path = "classes[" + std::to_string(i) + "]";
+  if (i >= format::kMaxClasses) {
+    return r.Error("classes", "more than " + std::to_string(format::kMaxClasses) +
+                                  " classes, the most a dataset may have");
+  }
+  SHARDPACK_RETURN_IF_ERROR(r.Object(j, path));
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "name", path, &c->name));
+  if (c->name.size() > format::kMaxTextBytes) {
+    return r.Error(path + ".name", std::to_string(c->name.size()) + " bytes, more than " +
+                                       std::to_string(format::kMaxTextBytes));
+  }
+  if (!IsPrintableUtf8(c->name)) {
+    return r.Error(path + ".name", "\"" + EscapeBytes(c->name) +
+                                       "\" holds a control character: class names are "
+                                       "printable UTF-8");
+  }
+  return r.Uint(j, "count", path, &c->count);
+}
+
+// shards[i], checked on its own: the backend-dependent rules come later. `next_sample`:
+// the first sample it must start at; moved past it.
+Status ReadShard(const Reader& r, const EntryJson& s, size_t i, uint64_t* next_sample,
+                 ShardEntry* e) {
+  const std::string path = "shards[" + std::to_string(i) + "]";
+  SHARDPACK_RETURN_IF_ERROR(r.File(s, path, /*shard=*/true, &e->data));
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "records", path, &e->records));
+  if (e->records == 0) return r.Error(path + ".records", "a shard holds at least one record");
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "first_sample", path, &e->first_sample));
+  if (e->first_sample != *next_sample) {
+    return r.Error(path + ".first_sample",
+                   std::to_string(e->first_sample) + ", expected " + std::to_string(*next_sample));
+  }
+  // Not `next_sample + records`: a sum past 2^64 would wrap.
+  if (e->records > UINT64_MAX - *next_sample) {
+    return r.Error(path + ".records", std::to_string(e->records) + ": the counts overflow");
+  }
+  *next_sample += e->records;
+  auto index = s.find("index");
+  if (index != s.end()) {
+    FileEntry f;
+    SHARDPACK_RETURN_IF_ERROR(r.File(*index, path + ".index", /*shard=*/true, &f));
+    e->index = std::move(f);
+  }
+  return Status::Ok();
+}
+
+// Every file the manifest lists has a name of its own: one listed twice (two shards with
+// one data file, an index that is another shard's data file, rejects.tsv a shard's index)
+// would be read, fetched or replaced as two files.
+Status CheckNamesDistinct(const Reader& r, const Manifest& m) {
+  std::unordered_map<std::string_view, std::string> seen;
+  seen.reserve(2 * m.shards.size() + 1);
+  auto add = [&](const FileEntry& f, std::string path) -> Status {
+    auto [it, fresh] = seen.emplace(f.file, path);
+    if (fresh) return Status::Ok();
+    return r.Error(path + ".file",
+                   "\"" + f.file + "\" is listed already, as " + it->second + ".file");
+  };
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    const std::string path = "shards[" + std::to_string(i) + "]";
+    SHARDPACK_RETURN_IF_ERROR(add(m.shards[i].data, path));
+    if (m.shards[i].index) SHARDPACK_RETURN_IF_ERROR(add(*m.shards[i].index, path + ".index"));
+  }
+  if (m.rejects) SHARDPACK_RETURN_IF_ERROR(add(*m.rejects, "rejects"));
+  return Status::Ok();
+}
+
+}  // namespace
+
 StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source) {
   // The parser keeps its own stack, but dump() recurses: `options` nested 100,000 levels
   // deep overflowed the stack (tests/fuzz/crashes/manifest). Real manifests nest 4 levels.
@@ -218,10 +503,31 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     return CorruptionError(std::string(source) + ": nested deeper than " +
                            std::to_string(kMaxDepth) + " levels");
   }
-  Json j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return CorruptionError(std::string(source) + ": not valid JSON");
   Reader r(source);
   Manifest m;
+  // The entries of classes and shards, read as the parser reaches them. Their faults wait
+  // until the fields before them in the order below are checked (a manifest of a newer
+  // major version is NotSupported, whatever its entries hold); after the first fault of a
+  // list, its other entries are parsed, not kept.
+  Status classes_fault, shards_fault;
+  uint64_t next_sample = 0;
+  ManifestSax sax([&](ManifestSax::List list, size_t i, EntryJson&& entry) {
+    if (list == ManifestSax::List::kClasses) {
+      if (!classes_fault.ok()) return;
+      ClassEntry c;
+      classes_fault = ReadClass(r, entry, i, &c);
+      if (classes_fault.ok()) m.classes.push_back(std::move(c));
+    } else {
+      if (!shards_fault.ok()) return;
+      ShardEntry e;
+      shards_fault = ReadShard(r, entry, i, &next_sample, &e);
+      if (shards_fault.ok()) m.shards.push_back(std::move(e));
+    }
+  });
+  const bool parsed = Json::sax_parse(text.data(), text.data() + text.size(), &sax);
+  if (!sax.error().empty()) return CorruptionError(std::string(source) + ": " + sax.error());
+  if (!parsed) return CorruptionError(std::string(source) + ": not valid JSON");
+  const Json& j = sax.root();
   SHARDPACK_RETURN_IF_ERROR(r.Object(j, "manifest"));
   std::string format, version, backend;
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "format", "manifest", &format));
@@ -297,6 +603,15 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "height", "image", &m.image.height, kMaxSide));
     SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "width", "image", &m.image.width, kMaxSide));
     if (!m.image.fixed()) return r.Error("image", "a fixed size must be positive");
+    // The writer's limit: no image of more pixels is stored.
+    const uint64_t pixels =
+        static_cast<uint64_t>(m.image.height) * static_cast<uint64_t>(m.image.width);
+    if (pixels > format::kMaxPixels) {
+      return r.Error("image", std::to_string(m.image.height) + " x " +
+                                  std::to_string(m.image.width) + " is " + std::to_string(pixels) +
+                                  " pixels, more than the " + std::to_string(format::kMaxPixels) +
+                                  " of the largest image");
+    }
   } else {
     SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "max_side", "image", &m.image.max_side, kMaxSide));
   }
@@ -314,15 +629,13 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
 
   auto classes = j.find("classes");
   if (classes == j.end() || !classes->is_array()) return r.Error("classes", "expected an array");
+  SHARDPACK_RETURN_IF_ERROR(classes_fault);
   uint64_t class_total = 0;
-  for (size_t i = 0; i < classes->size(); ++i) {
-    const std::string path = "classes[" + std::to_string(i) + "]";
-    ClassEntry c;
-    SHARDPACK_RETURN_IF_ERROR(r.Object((*classes)[i], path));
-    SHARDPACK_RETURN_IF_ERROR(r.String((*classes)[i], "name", path, &c.name));
-    SHARDPACK_RETURN_IF_ERROR(r.Uint((*classes)[i], "count", path, &c.count));
+  for (const ClassEntry& c : m.classes) {
+    if (c.count > UINT64_MAX - class_total) {
+      return r.Error("classes", "the counts overflow");
+    }
     class_total += c.count;
-    m.classes.push_back(std::move(c));
   }
   if (class_total != m.num_samples) {
     return r.Error("classes", "counts add up to " + std::to_string(class_total) +
@@ -335,38 +648,43 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
 
   auto shards = j.find("shards");
   if (shards == j.end() || !shards->is_array()) return r.Error("shards", "expected an array");
-  uint64_t next_sample = 0;
-  for (size_t i = 0; i < shards->size(); ++i) {
-    const std::string path = "shards[" + std::to_string(i) + "]";
-    const Json& s = (*shards)[i];
-    ShardEntry e;
-    SHARDPACK_RETURN_IF_ERROR(r.File(s, path, &e.data));
-    SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "records", path, &e.records));
-    if (e.records == 0) return r.Error(path + ".records", "a shard holds at least one record");
-    SHARDPACK_RETURN_IF_ERROR(r.Uint(s, "first_sample", path, &e.first_sample));
-    if (e.first_sample != next_sample) {
-      return r.Error(path + ".first_sample",
-                     std::to_string(e.first_sample) + ", expected " + std::to_string(next_sample));
+  if (m.backend == Backend::kTfrecord) {
+    for (size_t i = 0; i < m.shards.size(); ++i) {
+      if (!m.shards[i].index) {
+        return r.Error("shards[" + std::to_string(i) + "].index",
+                       "missing (every TFRecord shard has an index)");
+      }
     }
-    next_sample += e.records;
-    auto index = s.find("index");
-    if (index != s.end()) {
-      FileEntry f;
-      SHARDPACK_RETURN_IF_ERROR(r.File(*index, path + ".index", &f));
-      e.index = std::move(f);
-    } else if (m.backend == Backend::kTfrecord) {
-      return r.Error(path + ".index", "missing (every TFRecord shard has an index)");
-    }
-    m.shards.push_back(std::move(e));
   }
+  SHARDPACK_RETURN_IF_ERROR(shards_fault);
   if (next_sample != m.num_samples) {
     return r.Error("shards", "record counts add up to " + std::to_string(next_sample) +
                                  ", num_samples is " + std::to_string(m.num_samples));
   }
+  // Raw pixels of one size: every record of a shard holds height x width x channels bytes
+  // of them, so its file holds at least that many per record. A size that no record has
+  // is a lie the readers would pay for (the loader's ring is sized by it).
+  if (m.image.fixed() && m.image.encoding == ImageEncoding::kRaw) {
+    const uint64_t sample = static_cast<uint64_t>(m.image.height) *
+                            static_cast<uint64_t>(m.image.width) *
+                            static_cast<uint64_t>(m.image.channels);
+    for (size_t i = 0; i < m.shards.size(); ++i) {
+      const ShardEntry& e = m.shards[i];
+      if (e.records > e.data.bytes / sample) {
+        return r.Error("shards[" + std::to_string(i) + "]",
+                       std::to_string(e.records) + " records of " + std::to_string(m.image.height) +
+                           " x " + std::to_string(m.image.width) + " x " +
+                           std::to_string(m.image.channels) + " pixel bytes do not fit in its " +
+                           std::to_string(e.data.bytes) +
+                           " bytes: the image size is not the "
+                           "records'");
+      }
+    }
+  }
   auto rejects = j.find("rejects");
   if (rejects != j.end()) {
     FileEntry f;
-    SHARDPACK_RETURN_IF_ERROR(r.File(*rejects, "rejects", &f));
+    SHARDPACK_RETURN_IF_ERROR(r.File(*rejects, "rejects", /*shard=*/false, &f));
     m.rejects = std::move(f);
   }
   if (j.contains("manifest_xxh3_128")) {
@@ -376,6 +694,7 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
       return r.Error("manifest_xxh3_128", "expected 32 lower-case hex digits");
     }
   }
+  SHARDPACK_RETURN_IF_ERROR(CheckNamesDistinct(r, m));
   return m;
 }
 

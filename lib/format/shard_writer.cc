@@ -12,6 +12,7 @@
 #include "io/env.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 #include <cstdint>
 #include <deque>
@@ -478,6 +479,13 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
     if (name.size() > format::kMaxTextBytes) {
       return InvalidArgumentError("a class name of " + std::to_string(name.size()) +
                                   " bytes; the limit is " + std::to_string(format::kMaxTextBytes));
+    }
+    // What ParseManifest reads back (shardpack/manifest.h): a dataset is never written
+    // that its readers refuse.
+    if (!IsPrintableUtf8(name)) {
+      return InvalidArgumentError("class name \"" + EscapeBytes(name) +
+                                  "\" holds a control character or bytes that are not UTF-8: "
+                                  "class names are printable UTF-8 (EscapeBytes makes one)");
     }
   }
   if ((im.height > 0) != (im.width > 0) || im.height < 0 || im.width < 0 || im.max_side < 0) {

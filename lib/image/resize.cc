@@ -886,6 +886,40 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   if (channels == 3 && b.avx2) b.Columns(internal::RowBlockLinesBytes(max_src_width, out_width));
 }
 
+size_t ResizeScratch::ReserveBytes(int max_src_height, int max_src_width, int out_height,
+                                   int out_width, int channels, ResizeFilter filter) {
+  if (max_src_height <= 0 || max_src_width <= 0 || out_height <= 0 || out_width <= 0 ||
+      channels <= 0) {
+    return 0;
+  }
+  // Reserve's buffers, term by term, with every vector kernel's.
+  const Kernel kernel = KernelFor(filter);
+  auto ksize = [&](int in_size, int out_size) {
+    const double filter_scale = std::max(static_cast<double>(in_size) / out_size, 1.0);
+    return static_cast<size_t>(std::ceil(kernel.support * filter_scale)) * 2 + 1;
+  };
+  const size_t kh = ksize(max_src_width, out_width);
+  const size_t kv = ksize(max_src_height, out_height);
+  auto axis = [](int out, size_t k) {
+    const size_t n = static_cast<size_t>(out);
+    return 2 * n * sizeof(int) + n * k * (sizeof(int32_t) + sizeof(double)) +
+           internal::PackedSize(out, internal::PackedGroups(static_cast<int>(k))) *
+               sizeof(int16_t) +
+           internal::PairWeightsSize(out, internal::VerticalPairs(static_cast<int>(k))) *
+               sizeof(int32_t) +
+           internal::DigitWeightsSize(out, internal::TapQuads(static_cast<int>(k))) *
+               sizeof(int32_t);
+  };
+  const size_t c = static_cast<size_t>(channels);
+  return sizeof(Buffers) + axis(out_width, kh) + axis(out_height, kv) +
+         kKernelValueRows * std::max(kh, kv) * sizeof(double) +
+         std::max(static_cast<size_t>(max_src_height) * out_width * c,
+                  static_cast<size_t>(out_height) * max_src_width * c) +
+         std::max({ColumnsBytes(max_src_width, max_src_height, channels),
+                   ColumnsBytes(max_src_width, out_height, channels),
+                   channels == 3 ? internal::RowBlockLinesBytes(max_src_width, out_width) : 0});
+}
+
 size_t ResizeScratch::capacity_bytes() const {
   if (buffers_ == nullptr) return 0;
   const Buffers& b = *buffers_;

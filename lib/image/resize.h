@@ -164,6 +164,11 @@ class ResizeScratch {
   // and filter: such calls then allocate nothing. Does nothing for a non-positive value.
   void Reserve(int max_src_height, int max_src_width, int out_height, int out_width, int channels,
                ResizeFilter filter);
+  // What Reserve allocates on an empty scratch, at most (the vector kernels' buffers
+  // counted whatever the CPU has), without allocating: for callers that check their
+  // memory first. 0 where Reserve does nothing.
+  static size_t ReserveBytes(int max_src_height, int max_src_width, int out_height, int out_width,
+                             int channels, ResizeFilter filter);
 
   // The buffers themselves: for resize.cc, the only place where Buffers is complete.
   struct Buffers;

@@ -281,6 +281,30 @@ void DrawRowHeader(const ClassEntry& c, size_t label, const Geometry& g, int y,
 
 }  // namespace
 
+uint64_t ContactSheetMemory(const Dataset& ds, const ContactSheetOptions& o) {
+  const Geometry g = MakeGeometry(std::clamp(o.thumb, kMinSheetThumb, kMaxSheetThumb));
+  uint64_t across = 0, down = 0;
+  if (o.per_class) {
+    across = 1 + static_cast<uint64_t>(std::max(o.samples_per_class, 0));
+    down = std::min<uint64_t>(static_cast<uint64_t>(std::max(o.max_classes, 0)),
+                              ds.manifest().classes.size());
+  } else {
+    const uint64_t n = std::min(o.samples, ds.size());
+    across = std::min<uint64_t>(static_cast<uint64_t>(std::max(o.columns, 1)), n);
+    down = across == 0 ? 0 : (n + across - 1) / across;
+  }
+  const unsigned __int128 pixels = static_cast<unsigned __int128>(across) * down *
+                                   static_cast<uint64_t>(g.tile_w) *
+                                   static_cast<uint64_t>(g.tile_h);
+  const uint64_t sheet = pixels > kMaxSheetPixels ? kMaxSheetPixels : static_cast<uint64_t>(pixels);
+  const ImageSpec& image = ds.manifest().image;
+  const uint64_t side = static_cast<uint64_t>(image.max_side);
+  const uint64_t sample =
+      image.fixed() ? static_cast<uint64_t>(image.height) * static_cast<uint64_t>(image.width)
+                    : std::min<uint64_t>(side > 0 ? side * side : kMaxImagePixels, kMaxImagePixels);
+  return sheet * 3 + 2 * sample * static_cast<uint64_t>(image.channels);
+}
+
 StatusOr<image::Image> RenderContactSheet(const Dataset& ds, const ContactSheetOptions& o,
                                           ContactSheetInfo* info) {
   SHARDPACK_RETURN_IF_ERROR(CheckOptions(o));

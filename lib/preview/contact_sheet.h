@@ -80,6 +80,14 @@ struct ContactSheetInfo {
   uint64_t scanned = 0;
 };
 
+// The most bytes RenderContactSheet holds at once for these options, without reading a
+// sample: the sheet as laid out above (at most kMaxSheetPixels x 3; a larger one is
+// refused), and twice one sample at the largest size the manifest allows (its fixed size,
+// else min(max_side^2, kMaxImagePixels) pixels, kMaxImagePixels without a max_side): the
+// sample copied or decoded, then its resampling. For callers that check their memory
+// before rendering (`shardpack preview`).
+uint64_t ContactSheetMemory(const Dataset& ds, const ContactSheetOptions& o);
+
 // Draws a contact sheet of `ds` as a 3-channel image; fills `info` when not null.
 //
 // Errors: InvalidArgument for an option out of range, an empty dataset, a manifest without

@@ -30,6 +30,16 @@ class Dataset::Impl {
     return static_cast<size_t>(it - first_sample.begin()) - 1;
   }
 
+  // A label is an index into the class list for whoever consumes the sample: one outside
+  // it is the record's Corruption (verify reports the same).
+  Status CheckLabel(const read::ShardReader& shard, uint64_t record, int64_t label) const {
+    if (label >= 0 && static_cast<uint64_t>(label) < manifest.classes.size()) return Status::Ok();
+    return shard.Fault(record, CorruptionError("label " + std::to_string(label) +
+                                               " is outside the " +
+                                               std::to_string(manifest.classes.size()) +
+                                               " classes of the manifest"));
+  }
+
   Status OutOfRange(uint64_t index) const {
     return OutOfRangeError(dir + ": sample " + std::to_string(index) + " is beyond the " +
                            std::to_string(manifest.num_samples) + " samples of the dataset");
@@ -110,7 +120,10 @@ Status Dataset::Get(uint64_t index, SampleView* out) const {
 Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   if (index >= size()) return impl_->OutOfRange(index);
   const size_t s = impl_->ShardOf(index);
-  return impl_->shards[s]->Get(index - impl_->first_sample[s], verify_crc, out);
+  const read::ShardReader& shard = *impl_->shards[s];
+  const uint64_t record = index - impl_->first_sample[s];
+  SHARDPACK_RETURN_IF_ERROR(shard.Get(record, verify_crc, out));
+  return impl_->CheckLabel(shard, record, out->label);
 }
 
 Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* out) const {
@@ -120,6 +133,7 @@ Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* ou
   const uint64_t record = index - impl_->first_sample[s];
   SampleView view;
   SHARDPACK_RETURN_IF_ERROR(shard.Get(record, impl_->options.verify_crc, &view));
+  SHARDPACK_RETURN_IF_ERROR(impl_->CheckLabel(shard, record, view.label));
   const uint64_t bytes = static_cast<uint64_t>(view.height) * static_cast<uint64_t>(view.width) *
                          static_cast<uint64_t>(view.channels);
   if (dst.size() < bytes) {

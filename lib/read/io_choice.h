@@ -6,18 +6,16 @@
 #include <cstdint>
 #include <string>
 
+#include "io/memory_budget.h"
 #include "shardpack/loader.h"
 
 namespace shardpack::read {
 
-// What the page cache may hold for this process: the memory the kernel reports available
-// (MemAvailable, page cache it can reclaim included), lowered to the memory limit of the
-// process's cgroup and of each cgroup above it (v2 memory.max, v1 memory.limit_in_bytes)
-// where one is set.
-struct CacheLimit {
-  uint64_t bytes = 0;
-  std::string source;  // "MemAvailable" or "cgroup memory.max of /a/b", ...
-};
+// What the page cache may hold for this process: io::AvailableMemory (MemAvailable,
+// lowered to the memory limit of the process's cgroup and of each cgroup above it, v2
+// memory.max or v1 memory.limit_in_bytes, where one is set), whole: the page cache is the
+// memory the kernel gives back first.
+using CacheLimit = io::MemoryLimit;
 
 // Reads /proc and /sys/fs/cgroup under `root` ("" for the real ones; tests pass a folder
 // laid out the same way). Without /proc/meminfo: the physical memory (sysconf).

@@ -32,6 +32,7 @@
 #include "cuda/cuda.h"
 #include "image/image.h"
 #include "io/mapped_range.h"
+#include "io/memory_budget.h"
 #include "io/system_files.h"
 #include "read/io_choice.h"
 #include "read/normalize.h"
@@ -60,6 +61,17 @@ constexpr uint64_t kMaxAutomaticIoBufferBytes = 1ull << 30;
 constexpr int kPopulators = 8;
 
 size_t RoundUpToPage(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
+
+// a x b and a + b, or UINT64_MAX past it: the memory check must see a huge need as huge.
+uint64_t Times(uint64_t a, uint64_t b) {
+  const unsigned __int128 p = static_cast<unsigned __int128>(a) * b;
+  return p > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(p);
+}
+uint64_t Plus(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
+// What AllocateAligned takes for `n` bytes.
+uint64_t PageRounded(uint64_t n) {
+  return n >= UINT64_MAX - kPageSize ? UINT64_MAX : RoundUpToPage(std::max<uint64_t>(n, 1));
+}
 
 // Page-aligned host memory for the host path, allocated once per slot.
 struct AlignedFree {
@@ -152,6 +164,7 @@ class Loader::Impl {
   uint64_t shard_layout = 0;  // ShardLayoutDigest
   read::SampleTransformer transformer;
   size_t sample_bytes = 0;  // uint8 HWC bytes of one output sample
+  uint64_t num_classes = 0;  // the manifest's: labels are 0..num_classes - 1
   bool gpu = false;
   bool normalize = false;
   read::NormalizeParams norm;
@@ -160,6 +173,11 @@ class Loader::Impl {
   int chunk = 1;
 
   std::vector<std::unique_ptr<Batch::Slot>> slots;
+  // What Create allocates, by the terms of loader.h's "Memory".
+  struct Memory {
+    uint64_t ring = 0, workers = 0, read_ahead = 0, rest = 0;
+    uint64_t total() const { return Plus(Plus(ring, workers), Plus(read_ahead, rest)); }
+  } memory;
   struct UnitStart {
     uint64_t unit = 0;
     uint64_t first = 0;  // its first position to read
@@ -247,8 +265,38 @@ class Loader::Impl {
   int ChunksOf(int size) const { return std::max(1, (size + chunk - 1) / chunk); }
 
   // Worker loop: take a chunk, fill it, publish the batch if it was the last chunk.
+  // Before its first chunk, a worker of a dataset of encoded images decodes one of them,
+  // so that its decoder (libjpeg's decompressor and its arenas, kept per thread) exists
+  // before the first epoch: however the chunks fall between the workers, none allocates
+  // for its first image in the middle of an epoch. A sample that does not read or decode
+  // is left to the epoch that reads it to report.
+  void WarmDecoder(WorkerScratch& worker) {
+    if (dataset->manifest().image.encoding == ImageEncoding::kRaw) return;
+    const uint64_t tries = std::min<uint64_t>(dataset->size(), 8);
+    for (uint64_t index = 0; index < tries; ++index) {
+      SampleView view;
+      if (!dataset->Get(index, &view, /*verify_crc=*/false).ok() ||
+          view.encoding == ImageEncoding::kRaw) {
+        continue;
+      }
+      const size_t bytes = static_cast<size_t>(view.height) * static_cast<size_t>(view.width) *
+                           static_cast<size_t>(view.channels);
+      std::vector<uint8_t> own;
+      uint8_t* dst = worker.decoded.data();
+      if (worker.decoded.size() < bytes) {
+        own.resize(bytes);
+        dst = own.data();
+      }
+      image::DecodeExact(view.encoded.data(), view.encoded.size(), view.height, view.width,
+                         view.channels, dst)
+          .IgnoreError();
+      return;
+    }
+  }
+
   void Work(WorkerScratch& worker) {
     if (gpu) (void)cuda::SetDevice(options.device);
+    WarmDecoder(worker);
     worker.major_faults = ThreadMajorFaults();
     std::vector<uint64_t>& hint = worker.hint;
     std::vector<uint64_t>& batch_indices = worker.batch_indices;
@@ -476,6 +524,13 @@ class Loader::Impl {
       SHARDPACK_ASSIGN_OR_RETURN(const SampleLocation loc, dataset->Locate(slot.indices[i]));
       SHARDPACK_RETURN_IF_ERROR(
           dataset->shard(loc.shard).Get(loc.record, options.verify_crc, &view, &copy));
+    }
+    // A label is an index into the class list for whoever consumes the batch (a one-hot
+    // encoding, a loss): one outside it is the record's fault, not the consumer's.
+    if (view.label < 0 || static_cast<uint64_t>(view.label) >= num_classes) {
+      return CorruptionError(Where(slot.indices[i]) + ": label " + std::to_string(view.label) +
+                             " is outside the " + std::to_string(num_classes) +
+                             " classes of the manifest");
     }
     slot.labels[i] = view.label;
     const size_t view_bytes = static_cast<size_t>(view.height) * static_cast<size_t>(view.width) *
@@ -937,6 +992,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   auto transformer = read::SampleTransformer::Create(o, impl->dataset->manifest().image);
   if (!transformer.ok()) return transformer.status();
   impl->transformer = std::move(transformer).value();
+  impl->num_classes = impl->dataset->manifest().classes.size();
   impl->sample_bytes = static_cast<size_t>(impl->transformer.out_height()) *
                        impl->transformer.out_width() * impl->transformer.channels();
   impl->normalize = o.output_type != OutputType::kUint8;
@@ -1004,6 +1060,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     read_ahead = fit.read_ahead;
     why = fit.why;
   }
+  read::ReadAheadOptions ro;
   if (read_ahead) {
     // Units: batches, or under a block shuffle its windows of blocks, read whole, at least
     // three at a time: one being used, one being read, and one queued behind it, so that
@@ -1022,7 +1079,6 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     const uint64_t budget = batch * std::clamp<uint64_t>(buffer_bytes / stored_batch, 1, 64);
     impl->unit_cap = windows ? std::max(2 * batch, std::min(window, budget / 3)) : batch;
     impl->read_slots = std::max<uint64_t>(windows ? 3 : 1, budget / impl->unit_cap);
-    read::ReadAheadOptions ro;
     ro.unit_samples = static_cast<int>(impl->unit_cap);
     ro.slots = static_cast<int>(impl->read_slots);
     ro.depth = o.io_depth;
@@ -1031,13 +1087,78 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     ro.queue = o.io_queue == IoQueue::kUring   ? read::QueueKind::kUring
                : o.io_queue == IoQueue::kPread ? read::QueueKind::kPread
                                                : read::QueueKind::kAuto;
+  } else if (o.read_ahead_bytes > 0 && n > 0) {
+    // At least one batch, at most 256.
+    impl->read_ahead_batches = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 256);
+  }
+
+  // Everything allocated from here on, checked against the budget first (loader.h,
+  // "Memory"): the largest terms come from the output shape, which without a transform is
+  // the dataset's claim.
+  const ImageSpec& spec = impl->dataset->manifest().image;
+  const uint64_t slots = static_cast<uint64_t>(o.prefetch) + 2;
+  const uint64_t batch = static_cast<uint64_t>(o.batch_size);
+  const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;
+  const size_t out_bytes = batch_bytes * OutputElementBytes(o.output_type);
+  const int max_h = spec.fixed() ? spec.height : spec.max_side;
+  const int max_w = spec.fixed() ? spec.width : spec.max_side;
+  // An encoded image is decoded whole before a transform; no image has more pixels than
+  // the format's largest (format/example.cc refuses the record).
+  size_t decoded_bytes = 0;
+  if (spec.encoding != ImageEncoding::kRaw && !impl->transformer.pass_through()) {
+    decoded_bytes =
+        std::min<size_t>(static_cast<size_t>(max_h) * static_cast<size_t>(max_w), kMaxImagePixels) *
+        static_cast<size_t>(spec.channels);
+  }
+  const uint64_t hinted = impl->read_ahead_batches + 1;
+  const uint64_t slot_in = Times(batch, impl->sample_bytes);
+  impl->memory.ring =
+      Times(slots, Plus(PageRounded(slot_in),
+                        impl->normalize && !impl->gpu
+                            ? PageRounded(Times(slot_in, OutputElementBytes(o.output_type)))
+                            : 0));
+  impl->memory.workers = Times(static_cast<uint64_t>(threads),
+                               Plus(impl->transformer.ReserveBytes(max_h, max_w), decoded_bytes));
+  impl->memory.read_ahead = read_ahead ? read::ReadAhead::BufferBytes(*impl->dataset, ro) : 0;
+  impl->memory.rest = Plus(Plus(Times(slots * 17, batch), Times(static_cast<uint64_t>(threads) + 1,
+                                                                Times(hinted + 1, batch * 8))),
+                           Times(n, 8));
+  {
+    const io::MemoryLimit budget =
+        o.max_memory_bytes > 0
+            ? io::MemoryLimit{o.max_memory_bytes, "LoaderOptions::max_memory_bytes"}
+            : io::MemoryBudget();
+    const std::string shape = std::to_string(impl->transformer.out_height()) + " x " +
+                              std::to_string(impl->transformer.out_width()) + " x " +
+                              std::to_string(impl->transformer.channels());
+    std::string slot = "batch " + std::to_string(o.batch_size) + " x " + shape + " bytes";
+    if (impl->normalize && !impl->gpu) {
+      slot += ", and " + std::to_string(OutputElementBytes(o.output_type)) +
+              " bytes a value more as " +
+              (o.output_type == OutputType::kFloat16 ? "float16" : "float32");
+    }
+    const std::string ring_how = "prefetch " + std::to_string(o.prefetch) + " + 2 slots of " + slot;
+    const std::string image_size =
+        spec.fixed() ? " (" + std::to_string(spec.height) + " x " + std::to_string(spec.width) + ")"
+                     : "";
+    SHARDPACK_RETURN_IF_ERROR(io::CheckMemory(
+        impl->memory.ring, budget, "loader: the ring", ring_how,
+        "lower batch_size or prefetch, or check the manifest's image size" + image_size));
+    SHARDPACK_RETURN_IF_ERROR(io::CheckMemory(
+        impl->memory.total(), budget, "loader: its memory",
+        "the ring " + std::to_string(impl->memory.ring) + " (" + ring_how + "), the " +
+            std::to_string(threads) + " workers' scratch " + std::to_string(impl->memory.workers) +
+            ", the read-ahead buffers " + std::to_string(impl->memory.read_ahead) +
+            ", the batches' and the epoch's indices " + std::to_string(impl->memory.rest),
+        "lower batch_size, prefetch, num_threads or io_buffer_bytes, or check the manifest's "
+        "image size" +
+            image_size));
+  }
+
+  if (read_ahead) {
     SHARDPACK_ASSIGN_OR_RETURN(impl->reads, read::ReadAhead::Create(*impl->dataset, ro));
     impl->io_description = "read-ahead: " + impl->reads->Describe() + " (" + why + ")";
   } else {
-    if (o.read_ahead_bytes > 0 && n > 0) {
-      // At least one batch, at most 256.
-      impl->read_ahead_batches = std::clamp<uint64_t>(o.read_ahead_bytes / stored_batch, 1, 256);
-    }
     impl->io_description = "mapped (" + why + ")";
     if (impl->read_ahead_batches > 0) {
       std::string obstacle;
@@ -1064,9 +1185,7 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
   }
 
   // The ring, allocated once.
-  const size_t batch_bytes = static_cast<size_t>(o.batch_size) * impl->sample_bytes;
-  const size_t out_bytes = batch_bytes * OutputElementBytes(o.output_type);
-  for (int i = 0; i < o.prefetch + 2; ++i) {
+  for (uint64_t i = 0; i < slots; ++i) {
     auto slot = std::make_unique<Batch::Slot>();
     if (impl->gpu) {
       auto pinned = cuda::PinnedBuffer::Allocate(batch_bytes);
@@ -1112,23 +1231,13 @@ StatusOr<std::unique_ptr<Loader>> Loader::Create(std::shared_ptr<const Dataset> 
     impl->Restart(state != nullptr ? state->epoch : 0, state != nullptr ? state->next_batch : 0,
                   lock);
   }
-  const ImageSpec& spec = impl->dataset->manifest().image;
   impl->scratches.resize(static_cast<size_t>(threads));
-  const size_t hinted = static_cast<size_t>(impl->read_ahead_batches + 1);
   for (Impl::WorkerScratch& worker : impl->scratches) {
-    if (spec.fixed()) {
-      impl->transformer.Reserve(spec.height, spec.width, &worker.transform);
-    } else {
-      impl->transformer.Reserve(spec.max_side, spec.max_side, &worker.transform);
-    }
-    if (spec.encoding != ImageEncoding::kRaw && !impl->transformer.pass_through()) {
-      const size_t side_h = static_cast<size_t>(spec.fixed() ? spec.height : spec.max_side);
-      const size_t side_w = static_cast<size_t>(spec.fixed() ? spec.width : spec.max_side);
-      worker.decoded.resize(side_h * side_w * static_cast<size_t>(spec.channels));
-    }
-    worker.hint.reserve(hinted * static_cast<size_t>(o.batch_size));
+    impl->transformer.Reserve(max_h, max_w, &worker.transform);
+    worker.decoded.resize(decoded_bytes);
+    worker.hint.reserve(static_cast<size_t>(hinted) * static_cast<size_t>(o.batch_size));
     worker.batch_indices.reserve(static_cast<size_t>(o.batch_size));
-    worker.hint_batches.reserve(hinted);
+    worker.hint_batches.reserve(static_cast<size_t>(hinted));
     worker.unit_starts.reserve(static_cast<size_t>(impl->read_slots));
   }
   Impl* raw = impl.get();

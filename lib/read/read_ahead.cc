@@ -345,6 +345,24 @@ struct ReadAhead::Slot {
   }
 };
 
+namespace {
+
+// One slot's buffer as Create allocates it: a unit of typical records.
+size_t SlotBytes(const Dataset& dataset, int unit_samples) {
+  const Manifest& m = dataset.manifest();
+  uint64_t stored = 0;
+  for (const ShardEntry& e : m.shards) stored += e.data.bytes;
+  const uint64_t typical = m.num_samples > 0 ? stored / m.num_samples : 0;
+  return static_cast<size_t>(std::max(1, unit_samples)) * AlignUp(typical + 2 * kAlign);
+}
+
+}  // namespace
+
+uint64_t ReadAhead::BufferBytes(const Dataset& dataset, const ReadAheadOptions& options) {
+  return static_cast<uint64_t>(std::max(1, options.slots)) *
+         SlotBytes(dataset, options.unit_samples);
+}
+
 ReadAhead::ReadAhead(const Dataset& dataset, const ReadAheadOptions& options)
     : dataset_(dataset), options_(options) {}
 
@@ -390,12 +408,8 @@ StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
                                                        }));
   // Buffers for units of typical records; a unit of larger ones grows its slot once.
   ra->options_.unit_samples = std::max(1, options.unit_samples);
-  const Manifest& m = dataset.manifest();
-  uint64_t stored = 0;
-  for (const ShardEntry& e : m.shards) stored += e.data.bytes;
-  const uint64_t typical = m.num_samples > 0 ? stored / m.num_samples : 0;
   const size_t samples = static_cast<size_t>(ra->options_.unit_samples);
-  const size_t bytes = samples * AlignUp(typical + 2 * kAlign);
+  const size_t bytes = SlotBytes(dataset, ra->options_.unit_samples);
   for (int i = 0; i < std::max(1, options.slots); ++i) {
     auto slot = std::make_unique<Slot>();
     if (!slot->Grow(bytes)) {

@@ -100,6 +100,9 @@ class ReadAhead {
   // Unit u is read into slot u % slots.
   static StatusOr<std::unique_ptr<ReadAhead>> Create(const Dataset& dataset,
                                                      const ReadAheadOptions& options);
+  // The bytes of the buffers Create allocates: slots x unit_samples x (the dataset's
+  // stored bytes per sample + 8 KiB), rounded up to the direct-I/O alignment.
+  static uint64_t BufferBytes(const Dataset& dataset, const ReadAheadOptions& options);
   ~ReadAhead();
 
   // The epoch's units: unit u holds the positions [ends[u - 1], ends[u]) of the order

@@ -317,7 +317,7 @@ StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(const ShardEntry& e,
   }
   SHARDPACK_ASSIGN_OR_RETURN(std::string index_text,
                              env->ReadFile(index_path, format::kMaxIndexBytes));
-  auto index = format::ParseIndex(index_text);
+  auto index = format::ParseIndex(index_text, e.records);
   if (!index.ok()) return index.status().WithPrefix(index_shown);
   if (index->size() != e.records) {
     return CorruptionError(index_shown + ": " + std::to_string(index->size()) +

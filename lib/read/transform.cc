@@ -295,6 +295,12 @@ void SampleTransformer::Reserve(int max_height, int max_width, TransformScratch*
   scratch->resize_.Reserve(max_height, max_width, out_height_, out_width_, channels_, filter_);
 }
 
+size_t SampleTransformer::ReserveBytes(int max_height, int max_width) const {
+  if (pass_through()) return 0;
+  return image::ResizeScratch::ReserveBytes(max_height, max_width, out_height_, out_width_,
+                                            channels_, filter_);
+}
+
 Status SampleTransformer::CheckInputs(const uint8_t* pixels, int height, int width, int channels,
                                       const uint8_t* out, const TransformScratch* scratch) const {
   if (channels_ == 0) {

@@ -143,6 +143,8 @@ class SampleTransformer {
   // bounds (a dataset that promises none) reserve nothing: the scratch then grows with
   // the largest sample seen.
   void Reserve(int max_height, int max_width, TransformScratch* scratch) const;
+  // What Reserve allocates in an empty scratch, at most, without allocating.
+  size_t ReserveBytes(int max_height, int max_width) const;
 
   // The region and mirror Apply(…, key, …) uses for a height x width sample. Same errors
   // as Apply for the shape; no pixels are read.

@@ -103,4 +103,14 @@ std::string EscapeBytes(std::string_view s) {
   return out;
 }
 
+bool IsPrintableUtf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    const size_t n = Utf8Length(s, i);
+    if (n == 0 || c < 0x20 || c == 0x7f) return false;
+    i += n;
+  }
+  return true;
+}
+
 }  // namespace shardpack

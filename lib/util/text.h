@@ -30,6 +30,11 @@ std::string EscapeBytes(std::string_view bytes);
 // back (a name that holds "\x1b" as text shows the same): the CLI's --json is for machines.
 std::string TerminalText(std::string_view text);
 
+// Whether `bytes` is valid UTF-8 (no overlong form, surrogate or code point past
+// U+10FFFF) without a C0 control character or DEL: the text EscapeBytes keeps as it is
+// (a backslash aside, which it doubles).
+bool IsPrintableUtf8(std::string_view bytes);
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_UTIL_TEXT_H_

@@ -289,6 +289,12 @@ class Loader:
             (default 0: automatic, 384 MiB, or three windows of blocks under a block
             shuffle, at most 1 GiB; at least a batch).
         io_depth: read-ahead path: reads in flight (default 32).
+        max_memory: the most bytes the loader's buffers may take (its ring of
+            ``prefetch + 2`` batches of the output shape, its workers' scratch, the
+            read-ahead buffers; docs/LOADER.md has the formula). 0 (default): 7/8 of
+            what this process may hold (MemAvailable, and its cgroup's memory limit).
+            More raises ResourceExhaustedError, naming both numbers, before anything
+            is allocated.
         device: "cpu" (default), "cuda", "cuda:N", an int or a torch.device.
         rank, world_size: this process's part of each epoch (defaults 0, 1); see
             ``shardpack.torch.distributed_info()`` for torchrun.
@@ -346,6 +352,7 @@ class Loader:
         huge_pages="auto",
         io_buffer=0,
         io_depth=32,
+        max_memory=0,
         device="cpu",
         rank=0,
         world_size=1,
@@ -386,6 +393,7 @@ class Loader:
         o.huge_pages = enum_member(_shardpack.HugePages, huge_pages, "huge_pages")
         o.io_depth = integer(io_depth, "io_depth", 1, 256)
         o.io_buffer_bytes = integer(io_buffer, "io_buffer", 0, UINT64_MAX)
+        o.max_memory_bytes = integer(max_memory, "max_memory", 0, UINT64_MAX)
         o.device = _parse_device(device)
         o.world_size = integer(world_size, "world_size", 1, INT32_MAX)
         o.rank = integer(rank, "rank", 0, o.world_size - 1)

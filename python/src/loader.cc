@@ -274,6 +274,7 @@ void BindLoader(nb::module_& m) {
       .def_rw("huge_pages", &LoaderOptions::huge_pages)
       .def_rw("io_depth", &LoaderOptions::io_depth)
       .def_rw("io_buffer_bytes", &LoaderOptions::io_buffer_bytes)
+      .def_rw("max_memory_bytes", &LoaderOptions::max_memory_bytes)
       .def_rw("tail", &LoaderOptions::tail)
       .def_rw("rank", &LoaderOptions::rank)
       .def_rw("world_size", &LoaderOptions::world_size)

@@ -148,3 +148,20 @@ def test_a_refused_credential_is_a_permission_error():
     assert cls is shardpack.PermissionDeniedError
     assert issubclass(cls, PermissionError) and issubclass(cls, shardpack.Error)
     assert cls.code == "PermissionDenied"
+
+
+def test_a_loader_over_its_memory_limit_is_refused_before_allocating(dataset_path):
+    with pytest.raises(shardpack.ResourceExhaustedError) as e:
+        shardpack.Loader(dataset_path, batch_size=256, max_memory=1 << 20)
+    # 4 slots of 256 x 32 x 32 x 3 bytes.
+    assert str(e.value).startswith(
+        "loader: the ring needs 3145728 bytes (prefetch 2 + 2 slots of batch 256 x 32 x 32 x 3 "
+        "bytes) but only 1048576 bytes are available (LoaderOptions::max_memory_bytes)"
+    ), str(e.value)
+    # Without a limit of its own: what the process may hold, whatever the machine.
+    with pytest.raises(shardpack.ResourceExhaustedError, match=r"are available \(7/8 of "):
+        shardpack.Loader(dataset_path, batch_size=2**31 - 1)
+    # Under a limit it fits in, the loader reads the dataset's 60 samples.
+    loader = shardpack.Loader(dataset_path, batch_size=8, max_memory=64 << 20)
+    assert len(collect(loader)[0]) == 60
+

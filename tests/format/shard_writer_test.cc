@@ -10,6 +10,7 @@
 #include "io/mem_env.h"
 #include "shardpack/dataset.h"
 #include "test_util.h"
+#include "util/text.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -175,6 +176,26 @@ TEST(ShardWriterTest, ImagesAboveThePixelLimitAreRejectedOnAdd) {
   auto w4 = ShardWriter::Create(dir.Join("four"), o);
   ASSERT_FALSE(w4.ok());
   EXPECT_NE(w4.status().message().find("expected 1 (gray) or 3 (RGB)"), std::string::npos);
+}
+
+// The writer refuses the class names that ParseManifest refuses: it never writes a dataset
+// its own readers cannot open.
+TEST(ShardWriterTest, ClassNamesTheReadersWouldRefuseAreRefusedAtCreate) {
+  for (const std::string& name : {std::string("a\nb"), std::string("nul\0", 4),
+                                  std::string("esc\x1b]0;x\x07"), std::string("bad\xff")}) {
+    TempDir dir;
+    ShardWriterOptions o;
+    o.class_names = {"fine", name};
+    auto w = ShardWriter::Create(dir.path(), o);
+    ASSERT_FALSE(w.ok()) << EscapeBytes(name);
+    EXPECT_EQ(w.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(w.status().message().find("printable UTF-8"), std::string::npos)
+        << w.status().message();
+  }
+  TempDir dir;
+  ShardWriterOptions o;
+  o.class_names = {"caf\xc3\xa9", "\xe7\x8c\xab", "back\\slash"};
+  EXPECT_TRUE(ShardWriter::Create(dir.path(), o).ok());
 }
 
 TEST(ShardWriterTest, RefusesADirectoryThatHoldsADataset) {

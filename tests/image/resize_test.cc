@@ -1076,6 +1076,28 @@ TEST(ResizeRegionIntoTest, ReservedScratchDoesNotGrowForAnyBoxOfTheBound) {
   }
 }
 
+// ReserveBytes, what a caller checks its memory against before reserving, is at least
+// what Reserve then holds, and not far above it (only the vector kernels' buffers that
+// this CPU does not use).
+TEST(ResizeRegionIntoTest, ReserveBytesBoundsWhatReserveAllocates) {
+  for (ResizeFilter filter : {ResizeFilter::kArea, ResizeFilter::kBilinear, ResizeFilter::kBicubic,
+                              ResizeFilter::kLanczos3}) {
+    for (int channels : {1, 3}) {
+      for (auto [h, w, oh, ow] :
+           {std::array<int, 4>{40, 30, 8, 11}, std::array<int, 4>{8, 8, 40, 30},
+            std::array<int, 4>{4000, 3000, 224, 224}, std::array<int, 4>{65500, 1366, 256, 256}}) {
+        ResizeScratch scratch;
+        scratch.Reserve(h, w, oh, ow, channels, filter);
+        const size_t bound = ResizeScratch::ReserveBytes(h, w, oh, ow, channels, filter);
+        EXPECT_GE(bound, scratch.capacity_bytes()) << h << "x" << w << " to " << oh << "x" << ow;
+        EXPECT_LE(bound, scratch.capacity_bytes() * 2 + (16 << 10))
+            << h << "x" << w << " to " << oh << "x" << ow;
+      }
+    }
+  }
+  EXPECT_EQ(ResizeScratch::ReserveBytes(0, 30, 8, 11, 3, ResizeFilter::kBilinear), 0u);
+}
+
 TEST(ResizeRegionIntoTest, BadArgumentsAreInvalidArgument) {
   const Image src = NoiseImage(8, 10, 3, 41);
   std::vector<uint8_t> out(4 * 5 * 3);

@@ -539,5 +539,31 @@ TEST(FontTest, DrawTextClipsAtTheEdgesWithoutCrashing) {
   EXPECT_EQ(Ink(bad), 0);
 }
 
+// ContactSheetMemory, what `shardpack preview` checks against the memory available: the
+// sheet's bytes, and twice the largest sample the manifest claims, not the records'.
+TEST(ContactSheetTest, MemoryIsTheSheetAndTwiceTheLargestClaimedSample) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 5, .height = 4, .width = 5});
+  auto ds = OpenDatasetOrDie(dir.path());
+  ContactSheetOptions o{.columns = 8, .thumb = 16, .samples = 32};
+  auto sheet = RenderContactSheet(*ds, o);
+  ASSERT_TRUE(sheet.ok()) << sheet.status().ToString();
+  const uint64_t sheet_bytes = static_cast<uint64_t>(sheet->width) * sheet->height * 3;
+  EXPECT_EQ(ContactSheetMemory(*ds, o), sheet_bytes + 2 * 4 * 5 * 3);
+
+  // The same 4 x 5 records under a manifest claiming 8000 x 8000 (encoded images: a size
+  // their bytes cannot bound).
+  TempDir jpegs;
+  testing::WriteTestDataset(
+      jpegs.path(), {.samples = 5, .height = 32, .width = 32, .encoding = ImageEncoding::kJpeg});
+  auto m = ReadManifest(jpegs.path());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  m->image.height = 8000;
+  m->image.width = 8000;
+  testing::WriteFileOrDie(jpegs.Join("manifest.json"), SerializeManifest(*m));
+  auto claimed = OpenDatasetOrDie(jpegs.path());
+  EXPECT_EQ(ContactSheetMemory(*claimed, o), sheet_bytes + 2ull * 8000 * 8000 * 3);
+}
+
 }  // namespace
 }  // namespace shardpack

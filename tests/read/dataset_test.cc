@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "format/format.h"
+#include "shardpack/loader.h"
 #include "test_util.h"
 
 namespace shardpack {
@@ -212,6 +213,56 @@ TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {
   // A static_assert no longer compiles everywhere: DatasetOptions holds strings now, which
   // clang 14 with libstdc++ 12 cannot construct in a constant expression.
   EXPECT_EQ(DatasetOptions{}.max_record_bytes, format::kDefaultMaxRecordBytes);
+}
+
+// A label is an index into the class list for whoever consumes it: a record whose label
+// lies outside the manifest's classes (a manifest with its last class dropped, its
+// checksums recomputed) is a Corruption naming it in Dataset::Get, GetPixels and the
+// Loader, and kSkip leaves it out; never a value a consumer indexes memory with.
+TEST(DatasetTest, ALabelOutsideTheClassListIsACorruptionInEveryReader) {
+  for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
+    TempDir dir;
+    Manifest m = testing::WriteTestDataset(
+        dir.path(), {.backend = backend, .samples = 6, .num_classes = 3, .max_shard_records = 0});
+    m.classes.pop_back();  // samples 2 and 5 are labelled 2
+    m.classes[0].count += 2;
+    testing::WriteFileOrDie(dir.Join("manifest.json"), SerializeManifest(m));
+    testing::ResealDataset(dir.path());
+    auto ds = Dataset::Open(dir.path());
+    ASSERT_TRUE(ds.ok()) << ds.status().ToString();
+    SampleView view;
+    EXPECT_TRUE((*ds)->Get(1, &view).ok());
+    Status s = (*ds)->Get(2, &view);
+    EXPECT_EQ(s.code(), StatusCode::kCorruption);
+    EXPECT_NE(s.message().find(m.shards[0].data.file + ": record 2"), std::string::npos)
+        << s.message();
+    EXPECT_NE(s.message().find("label 2 is outside the 2 classes of the manifest"),
+              std::string::npos)
+        << s.message();
+    std::vector<uint8_t> px(4 * 5 * 3);
+    EXPECT_EQ((*ds)->GetPixels(5, px, &view).code(), StatusCode::kCorruption);
+
+    std::shared_ptr<const Dataset> shared(std::move(ds).value());
+    for (OnCorrupt policy : {OnCorrupt::kFail, OnCorrupt::kSkip}) {
+      LoaderOptions o;
+      o.batch_size = 6;
+      o.num_threads = 1;
+      o.on_corrupt = policy;
+      auto loader = Loader::Create(shared, o);
+      ASSERT_TRUE(loader.ok()) << loader.status().ToString();
+      auto batch = (*loader)->Next();
+      if (policy == OnCorrupt::kFail) {
+        ASSERT_FALSE(batch.ok());
+        EXPECT_EQ(batch.status().code(), StatusCode::kCorruption);
+        EXPECT_NE(batch.status().message().find("label 2 is outside the 2 classes"),
+                  std::string::npos)
+            << batch.status().message();
+      } else {
+        ASSERT_TRUE(batch.ok()) << batch.status().ToString();
+        EXPECT_EQ((*loader)->stats().skipped_corrupt, 2u);
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -165,9 +165,16 @@ TEST(HostileLmdbTest, AnEntryCountThatTheTreeDoesNotHoldIsAVerifyFault) {
       << out.loader.message();
 }
 
+// Only the shard lies: a manifest agreeing with it would claim more records than its raw
+// pixels' bytes hold, which ParseManifest refuses (ManifestTest.RawShardsTooSmallFor...).
 TEST(HostileLmdbTest, AnEntryCountBeyondWhatTheFileCanHoldIsRefusedAtOpen) {
   TempDir dir;
-  ClaimEntries(dir.path(), 1ull << 63);
+  const Manifest m = testing::WriteTestDataset(
+      dir.path(), {.backend = Backend::kLmdb, .samples = 12, .max_shard_records = 0});
+  Shard shard = FirstShard(dir.path(), m);
+  for (size_t meta : {size_t{0}, size_t{shard.psize}}) Store64(&shard.bytes, meta + 88 + 32, 1ull << 63);
+  testing::WriteFileOrDie(shard.path, shard.bytes);
+  testing::ResealDataset(dir.path());
   const Outcome out = ReadEveryWay(dir.path());
   EXPECT_FALSE(out.verify_clean);
   EXPECT_NE(out.verify_faults.find("claims 9223372036854775808 entries, more than its"),

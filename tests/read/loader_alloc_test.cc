@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cerrno>
 #include <cstdlib>
 #include <new>
 
@@ -15,24 +16,50 @@ extern "C" {
 void* __libc_malloc(size_t size);
 void* __libc_calloc(size_t n, size_t size);
 void* __libc_realloc(void* p, size_t size);
+void* __libc_memalign(size_t alignment, size_t size);
 }
 
 namespace {
 std::atomic<uint64_t> g_allocations{0};
+// The largest single request since the last reset.
+std::atomic<uint64_t> g_largest{0};
+
+void Counted(size_t size) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  uint64_t seen = g_largest.load(std::memory_order_relaxed);
+  while (size > seen && !g_largest.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+  }
+}
 }  // namespace
 
 extern "C" {
 void* malloc(size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Counted(size);
   return __libc_malloc(size);
 }
 void* calloc(size_t n, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Counted(n * size);
   return __libc_calloc(n, size);
 }
 void* realloc(void* p, size_t size) {
-  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  Counted(size);
   return __libc_realloc(p, size);
+}
+// Page-aligned memory (the loader's ring, the read-ahead buffers) comes from these.
+void* aligned_alloc(size_t alignment, size_t size) {
+  Counted(size);
+  return __libc_memalign(alignment, size);
+}
+void* memalign(size_t alignment, size_t size) {
+  Counted(size);
+  return __libc_memalign(alignment, size);
+}
+int posix_memalign(void** out, size_t alignment, size_t size) {
+  Counted(size);
+  void* p = __libc_memalign(alignment, size);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
 }
 }
 
@@ -168,6 +195,39 @@ TEST(LoaderAllocationTest, JpegSamplesDecodeWithoutAllocating) {
                                     .encoding = ImageEncoding::kJpeg},
                                    o);
   }
+}
+
+// A ring over the memory budget is refused before any of it is allocated: Create's
+// largest allocation is far from one slot (8 x 1000 x 1000 x 3 = 24 MB, a manifest's claim
+// over 32 x 32 images).
+TEST(LoaderAllocationTest, ARingOverTheBudgetIsRefusedBeforeAnyOfItIsAllocated) {
+  TempDir dir;
+  testing::WriteTestDataset(
+      dir.path(), {.samples = 8, .height = 32, .width = 32, .encoding = ImageEncoding::kJpeg});
+  auto m = ReadManifest(dir.path());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  m->image.height = 1000;
+  m->image.width = 1000;
+  testing::WriteFileOrDie(dir.path() + "/manifest.json", SerializeManifest(*m));
+  auto opened = Dataset::Open(dir.path());
+  ASSERT_TRUE(opened.ok()) << opened.status().ToString();
+  std::shared_ptr<const Dataset> ds(std::move(opened).value());
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.num_threads = 2;
+  o.max_memory_bytes = 16ull << 20;
+  g_largest.store(0);
+  auto refused = Loader::Create(ds, o);
+  const uint64_t largest = g_largest.load();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_LT(largest, 1u << 20) << "the largest allocation of a refused Create";
+  // The same loader with room for it allocates its slots.
+  o.max_memory_bytes = 1ull << 30;
+  g_largest.store(0);
+  auto created = Loader::Create(ds, o);
+  ASSERT_TRUE(created.ok()) << created.status().ToString();
+  EXPECT_GE(g_largest.load(), 8u * 1000 * 1000 * 3);
 }
 
 TEST(LoaderAllocationTest, TheCounterSeesAllocations) {

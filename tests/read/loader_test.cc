@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -818,6 +820,127 @@ TEST_F(LoaderGpuTest, ReleasedSlotIsNotOverwrittenWhileTheConsumersStreamStillRe
   }
   ASSERT_OK(cuda::StreamSynchronize(stream->get()));
   EXPECT_EQ(std::string(static_cast<const char*>(pinned->data()), bytes), want[0].bytes);
+}
+
+// ---- memory (loader.h, "Memory") ----
+
+// The manifest of the dataset in `dir` made to claim another image size, its checksum
+// written anew (as a hostile author would).
+void ClaimImageSize(const std::string& dir, int height, int width) {
+  auto m = ReadManifest(dir);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  m->image.height = height;
+  m->image.width = width;
+  testing::WriteFileOrDie(dir + "/manifest.json", SerializeManifest(*m));
+}
+
+// 32 x 32 JPEGs whose manifest claims 8000 x 8000: a legal size (the largest image is
+// 89,478,485 pixels), but none of the records'. The ring it asks for is refused with the
+// numbers that make it up.
+TEST(LoaderMemoryTest, ARingOverTheBudgetIsRefusedNamingItsTerms) {
+  TempDir dir;
+  testing::WriteTestDataset(
+      dir.path(), {.samples = 8, .height = 32, .width = 32, .encoding = ImageEncoding::kJpeg});
+  ClaimImageSize(dir.path(), 8000, 8000);
+  LoaderOptions o;
+  o.batch_size = 256;
+  o.prefetch = 4;
+  o.max_memory_bytes = 1ull << 30;
+  auto loader = Loader::Create(OpenDatasetOrDie(dir.path()), o);
+  ASSERT_FALSE(loader.ok());
+  EXPECT_EQ(loader.status().code(), StatusCode::kResourceExhausted);
+  // 6 slots x 256 x 8000 x 8000 x 3.
+  EXPECT_EQ(loader.status().message(),
+            "loader: the ring needs 294912000000 bytes (prefetch 4 + 2 slots of batch 256 x 8000 "
+            "x 8000 x 3 bytes) but only 1073741824 bytes are available "
+            "(LoaderOptions::max_memory_bytes); lower batch_size or prefetch, or check the "
+            "manifest's image size (8000 x 8000)");
+}
+
+// Without a limit of its own, the loader takes the process's: a ring no machine holds is
+// refused against 7/8 of the memory available, whatever the machine.
+TEST(LoaderMemoryTest, WithoutALimitTheProcesssAvailableMemoryIsTheBudget) {
+  TempDir dir;
+  testing::WriteTestDataset(
+      dir.path(), {.samples = 8, .height = 32, .width = 32, .encoding = ImageEncoding::kJpeg});
+  ClaimImageSize(dir.path(), 8000, 8000);
+  LoaderOptions o;
+  o.batch_size = 1 << 20;  // 201 PB a slot
+  auto loader = Loader::Create(OpenDatasetOrDie(dir.path()), o);
+  ASSERT_FALSE(loader.ok());
+  EXPECT_EQ(loader.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(loader.status().message().find("bytes are available (7/8 of "), std::string::npos)
+      << loader.status().message();
+}
+
+// The refusal comes before the allocation: the process does not grow by the ring (1.5 GB
+// of a 2000 x 2000 claim over 32 x 32 JPEGs). Measured in a child, whose peak RSS starts
+// where the fork left it.
+TEST(LoaderMemoryTest, TheRefusalComesBeforeTheRingIsAllocated) {
+  TempDir dir;
+  testing::WriteTestDataset(
+      dir.path(), {.samples = 8, .height = 32, .width = 32, .encoding = ImageEncoding::kJpeg});
+  ClaimImageSize(dir.path(), 2000, 2000);
+  auto ds = OpenDatasetOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 32;
+  o.prefetch = 2;  // 4 slots x 32 x 12 MB = 1.5 GB
+  o.num_threads = 2;
+  o.max_memory_bytes = 256ull << 20;
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    // Exit codes: 0 refused without growing, 1 not refused, 2 grew by 64 MB or more.
+    rusage before{}, after{};
+    ::getrusage(RUSAGE_SELF, &before);
+    auto loader = Loader::Create(ds, o);
+    ::getrusage(RUSAGE_SELF, &after);
+    if (after.ru_maxrss - before.ru_maxrss >= 64 * 1024) ::_exit(2);  // KiB
+    ::_exit(loader.status().code() == StatusCode::kResourceExhausted ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: not refused; 2: the process grew by 64 MB or more";
+}
+
+// The budget is checked against the formula loader.h states, to the byte: the ring's
+// slots rounded to pages, and the indices of the batches and the epoch.
+TEST(LoaderMemoryTest, TheCheckedMemoryIsTheStatedFormula) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 50, .height = 6, .width = 5});
+  auto ds = OpenDatasetOrDie(dir.path());
+  LoaderOptions o;
+  o.batch_size = 8;
+  o.prefetch = 2;
+  o.num_threads = 2;
+  o.io = IoPath::kMapped;
+  o.read_ahead_bytes = 0;  // no batch hinted ahead: the one claimed only
+  // ring: 4 slots of 8 x 6 x 5 x 3 = 720 bytes, a page each; the rest: 4 x 8 x 17 per slot,
+  // (2 + 1) x (1 + 1) x 8 x 8 of hints, 50 x 8 of the epoch's order.
+  const uint64_t ring = 4 * 4096;
+  const uint64_t rest = 4 * 8 * 17 + 3 * 2 * 8 * 8 + 50 * 8;
+  o.max_memory_bytes = ring + rest;
+  EXPECT_OK(Loader::Create(ds, o).status());
+  o.max_memory_bytes = ring + rest - 1;
+  auto refused = Loader::Create(ds, o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(refused.status().message().find(
+                "loader: its memory needs " + std::to_string(ring + rest) +
+                " bytes (the ring 16384 (prefetch 2 + 2 slots of batch 8 x 6 x 5 x 3 bytes), the "
+                "2 workers' scratch 0, the read-ahead buffers 0, the batches' and the epoch's "
+                "indices " +
+                std::to_string(rest) + ") but only " + std::to_string(ring + rest - 1) +
+                " bytes are available"),
+            std::string::npos)
+      << refused.status().message();
+  // Host normalisation to float32 keeps a second buffer of 4 bytes a value per slot.
+  o.output_type = OutputType::kFloat32;
+  o.max_memory_bytes = 4 * (4096 + 4096) + rest;
+  EXPECT_OK(Loader::Create(ds, o).status());
+  o.max_memory_bytes -= 1;
+  EXPECT_EQ(Loader::Create(ds, o).status().code(), StatusCode::kResourceExhausted);
 }
 
 }  // namespace

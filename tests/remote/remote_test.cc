@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <map>
 #include <regex>
 #include <set>
 #include <thread>
@@ -260,6 +261,52 @@ TEST_F(RemoteTest, MissingManifestOrShardIsNotFoundNamingTheUrl) {
       ds.status().message(),
       std::regex(server_->Url("ds/" + m.shards[0].data.file) + R"(: bytes \d+-\d+: HTTP 404)")))
       << ds.status().message();
+}
+
+// Every file of a cache directory: relative path -> size and modification time.
+std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> CacheSnapshot(
+    const std::string& cache_dir) {
+  std::map<std::string, std::pair<uintmax_t, fs::file_time_type>> out;
+  for (const auto& e : fs::recursive_directory_iterator(cache_dir)) {
+    const std::string rel = fs::relative(e.path(), cache_dir).string();
+    out[rel] = {e.is_regular_file() ? e.file_size() : 0, fs::last_write_time(e.path())};
+  }
+  return out;
+}
+
+// The cache names a file "<name>.<xxh3>", and a name holding a NUL ended at it in the
+// system calls: ".use\u0000" unlinked the lock that keeps the dataset from eviction and
+// downloaded a shard over it. Such a manifest is refused when parsed, before the cache
+// is touched or a shard requested.
+TEST_F(RemoteTest, AManifestNamingTheCachesOwnFilesIsRefusedBeforeAnythingIsWritten) {
+  Manifest m = Serve("ds", Spec());
+  {
+    auto first = Dataset::Open(server_->Url("ds"), options_);
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+  }
+  const auto before = CacheSnapshot(cache_dir());
+  ASSERT_FALSE(before.empty());
+  const size_t shard_requests = server_->CountRequests(".tfrecord");
+  const std::string manifest_path = Local("ds") + "/manifest.json";
+  const std::string original = testing::ReadFileOrDie(manifest_path);
+  const std::string key = "\"file\": \"" + m.shards[0].data.file + "\"";
+  ASSERT_NE(original.find(key), std::string::npos);
+  for (const char* name : {R"(".use\u0000")", R"(".fetch\u0000")", R"("url\u0000")",
+                           R"(".reserved")", R"("../../.lock")"}) {
+    std::string text = original;
+    text.replace(text.find(key), key.size(), std::string("\"file\": ") + name);
+    testing::WriteFileOrDie(manifest_path, text);
+    auto ds = Dataset::Open(server_->Url("ds"), options_);
+    ASSERT_FALSE(ds.ok()) << name;
+    EXPECT_EQ(ds.status().code(), StatusCode::kCorruption) << name;
+    EXPECT_NE(ds.status().message().find(server_->Url("ds/manifest.json") + ": shards[0].file: "),
+              std::string::npos)
+        << ds.status().message();
+    EXPECT_NE(ds.status().message().find("is not a plain file name"), std::string::npos)
+        << ds.status().message();
+    EXPECT_EQ(CacheSnapshot(cache_dir()), before) << name;
+  }
+  EXPECT_EQ(server_->CountRequests(".tfrecord"), shard_requests);
 }
 
 TEST_F(RemoteTest, ConnectionDroppedMidShardIsResumedFromTheLastByte) {
@@ -682,7 +729,9 @@ TEST(RemoteDeadlineTest, ARangeTrickledFasterThanTheStallLimitFailsAtItsDeadline
                              ": bytes 0-1048575: not downloaded within its deadline of 2 s"),
             std::string::npos)
       << s.message();
-  EXPECT_NE(s.message().find(std::to_string(received) + " of 1048576 bytes received in 1 attempt"),
+  // One attempt, or more on a loaded machine whose connection dropped meanwhile: the
+  // deadline covers them all.
+  EXPECT_NE(s.message().find(std::to_string(received) + " of 1048576 bytes received in "),
             std::string::npos)
       << s.message();
   EXPECT_LT(received, 1u << 20);

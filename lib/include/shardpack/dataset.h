@@ -101,7 +101,8 @@ class Dataset {
   uint64_t size() const;
 
   // The sample at global index `index` (0 <= index < size()). OutOfRange beyond the end;
-  // Corruption naming "<file>: record N at offset X: <what>" for a damaged record.
+  // Corruption naming "<file>: record N at offset X: <what>" for a damaged record, or one
+  // whose label is outside the manifest's classes (out->label is always a class index).
   Status Get(uint64_t index, SampleView* out) const;
   // The same, checking the checksums or not whatever the DatasetOptions say (the loader's
   // LoaderOptions::verify_crc decides for the records it reads).

@@ -96,6 +96,10 @@ enum class Transform {
   kRandomCrop,
 };
 
+// What a damaged record does to its batch (a Corruption: a checksum, a payload that does
+// not parse, an image that does not decode, a label outside the manifest's classes):
+// kFail fails Next() naming it; kSkip leaves the sample out and counts it
+// (LoaderStats::skipped_corrupt). Labels delivered are always class indices.
 enum class OnCorrupt { kFail, kSkip };
 
 // Optional normalisation of every batch: uint8 NHWC -> float NCHW,
@@ -191,6 +195,11 @@ struct LoaderOptions {
   // CUDA device to deliver batches to; -1 (default): the host. A device that does not
   // exist, or a build without CUDA, fails Create with Unavailable.
   int device = -1;
+  // The most bytes the loader's buffers may take (the formula under "Memory" above Loader).
+  // 0 (default): io::MemoryBudget, 7/8 of what this process may hold: MemAvailable, lowered
+  // to the memory limit of its cgroup (v2 memory.max, v1 memory.limit_in_bytes) and of each
+  // cgroup above it. Create refuses more with ResourceExhausted before allocating any of it.
+  uint64_t max_memory_bytes = 0;
   // Check every record's checksums while copying it (default on).
   bool verify_crc = true;
   OnCorrupt on_corrupt = OnCorrupt::kFail;
@@ -359,11 +368,35 @@ class Batch {
   Slot* slot_ = nullptr;
 };
 
+// Memory. Create allocates everything the loader holds, once, after checking the sum
+// against LoaderOptions::max_memory_bytes (default: io::MemoryBudget). With S = prefetch +
+// 2 slots, B = batch_size, T = worker threads, H x W x C the output shape (the options'
+// output_height x output_width, or the dataset's fixed size with Transform::kNone, which
+// ParseManifest bounds by the largest image and, for raw pixels, by the shards' bytes):
+//   ring        S x B x H x W x C bytes, and S x B x H x W x C x 4 (float32) or x 2
+//               (float16) more when the host normalises, each buffer rounded up to 4 KiB
+//               pages; on a GPU the S x B x H x W x C are pinned host memory (the device
+//               buffers are the device's, and cudaMalloc refuses what it lacks)
+//   workers     T x (the resize scratch of a transform from the dataset's largest side,
+//               image::ResizeScratch::ReserveBytes; none without a transform, and, for
+//               encoded images under a transform, min(H_max x W_max, kMaxImagePixels) x C
+//               to decode into)
+//   read-ahead  (kReadAhead only) the units' buffers, ReadAhead::BufferBytes: slots x unit
+//               x (stored bytes per sample + 8 KiB), about io_buffer_bytes
+//   the rest    S x B x 17 bytes (each slot's indices, labels, flags), (T + 1) x (A + 2) x
+//               B x 8 bytes (the samples hinted ahead, A batches of them on the mapped
+//               path: read_ahead_bytes / (B x stored bytes per sample), 1 to 256, else 0),
+//               and 8 bytes per sample of the dataset (the epoch's order)
+// H_max x W_max: the dataset's fixed size, or its max_side squared. None of it grows with
+// what the records hold, except a variable-size dataset that promises no max_side, whose
+// workers' scratch grows to the largest sample read (at most kMaxImagePixels).
 class Loader {
  public:
   // Starts the workers on `state`'s epoch and batch (default: epoch 0, batch 0).
   // InvalidArgument for bad options or a state made for another configuration;
-  // Unavailable for a device that cannot be used.
+  // Unavailable for a device that cannot be used; ResourceExhausted, naming both numbers
+  // and what to lower, when its memory (above) would exceed LoaderOptions::max_memory_bytes
+  // or the memory available to the process, before any of it is allocated.
   static StatusOr<std::unique_ptr<Loader>> Create(std::shared_ptr<const Dataset> dataset,
                                                   const LoaderOptions& options,
                                                   const LoaderState* state = nullptr);

@@ -3,6 +3,7 @@
 #ifndef SHARDPACK_MANIFEST_H_
 #define SHARDPACK_MANIFEST_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -62,8 +63,26 @@ struct ImageSpec {
   bool fixed() const { return height > 0 && width > 0; }
 };
 
+// The longest file name a manifest may list: NAME_MAX (255) less what shardpack appends
+// to it on disk (a remote dataset's cache keeps "<name>.<32 hex digits>.partial").
+inline constexpr size_t kMaxFileNameBytes = 255 - 33 - 8;
+
+// A file the manifest lists. ParseManifest refuses (Corruption naming the field) a name
+// that is not a plain, portable file name of the dataset's directory:
+//   - empty, or longer than kMaxFileNameBytes;
+//   - holding a control character (NUL included: a C string would end there), bytes that
+//     are not UTF-8, '/' or '\\';
+//   - starting with '.': ".", "..", hidden files, and so every name of shardpack's own
+//     machinery: the cache's .lock, .use, .fetch and .reserved (lib/remote/shard_cache.h),
+//     the converter's and merge's .shardpack-* records, .shardpack-lock;
+//   - another of shardpack's own names: "manifest.json", "parts" (a partitioned
+//     conversion's folder), "url" (the cache's record of a dataset's URL), and names
+//     ending in ".tmp", ".partial" or ".bad" (files being written or set aside);
+//   - for a shard's data file or index, "rejects.tsv" (the rejects list's name).
+// And every file is listed once: two shards with one data file, an index that is another
+// entry's data file or index, or rejects.tsv that is a shard's, are refused too.
 struct FileEntry {
-  std::string file;      // name relative to the dataset directory
+  std::string file;      // name relative to the dataset directory (rules above)
   uint64_t bytes = 0;    // exact file size
   std::string xxh3_128;  // XXH3-128 of the whole file, 32 hex digits (canonical order)
 };
@@ -76,6 +95,10 @@ struct ShardEntry {
 };
 
 struct ClassEntry {
+  // Any printable UTF-8 text (the converter escapes other bytes of a folder name, as
+  // util/text.h's EscapeBytes does) of at most kMaxTextBytes (4096) bytes, what a record's
+  // image/class/text holds; ParseManifest refuses a control character (NUL included) or a
+  // longer name. At most kMaxClasses classes.
   std::string name;
   uint64_t count = 0;  // samples with this label
 };
@@ -114,6 +137,24 @@ std::string ManifestChecksum(const Manifest& m);
 
 // Parses and checks a manifest. `source` names the file in messages. A manifest of an
 // unknown major version gives NotSupported: "version X.Y, this build reads <= Z".
+// Corruption for anything else that is wrong, naming the field, among which:
+//   - file names and class names outside the rules above, a file listed twice;
+//   - a fixed image size of more than kMaxImagePixels pixels (the writer stores none), and
+//     for raw pixels of one size, a shard whose bytes cannot hold its records' pixels
+//     (records x height x width x channels > the file's bytes): a size no record has;
+//   - counts that do not add up, more than kMaxClasses classes;
+//   - JSON nested deeper than 100 levels, a top-level key given twice, more than 10,000
+//     JSON values besides the entries of classes and shards (a writer's manifest has a
+//     few dozen), more than 64 in one entry (a writer's has at most 10).
+// Memory: the entries of classes and shards are read one at a time as the text is parsed,
+// so what is held at once is the Manifest returned, one entry, at most 10,000 other values
+// and the parser's buffers (the longest string; nlohmann's lexer also keeps the text of a
+// run of brackets and commas for its messages): at most 6 bytes per byte of `text` plus
+// 2 MiB. Measured (tests/format/parser_memory_test.cc, the shapes that cost most per byte):
+// 5.45 for a list of the smallest classes, 5.12 for the smallest shard entries, 4.88 for
+// one long string, 1.71 for a writer's manifest of 21,841 classes and 20,000 shards; a
+// whole JSON tree took up to 30. The caller holds `text` besides; kMaxManifestBytes bounds
+// it when read from a file.
 StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source);
 
 // Reads DIR/manifest.json.
