@@ -23,8 +23,10 @@
 #include "format/record.h"
 #include "image/image.h"
 #include "io/env.h"
+#include "io/memory_budget.h"
 #include "io/mapped_range.h"
 #include "remote/shard_cache.h"
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
@@ -473,9 +475,43 @@ bool LooksLikeOurs(const std::string& name) {
 
 // Checks every shard of `m` from `source` into `report` (which already counts the
 // manifest), then appends the directory's faults, `stray`.
-void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptions& options,
-                  std::mutex* mu, FileFaults* manifest_faults, FileFaults* stray,
-                  VerifyReport* report) {
+// With decode_encoded, each thread holds one decoded image and its decoder's buffers:
+// at most three times the largest image the manifest allows (the pixels, and libjpeg's
+// coefficients of a progressive file, two bytes a sample). The threads are lowered to
+// what the memory budget holds; a budget that does not hold one of them is refused.
+StatusOr<int> ThreadsThatFit(const Manifest& m, const VerifyOptions& options, int threads) {
+  if (!options.decode_encoded || m.image.encoding == ImageEncoding::kRaw) return threads;
+  const uint64_t channels = static_cast<uint64_t>(m.image.channels);
+  uint64_t pixels = kMaxImagePixels;
+  if (m.image.fixed()) {
+    pixels = static_cast<uint64_t>(m.image.height) * static_cast<uint64_t>(m.image.width);
+  } else if (m.image.max_side > 0) {
+    const uint64_t side = static_cast<uint64_t>(m.image.max_side);
+    pixels = std::min<uint64_t>(side * side, kMaxImagePixels);
+  }
+  const uint64_t per_thread = 3 * pixels * channels;
+  const io::MemoryLimit budget =
+      options.max_memory_bytes > 0
+          ? io::MemoryLimit{options.max_memory_bytes, "VerifyOptions::max_memory_bytes"}
+          : io::MemoryBudget();
+  SHARDPACK_RETURN_IF_ERROR(io::CheckMemory(
+      per_thread, budget, "verify --decode",
+      "one decoding thread: 3 x " + std::to_string(pixels) + " pixels x " +
+          std::to_string(channels) + " bytes, the largest image the manifest allows",
+      "verify without --decode (the checksums still prove the files), or on a machine with "
+      "more memory"));
+  return static_cast<int>(
+      std::min<uint64_t>(static_cast<uint64_t>(threads), budget.bytes / per_thread));
+}
+
+Status VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptions& options,
+                    std::mutex* mu, FileFaults* manifest_faults, FileFaults* stray,
+                    VerifyReport* report) {
+  SHARDPACK_ASSIGN_OR_RETURN(
+      const int threads,
+      ThreadsThatFit(m, options,
+                     options.num_threads > 0 ? options.num_threads
+                                             : tbb::this_task_arena::max_concurrency()));
   io::Env* env = io::Env::Posix();
   std::vector<ShardResult> results(m.shards.size());
   std::vector<std::atomic<uint64_t>> labels(m.classes.size());
@@ -494,8 +530,6 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
       VerifyLmdbShard(source, m.shards[i], m, options.decode_encoded, env, &results[i]);
     }
   };
-  const int threads =
-      options.num_threads > 0 ? options.num_threads : tbb::this_task_arena::max_concurrency();
   tbb::task_arena arena(threads);
   arena.execute(
       [&] { tbb::parallel_for(size_t{0}, m.shards.size(), [&](size_t i) { check(i); }); });
@@ -525,6 +559,7 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
   }
   report->fault_count += stray->count();
   stray->MoveTo(&report->faults);
+  return Status::Ok();
 }
 
 // A dataset at an http(s) URL: fetched into the cache (each file's size and checksum
@@ -550,7 +585,8 @@ StatusOr<VerifyReport> VerifyRemoteDataset(const std::string& url, const VerifyO
   FileFaults manifest_faults(std::string(format::kManifestName), options.max_faults_per_file,
                              options, &mu);
   CheckManifestChecksum(c->manifest(), &manifest_faults);
-  VerifyShards(c->manifest(), source, options, &mu, &manifest_faults, &stray, &report);
+  SHARDPACK_RETURN_IF_ERROR(
+      VerifyShards(c->manifest(), source, options, &mu, &manifest_faults, &stray, &report));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }
@@ -624,7 +660,8 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
   }
   FileSource source;
   source.path = [&dir](const std::string& name) { return io::JoinPath(dir, name); };
-  VerifyShards(m, source, options, &mu, &manifest_faults, &stray, &report);
+  SHARDPACK_RETURN_IF_ERROR(
+      VerifyShards(m, source, options, &mu, &manifest_faults, &stray, &report));
   report.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

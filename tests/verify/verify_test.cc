@@ -321,6 +321,29 @@ TEST(VerifyTest, AnEncodedRecordWhoseFileIsNotTheFormatItDeclaresIsAFault) {
   }
 }
 
+// Decoding threads hold a decoded image each (three times its bytes, with the decoder's):
+// the threads are lowered to what the memory allows, and a memory that holds none of them
+// is refused before anything is decoded.
+TEST(VerifyTest, DecodingThreadsAreBoundedByTheMemoryAndNoneFittingIsRefused) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.samples = 6, .height = 32, .width = 24,
+                                         .encoding = ImageEncoding::kJpeg});
+  const uint64_t per_thread = 3 * 32 * 24 * 3;
+  auto r = VerifyDataset(dir.path(), {.num_threads = 8, .decode_encoded = true,
+                                      .max_memory_bytes = per_thread - 1});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
+  EXPECT_NE(r.status().message().find("verify --decode needs " + std::to_string(per_thread) +
+                                      " bytes"),
+            std::string::npos)
+      << r.status().message();
+  r = VerifyDataset(dir.path(), {.num_threads = 8, .decode_encoded = true,
+                                 .max_memory_bytes = per_thread});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->ok()) << Dump(*r);
+  EXPECT_EQ(r->records, 6u);
+}
+
 TEST(VerifyTest, ResultIsTheSameForAnyThreadCount) {
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.samples = 20, .max_shard_records = 3});

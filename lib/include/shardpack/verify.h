@@ -48,6 +48,11 @@ struct VerifyOptions {
   // every image and check it is the size its record declares (CLI --decode). Off: the
   // checksums of the encoded bytes prove them what the writer wrote.
   bool decode_encoded = false;
+  // With decode_encoded, the memory the decoding threads may hold: each holds up to three
+  // times the largest image the manifest allows, and the threads are lowered to fit (one
+  // that does not fit is ResourceExhausted). 0 (default): io::MemoryBudget, 7/8 of what
+  // this process may hold (MemAvailable, lowered to its cgroups' limits).
+  uint64_t max_memory_bytes = 0;
   // VerifyDataset of an http(s):// URL: the local cache and the network policy.
   RemoteOptions remote;
 };
