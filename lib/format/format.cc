@@ -24,9 +24,15 @@ std::string IndexFileName(uint64_t shard, uint64_t num_shards) {
 std::string StagedIndexFileName(uint64_t shard) { return "shard-" + Number(shard) + ".idx"; }
 
 std::string LmdbKey(uint64_t index) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%010llu", static_cast<unsigned long long>(index));
-  return buf;
+  // "%010llu" without snprintf: the readers make a key for every lookup.
+  char buf[20];
+  int n = 0;
+  do {
+    buf[sizeof buf - 1 - n++] = static_cast<char>('0' + index % 10);
+    index /= 10;
+  } while (index != 0);
+  while (n < static_cast<int>(kLmdbKeySize)) buf[sizeof buf - 1 - n++] = '0';
+  return std::string(buf + sizeof buf - n, static_cast<size_t>(n));
 }
 
 }  // namespace shardpack::format

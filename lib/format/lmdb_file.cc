@@ -105,6 +105,18 @@ std::string ShowKey(std::string_view key) {
   return "\"" + shown + "\"";
 }
 
+// Node i's key, for a binary search: false when the node or its key does not lie in the
+// page between `upper` and `psize` (ReadNode then says why). Each field is read once.
+inline bool ProbeKey(const uint8_t* page, uint32_t upper, uint32_t psize, uint32_t i,
+                     std::string_view* key) {
+  const uint32_t at = Load16(page + kPageHeaderBytes + 2 * static_cast<uint64_t>(i));
+  if (at < upper || at > psize - kNodeHeaderBytes) return false;
+  const uint32_t key_size = Load16(page + at + 6);
+  if (key_size > psize - at - kNodeHeaderBytes) return false;
+  *key = std::string_view(reinterpret_cast<const char*>(page + at + kNodeHeaderBytes), key_size);
+  return true;
+}
+
 }  // namespace
 
 struct LmdbFile::Page {
@@ -360,14 +372,25 @@ Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
     SHARDPACK_RETURN_IF_ERROR(ReadPage(pgno, leaf ? kLeaf : kBranch, &page));
     std::string_view k, v;
     uint64_t child = 0;
+    // The probes read keys alone; the node found is read whole (ReadNode), as is one that
+    // does not lie in its page, for the message.
+    auto probe = [&](uint32_t i) -> Status {
+      if (ProbeKey(page.bytes, page.upper, meta_.page_size, i, &k)) return Status::Ok();
+      Status s = ReadNode(page, i, &k, &v, &child);
+      return s.ok() ? CorruptionError(PageName(pgno) + ": node " + std::to_string(i) +
+                                      " changed while it was read")
+                    : s;
+    };
     if (leaf) {
       uint32_t lo = 0, hi = page.keys;
       while (lo < hi) {
         const uint32_t mid = lo + (hi - lo) / 2;
-        SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, &v, &child));
+        SHARDPACK_RETURN_IF_ERROR(probe(mid));
         const int c = CompareKeys(k, key);
         if (c == 0) {
-          *value = v;
+          SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, value, &child));
+          if (k != key) return CorruptionError(PageName(pgno) + ": node " + std::to_string(mid) +
+                                               " changed while it was read");
           return Status::Ok();
         }
         if (c < 0) {
@@ -383,7 +406,7 @@ Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
     uint32_t lo = 1, hi = page.keys;
     while (lo < hi) {
       const uint32_t mid = lo + (hi - lo) / 2;
-      SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, &v, &child));
+      SHARDPACK_RETURN_IF_ERROR(probe(mid));
       if (CompareKeys(k, key) <= 0) {
         lo = mid + 1;
       } else {

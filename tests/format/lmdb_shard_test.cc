@@ -42,6 +42,14 @@ TEST(LmdbShardTest, MapFullGrowsTheMapAndReplaysTheBatch) {
   EXPECT_EQ(walked, 60u);
 }
 
+TEST(LmdbShardTest, KeysAreTenDigitsZeroPaddedAndWiderNumbersKeepAllTheirDigits) {
+  EXPECT_EQ(LmdbKey(0), "0000000000");
+  EXPECT_EQ(LmdbKey(7), "0000000007");
+  EXPECT_EQ(LmdbKey(1234567890), "1234567890");
+  EXPECT_EQ(LmdbKey(12345678901ull), "12345678901");
+  EXPECT_EQ(LmdbKey(~0ull), "18446744073709551615");
+}
+
 TEST(LmdbShardTest, OpeningAMissingOrNonLmdbFileIsAClearError) {
   testing::TempDir dir;
   auto r = LmdbShardReader::Open(dir.Join("missing.lmdb"), true);
