@@ -833,6 +833,17 @@ ResizeScratch::Buffers& ResizeScratch::buffers() {
   return *buffers_;
 }
 
+namespace {
+
+// The most taps a kernel of an axis from `in_size` to `out_size` has: the widest comes with
+// the longest box, the whole source side.
+size_t MostTaps(const Kernel& kernel, int in_size, int out_size) {
+  const double filter_scale = std::max(static_cast<double>(in_size) / out_size, 1.0);
+  return static_cast<size_t>(std::ceil(kernel.support * filter_scale)) * 2 + 1;
+}
+
+}  // namespace
+
 void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_height, int out_width,
                             int channels, ResizeFilter filter) {
   if (max_src_height <= 0 || max_src_width <= 0 || out_height <= 0 || out_width <= 0 ||
@@ -841,13 +852,8 @@ void ResizeScratch::Reserve(int max_src_height, int max_src_width, int out_heigh
   }
   Buffers& b = buffers();
   const Kernel kernel = KernelFor(filter);
-  // The widest kernel of an axis comes with the longest box, the whole source side.
-  auto ksize = [&](int in_size, int out_size) {
-    const double filter_scale = std::max(static_cast<double>(in_size) / out_size, 1.0);
-    return static_cast<size_t>(std::ceil(kernel.support * filter_scale)) * 2 + 1;
-  };
-  const size_t kh = ksize(max_src_width, out_width);
-  const size_t kv = ksize(max_src_height, out_height);
+  const size_t kh = MostTaps(kernel, max_src_width, out_width);
+  const size_t kv = MostTaps(kernel, max_src_height, out_height);
   b.horizontal.first.reserve(out_width);
   b.horizontal.count.reserve(out_width);
   b.horizontal.weights.reserve(static_cast<size_t>(out_width) * kh);
@@ -894,12 +900,8 @@ size_t ResizeScratch::ReserveBytes(int max_src_height, int max_src_width, int ou
   }
   // Reserve's buffers, term by term, with every vector kernel's.
   const Kernel kernel = KernelFor(filter);
-  auto ksize = [&](int in_size, int out_size) {
-    const double filter_scale = std::max(static_cast<double>(in_size) / out_size, 1.0);
-    return static_cast<size_t>(std::ceil(kernel.support * filter_scale)) * 2 + 1;
-  };
-  const size_t kh = ksize(max_src_width, out_width);
-  const size_t kv = ksize(max_src_height, out_height);
+  const size_t kh = MostTaps(kernel, max_src_width, out_width);
+  const size_t kv = MostTaps(kernel, max_src_height, out_height);
   auto axis = [](int out, size_t k) {
     const size_t n = static_cast<size_t>(out);
     return 2 * n * sizeof(int) + n * k * (sizeof(int32_t) + sizeof(double)) +

@@ -197,28 +197,34 @@ size_t NginxServer::CountRequests(const std::string& suffix) const {
   return n;
 }
 
-DroppingProxy::DroppingProxy(int upstream_port, int drop_connections, uint64_t drop_after_bytes)
-    : upstream_port_(upstream_port),
-      drop_connections_(drop_connections),
-      drop_after_bytes_(drop_after_bytes) {
-  listen_fd_ = Listen(&port_);
-  if (listen_fd_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-DroppingProxy::~DroppingProxy() {
-  if (thread_.joinable()) {
-    char c = 0;
-    (void)!::write(wake_[1], &c, 1);
-    thread_.join();
-  }
+LoopbackServer::~LoopbackServer() {
   for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
     if (fd >= 0) ::close(fd);
   }
 }
 
-std::string DroppingProxy::Url(const std::string& path) const {
+void LoopbackServer::Start() {
+  listen_fd_ = Listen(&port_);
+  if (listen_fd_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+void LoopbackServer::Stop() {
+  if (!thread_.joinable()) return;
+  char c = 0;
+  (void)!::write(wake_[1], &c, 1);
+  thread_.join();
+}
+
+std::string LoopbackServer::Url(const std::string& path) const {
   return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
+}
+
+DroppingProxy::DroppingProxy(int upstream_port, int drop_connections, uint64_t drop_after_bytes)
+    : upstream_port_(upstream_port),
+      drop_connections_(drop_connections),
+      drop_after_bytes_(drop_after_bytes) {
+  Start();
 }
 
 // One thread, poll(2) over every connection: curl may open a new connection while it
@@ -301,24 +307,7 @@ void DroppingProxy::Run() {
 
 TricklingServer::TricklingServer(uint64_t body_bytes, size_t chunk_bytes, int interval_ms)
     : body_bytes_(body_bytes), chunk_bytes_(chunk_bytes), interval_ms_(interval_ms) {
-  listen_fd_ = Listen(&port_);
-  if (listen_fd_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
-  thread_ = std::thread([this] { Run(); });
-}
-
-TricklingServer::~TricklingServer() {
-  if (thread_.joinable()) {
-    char c = 0;
-    (void)!::write(wake_[1], &c, 1);
-    thread_.join();
-  }
-  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
-    if (fd >= 0) ::close(fd);
-  }
-}
-
-std::string TricklingServer::Url(const std::string& path) const {
-  return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
+  Start();
 }
 
 bool TricklingServer::Wait(int ms) const {

@@ -53,65 +53,77 @@ class NginxServer {
 // into `dir` as cert.pem and key.pem, with the openssl command; "" when done, else why not.
 std::string MakeSelfSignedCertificate(const std::string& dir);
 
+// A socket listening on 127.0.0.1 and the thread that serves it (Run), woken to stop by a
+// pipe: the fixtures below. Derived classes call Start() when constructed and Stop() when
+// destroyed, so that Run never sees a half-destroyed object.
+class LoopbackServer {
+ public:
+  virtual ~LoopbackServer();
+  LoopbackServer(const LoopbackServer&) = delete;
+  LoopbackServer& operator=(const LoopbackServer&) = delete;
+
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const;  // http://127.0.0.1:PORT/<path>
+
+ protected:
+  LoopbackServer() = default;
+  // Listens and starts Run on a thread of its own (nothing where the socket fails).
+  void Start();
+  // Wakes Run through the pipe and joins it.
+  void Stop();
+  virtual void Run() = 0;
+
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};  // readable once Stop() is called
+
+ private:
+  int port_ = 0;
+  std::thread thread_;
+};
+
 // Listens on 127.0.0.1 and relays each connection to 127.0.0.1:`upstream_port`. The first
 // `drop_connections` connections (all of them when negative) are closed once
 // `drop_after_bytes` bytes of the response (headers included) have been relayed.
-class DroppingProxy {
+class DroppingProxy : public LoopbackServer {
  public:
   DroppingProxy(int upstream_port, int drop_connections, uint64_t drop_after_bytes);
-  ~DroppingProxy();
-  DroppingProxy(const DroppingProxy&) = delete;
-  DroppingProxy& operator=(const DroppingProxy&) = delete;
+  ~DroppingProxy() override { Stop(); }
 
-  int port() const { return port_; }
-  std::string Url(const std::string& path) const;
   int connections() const { return connections_.load(); }
   int dropped() const { return dropped_.load(); }
 
  private:
-  void Run();
+  void Run() override;
 
   int upstream_port_;
   int drop_connections_;
   uint64_t drop_after_bytes_;
-  int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
-  int port_ = 0;
   std::atomic<int> connections_{0};
   std::atomic<int> dropped_{0};
-  std::thread thread_;
 };
 
 // A server that is never stalled and never done: it answers every request "200 OK" with a
 // Content-Length of `body_bytes`, then sends the body ('x's) `chunk_bytes` at a time, one
 // chunk every `interval_ms`, faster than a stall limit (1 KiB/s) notices for chunks of
 // 1 KiB and more each second. One connection at a time; stopped on destruction.
-class TricklingServer {
+class TricklingServer : public LoopbackServer {
  public:
   TricklingServer(uint64_t body_bytes, size_t chunk_bytes, int interval_ms);
-  ~TricklingServer();
-  TricklingServer(const TricklingServer&) = delete;
-  TricklingServer& operator=(const TricklingServer&) = delete;
+  ~TricklingServer() override { Stop(); }
 
-  int port() const { return port_; }
-  std::string Url(const std::string& path) const;  // http://127.0.0.1:PORT/<path>
   int requests() const { return requests_.load(); }
   uint64_t sent() const { return sent_.load(); }  // body bytes, all requests together
 
  private:
-  void Run();
+  void Run() override;
   // Waits `ms`; false when the server is being stopped.
   bool Wait(int ms) const;
 
   uint64_t body_bytes_;
   size_t chunk_bytes_;
   int interval_ms_;
-  int listen_fd_ = -1;
-  int wake_[2] = {-1, -1};
-  int port_ = 0;
   std::atomic<int> requests_{0};
   std::atomic<uint64_t> sent_{0};
-  std::thread thread_;
 };
 
 }  // namespace shardpack::testing
