@@ -5,7 +5,7 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [HARNESS...]    SECONDS default 30 (CI: 20-30);
 #                                                  harnesses: record example manifest
-#                                                  index jpeg png (default: all)
+#                                                  index lmdb jpeg png (default: all)
 #
 # New inputs go to build-fuzz/corpus/<harness>/ (kept between runs, not committed). A crash
 # leaves its input in build-fuzz/artifacts/<harness>/ and fails the script: fix the bug,
@@ -16,7 +16,7 @@ cd "$(dirname "$0")/.."
 seconds=${1:-30}
 [ $# -gt 0 ] && shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(record example manifest index jpeg png)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(record example manifest index lmdb jpeg png)
 start=$SECONDS
 cores=$(nproc)
 

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "image/encoder.h"
+#include "util/hash.h"
 
 namespace shardpack::testing {
 
@@ -135,6 +136,20 @@ void WriteFileOrDie(const std::string& path, const std::string& data) {
 void WriteFileMakingDirs(const std::string& path, const std::string& data) {
   std::filesystem::create_directories(std::filesystem::path(path).parent_path());
   WriteFileOrDie(path, data);
+}
+
+Manifest ResealDataset(const std::string& dir) {
+  auto m = ReadManifest(dir);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok()) return {};
+  for (const FileEntry* listed : ListedFiles(*m)) {
+    auto* f = const_cast<FileEntry*>(listed);
+    const std::string bytes = ReadFileOrDie(dir + "/" + f->file);
+    f->bytes = bytes.size();
+    f->xxh3_128 = Xxh3Hex(bytes.data(), bytes.size());
+  }
+  WriteFileOrDie(dir + "/manifest.json", SerializeManifest(*m));
+  return *m;
 }
 
 }  // namespace shardpack::testing

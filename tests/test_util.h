@@ -76,6 +76,10 @@ void EvictFromPageCache(const std::string& path, uint64_t offset = 0, uint64_t l
 void WriteFileOrDie(const std::string& path, const std::string& data);
 // WriteFileOrDie, creating the directories above `path` first.
 void WriteFileMakingDirs(const std::string& path, const std::string& data);
+// Rewrites DIR/manifest.json with the present size and XXH3-128 of every file it lists, and
+// its own checksum: what the author of a crafted dataset does, so that checksums no longer
+// catch the damage. Returns the manifest written.
+Manifest ResealDataset(const std::string& dir);
 
 #define ASSERT_OK(expr)                    \
   do {                                     \

@@ -6,7 +6,6 @@
 #include <cerrno>
 #include <cstring>
 
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -14,6 +13,7 @@
 #include "format/example.h"
 #include "format/format.h"
 #include "io/env.h"
+#include "io/mapped_range.h"
 #include "util/hash.h"
 #include "util/location.h"
 #include "util/text.h"
@@ -92,9 +92,6 @@ class Txn {
 };
 
 MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
-std::string_view View(const MDB_val& v) {
-  return std::string_view(static_cast<const char*>(v.mv_data), v.mv_size);
-}
 
 }  // namespace
 
@@ -289,68 +286,21 @@ bool IsCaffeKey(std::string_view key) {
 
 StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::string& path,
                                                                  bool random_access, Keys keys) {
-  if (::access(path.c_str(), R_OK) != 0) return ErrnoError(path + ": open", errno);
-  // LMDB's open of a FIFO would block for a writer; a directory is no shard either.
-  SHARDPACK_RETURN_IF_ERROR(io::RequireRegularFile(path));
-  MDB_env* raw = nullptr;
-  int rc = mdb_env_create(&raw);
-  if (rc != 0) return LmdbError(path + ": mdb_env_create", rc);
-  LmdbEnv env(raw);
-  unsigned flags = MDB_RDONLY | MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOTLS;
-  if (random_access) flags |= MDB_NORDAHEAD;
-  rc = mdb_env_open(raw, path.c_str(), flags, 0444);
-  if (rc != 0) return LmdbError(path + ": mdb_env_open", rc);
-  MDB_envinfo info;
-  rc = mdb_env_info(raw, &info);
-  if (rc != 0) return LmdbError(path + ": mdb_env_info", rc);
-  MDB_stat env_stat;
-  rc = mdb_env_stat(raw, &env_stat);
-  if (rc != 0) return LmdbError(path + ": mdb_env_stat", rc);
-  mdb_filehandle_t fd = -1;
-  struct stat st {};
-  if (mdb_env_get_fd(raw, &fd) != 0 || ::fstat(fd, &st) != 0) {
-    return ErrnoError(path + ": stat", errno);
-  }
-  // The meta page names the last page in use: a shorter file lost its tail (a truncated
-  // copy), and reading those pages would find nothing.
-  const uint64_t needed = (static_cast<uint64_t>(info.me_last_pgno) + 1) * env_stat.ms_psize;
-  if (static_cast<uint64_t>(st.st_size) < needed) {
-    return CorruptionError(path + ": the file is " + std::to_string(st.st_size) +
-                           " bytes, but its meta page says it holds " +
-                           std::to_string(info.me_last_pgno + 1) + " pages of " +
-                           std::to_string(env_stat.ms_psize) + " bytes (" + std::to_string(needed) +
-                           " bytes): it is truncated");
-  }
-  std::unique_ptr<io::MappedRange> range;  // unregistered before env unmaps the map
-  const char* map = nullptr;
-  Txn txn;
-  rc = mdb_txn_begin(raw, nullptr, MDB_RDONLY, txn.out());
-  if (rc != 0) return LmdbError(path + ": mdb_txn_begin", rc);
-  MDB_dbi dbi;
-  rc = mdb_dbi_open(txn.get(), nullptr, 0, &dbi);
-  if (rc != 0) return LmdbError(path + ": mdb_dbi_open", rc);
-  MDB_stat db_stat;
-  rc = mdb_stat(txn.get(), dbi, &db_stat);
-  if (rc != 0) return LmdbError(path + ": mdb_stat", rc);
-  if (db_stat.ms_entries > 0) {
-    MDB_cursor* cursor = nullptr;
-    rc = mdb_cursor_open(txn.get(), dbi, &cursor);
-    if (rc != 0) return LmdbError(path + ": mdb_cursor_open", rc);
-    MDB_val k, v;
-    rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST);
-    mdb_cursor_close(cursor);
-    if (rc != 0) return LmdbError(path + ": reading the first record", rc);
-    // LMDB does not say where its map is; the first key lies in it. Registered, the map
-    // survives the file shrinking under it: lost pages read zeros and mark the reader
-    // faulted instead of killing the process (io/mapped_range.h).
-    auto mapping = io::MappingAt(k.mv_data);
-    if (!mapping.ok()) return mapping.status().WithPrefix(path);
-    map = static_cast<const char*>(mapping->begin);
-    range = std::make_unique<io::MappedRange>(mapping->begin, mapping->size, PROT_READ);
-    const std::string_view key = View(k);
-    if (keys == Keys::kRecordNumbers && !IsRecordNumberKey(key)) {
-      const std::string shown = EscapeBytes(key.substr(0, 40));
-      if (IsCaffeKey(key)) {
+  SHARDPACK_ASSIGN_OR_RETURN(
+      auto map, io::Env::Posix()->MapFile(path, random_access ? io::AccessPattern::kRandom
+                                                               : io::AccessPattern::kSequential));
+  auto file = LmdbFile::Open(map->data(), map->size());
+  if (map->faulted()) return IOError(path + ": " + std::string(io::kShrunkWhileMapped));
+  if (!file.ok()) return file.status().WithPrefix(path);
+  if (keys == Keys::kRecordNumbers && file->meta().entries > 0) {
+    // The first key says which schema the shard holds.
+    std::string_view first;
+    Status s = file->First(&first);
+    if (map->faulted()) return IOError(path + ": " + std::string(io::kShrunkWhileMapped));
+    if (!s.ok()) return s.WithPrefix(path);
+    if (!IsRecordNumberKey(first)) {
+      const std::string shown = EscapeBytes(first.substr(0, 40));
+      if (IsCaffeKey(first)) {
         return NotSupportedError(
             path + ": first key \"" + shown +
             "\" is a Caffe key: this shard holds Caffe Datum values (lmdb_schema \"caffe\"), "
@@ -361,168 +311,68 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
                                "\" is not a shardpack record key (10 decimal digits)");
     }
   }
-  // Committing the transaction that opened the handle keeps the handle for later ones.
-  rc = txn.Commit();
-  if (rc != 0) return LmdbError(path + ": mdb_txn_commit", rc);
-  return std::unique_ptr<LmdbShardReader>(
-      new LmdbShardReader(path, std::move(env), map, dbi, db_stat.ms_entries,
-                          static_cast<uint64_t>(st.st_size), std::move(range)));
-}
-
-LmdbShardReader::~LmdbShardReader() {
-  for (void* txn : all_txns_) mdb_txn_abort(static_cast<MDB_txn*>(txn));
+  return std::unique_ptr<LmdbShardReader>(new LmdbShardReader(path, std::move(map), *file));
 }
 
 Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
-  // LMDB asserts (and aborts) on some pages of zeros, such as a meta page naming root page
-  // 0: once the map has read zeros anywhere, nothing of this file goes through LMDB again.
-  if (faulted()) return FaultStatus(index);
-  MDB_txn* txn = nullptr;
-  {
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    if (!idle_txns_.empty()) {
-      txn = static_cast<MDB_txn*>(idle_txns_.back());
-      idle_txns_.pop_back();
-    }
-  }
-  int rc = 0;
-  if (txn != nullptr) {
-    rc = mdb_txn_renew(txn);
-    if (rc != 0) {
-      // A reset transaction that cannot be renewed stays out of the idle list; the
-      // destructor frees it with the others.
-      return LmdbError(path_ + ": mdb_txn_renew", rc);
-    }
-  } else {
-    // A file known to have shrunk gets no new transaction (its meta pages may read as
-    // zeros); the hot path relies on faulted() instead, which the caller checks.
-    if (!CheckNotShrunk().ok()) {
-      return IOError(RecordName(index) + ": " + std::string(io::kShrunkWhileOpen));
-    }
-    rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
-    if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
-    std::lock_guard<std::mutex> lock(pool_mu_);
-    all_txns_.push_back(txn);
-    idle_txns_.reserve(all_txns_.size());
-  }
-  // Back to the pool on every path: reset releases the snapshot, keeps the memory.
-  struct Return {
-    const LmdbShardReader* reader;
-    MDB_txn* txn;
-    ~Return() {
-      mdb_txn_reset(txn);
-      std::lock_guard<std::mutex> lock(reader->pool_mu_);
-      reader->idle_txns_.push_back(txn);
-    }
-  } give_back{this, txn};
-  if (faulted()) return FaultStatus(index);  // the meta pages the transaction read were zeros
+  if (faulted()) return IOError(RecordName(index) + ": " + FaultMessage());
+  // Ten digits and no allocation (the short-string buffer).
   const std::string key = LmdbKey(index);
-  MDB_val k = Val(key), v;
-  rc = mdb_get(txn, dbi_, &k, &v);
-  if (rc == MDB_NOTFOUND) {
+  Status s = file_.Find(key, value);
+  // A lookup that read zeros where the file shrank is reported as what it is.
+  if (faulted()) return IOError(RecordName(index) + ": " + FaultMessage());
+  if (s.code() == StatusCode::kNotFound) {
     return CorruptionError(RecordName(index) + ": key " + key + " is missing");
   }
-  if (rc != 0) return LmdbError(RecordName(index), rc);
-  // A damaged node can claim a value longer than the file (an overflow value's length is
-  // 32 bits): reading it would run off the map.
-  const uint64_t value_offset = static_cast<uint64_t>(static_cast<const char*>(v.mv_data) - map_);
-  if (map_ == nullptr || value_offset > file_bytes_ || v.mv_size > file_bytes_ - value_offset) {
-    return CorruptionError(RecordName(index) + ": a value of " + std::to_string(v.mv_size) +
-                           " bytes at offset " + std::to_string(value_offset) +
-                           " runs past the end of the file (" + std::to_string(file_bytes_) +
-                           " bytes)");
-  }
-  // The map is read-only and nobody writes the dataset, so the bytes stay where they are
-  // after the transaction ends.
-  *value = View(v);
-  return Status::Ok();
-}
-
-void LmdbShardReader::WillNeed(std::string_view value) const {
-  if (map_ != nullptr) io::WillNeedPages(value.data(), value.size());
-}
-
-void LmdbShardReader::Populate(std::string_view value) const {
-  if (map_ != nullptr) io::PopulatePages(value.data(), value.size());
-}
-
-void LmdbShardReader::PreferHugePages() const {
-  if (map_ != nullptr) io::PreferHugePages(map_, file_bytes_);
-}
-
-bool LmdbShardReader::Resident(std::string_view value) const {
-  return map_ == nullptr || value.empty() || io::PageResident(value.data());
-}
-
-bool LmdbShardReader::ResidentAt(uint64_t offset) const {
-  return map_ == nullptr || offset >= file_bytes_ || io::PageResident(map_ + offset);
-}
-
-void LmdbShardReader::WillNeedAt(uint64_t offset, uint64_t length) const {
-  if (map_ == nullptr || offset >= file_bytes_) return;
-  io::WillNeedPages(map_ + offset, std::min(length, file_bytes_ - offset));
+  return s.ok() ? s : s.WithPrefix(RecordName(index));
 }
 
 std::string LmdbShardReader::RecordName(uint64_t index) const {
   return RecordLocation{path_, static_cast<int64_t>(index)}.ToString();
 }
 
-Status LmdbShardReader::FaultStatus(uint64_t index) const {
-  return IOError(RecordName(index) + ": " + FaultMessage());
-}
+std::string LmdbShardReader::FaultMessage() const { return std::string(io::kShrunkWhileMapped); }
 
-std::string LmdbShardReader::FaultMessage() const {
-  if (!CheckNotShrunk().ok()) return std::string(io::kShrunkWhileMapped);
-  return "a page past the end of the file was read (the file is damaged): reading its "
-         "mapping raised SIGBUS";
-}
-
-Status LmdbShardReader::CheckNotShrunk() const {
-  mdb_filehandle_t fd = -1;
-  struct stat st {};
-  if (mdb_env_get_fd(env_.get(), &fd) != 0 || ::fstat(fd, &st) != 0) {
-    return ErrnoError(path_ + ": stat", errno);
-  }
-  if (static_cast<uint64_t>(st.st_size) < file_bytes_) {
-    return IOError(path_ + ": the file shrank from " + std::to_string(file_bytes_) + " to " +
-                   std::to_string(st.st_size) + " bytes while open");
-  }
-  return Status::Ok();
-}
-
-Status LmdbShardReader::ReserveReaders(int readers) const {
-  std::lock_guard<std::mutex> lock(pool_mu_);
-  const size_t wanted = static_cast<size_t>(std::max(readers, 0));
-  all_txns_.reserve(std::max(wanted, all_txns_.size()));
-  idle_txns_.reserve(std::max(wanted, all_txns_.size()));
-  while (all_txns_.size() < wanted) {
-    MDB_txn* txn = nullptr;
-    const int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, &txn);
-    if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
-    mdb_txn_reset(txn);
-    all_txns_.push_back(txn);
-    idle_txns_.push_back(txn);
-  }
-  return Status::Ok();
-}
-
-Status LmdbShardReader::Walk(
+Status LmdbShardReader::ForEach(
     const std::function<Status(std::string_view, std::string_view)>& fn) const {
-  Txn txn;
-  int rc = mdb_txn_begin(env_.get(), nullptr, MDB_RDONLY, txn.out());
-  if (rc != 0) return LmdbError(path_ + ": mdb_txn_begin", rc);
-  MDB_cursor* cursor = nullptr;
-  rc = mdb_cursor_open(txn.get(), dbi_, &cursor);
-  if (rc != 0) return LmdbError(path_ + ": mdb_cursor_open", rc);
-  MDB_val k, v;
-  Status s;
-  for (rc = mdb_cursor_get(cursor, &k, &v, MDB_FIRST); rc == 0 && s.ok();
-       rc = mdb_cursor_get(cursor, &k, &v, MDB_NEXT)) {
-    s = fn(View(k), View(v));
+  return Walk(fn, /*audit=*/false);
+}
+
+Status LmdbShardReader::Audit(
+    const std::function<Status(std::string_view, std::string_view)>& fn) const {
+  return Walk(fn, /*audit=*/true);
+}
+
+Status LmdbShardReader::Walk(const std::function<Status(std::string_view, std::string_view)>& fn,
+                             bool audit) const {
+  // The file's faults are prefixed with its path; `fn`'s go back as they are.
+  Status from_fn;
+  LmdbTreeCounts found;
+  Status s = file_.ForEach(
+      [&](std::string_view key, std::string_view value) {
+        from_fn = fn(key, value);
+        return from_fn;
+      },
+      audit, &found);
+  if (faulted()) return IOError(path_ + ": " + FaultMessage());
+  if (!from_fn.ok()) return from_fn;
+  if (!s.ok()) return s.WithPrefix(path_);
+  if (!audit) return Status::Ok();
+  const LmdbMeta& m = file_.meta();
+  std::string differ;
+  auto check = [&](const char* what, uint64_t claimed, uint64_t counted) {
+    if (claimed == counted) return;
+    differ += std::string(differ.empty() ? "" : ", ") + what + " " + std::to_string(claimed) +
+              " (the tree has " + std::to_string(counted) + ")";
+  };
+  check("entries", m.entries, found.entries);
+  check("branch pages", m.branch_pages, found.branch_pages);
+  check("leaf pages", m.leaf_pages, found.leaf_pages);
+  check("overflow pages", m.overflow_pages, found.overflow_pages);
+  if (!differ.empty()) {
+    return CorruptionError(path_ + ": meta page " + std::to_string(m.meta_page) + " claims " +
+                           differ);
   }
-  mdb_cursor_close(cursor);
-  if (!s.ok()) return s;
-  if (rc != MDB_NOTFOUND) return LmdbError(path_ + ": reading records", rc);
   return Status::Ok();
 }
 

@@ -7,13 +7,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "format/format.h"
-#include "io/mapped_range.h"
+#include "format/lmdb_file.h"
+#include "io/env.h"
 #include "shardpack/manifest.h"
 #include "shardpack/status.h"
 
@@ -98,11 +98,10 @@ class LmdbShardWriter {
   bool done_ = false;
 };
 
-// A shard opened read-only without locks (MDB_RDONLY | MDB_NOLOCK | MDB_NOTLS). The
-// dataset is immutable by contract, so values returned by Get point into the read-only
-// map and stay valid until the reader is destroyed. Thread-safe. Get reuses read
-// transactions (reset, then renewed) from a small pool, so reading allocates nothing once
-// the pool holds one transaction per concurrent reader.
+// A shard read without liblmdb (format/lmdb_file.h): the file is mapped read-only and its
+// pages are checked before use, so a damaged or crafted file is a Corruption naming the
+// file, the record and the page, never a crash. Values returned by Get point into the map
+// and stay valid until the reader is destroyed. Thread-safe; reading allocates nothing.
 class LmdbShardReader {
  public:
   // Which keys Open accepts in the first record.
@@ -110,83 +109,65 @@ class LmdbShardReader {
     kRecordNumbers,  // "0000000000"...: the Example schema, the only one Get reads
     kAny,            // any (verify, which checks every key itself)
   };
-  // NotSupported with kRecordNumbers when the first key is not a record number; for a
-  // Caffe-schema shard ("00000000_path" keys) the message says so.
+  // NotFound for a missing file, InvalidArgument for one that is no regular file,
+  // Corruption for one that is no LMDB file, is damaged or truncated (its meta pages are
+  // checked here, the other pages as they are read); NotSupported with kRecordNumbers when
+  // the first key is not a record number (for a Caffe-schema shard, "00000000_path" keys,
+  // the message says so).
   static StatusOr<std::unique_ptr<LmdbShardReader>> Open(const std::string& path,
                                                          bool random_access,
                                                          Keys keys = Keys::kRecordNumbers);
-  ~LmdbShardReader();
 
-  uint64_t entries() const { return entries_; }
-  // True once a read of the map found no file under it: the file shrank while open, or a
-  // damaged page reference pointed past its end. Those reads, in Get or of the values it
-  // returned, read zeros (io/mapped_range.h); FaultMessage() says which it was.
-  bool faulted() const { return range_ != nullptr && range_->faulted(); }
-  // Why faulted() is true: io::kShrunkWhileMapped when the file is shorter than when it was
-  // opened, else that the file is damaged.
+  // The entries the meta page claims (checked against the tree only by Audit).
+  uint64_t entries() const { return file_.meta().entries; }
+  const LmdbMeta& meta() const { return file_.meta(); }
+  // True once a read of the map found no file under it: the file shrank while open. Those
+  // reads, in Get or of the values it returned, read zeros (io/mapped_range.h).
+  bool faulted() const { return map_->faulted(); }
+  // Why faulted() is true (io::kShrunkWhileMapped).
   std::string FaultMessage() const;
-  // The value of record `index`.
+  // The value of record `index`: Corruption naming the record when its key is missing or a
+  // page on the way is damaged; IOError once faulted().
   Status Get(uint64_t index, std::string_view* value) const;
-  // Where `value` (from Get) begins in the file: LMDB maps the file from its first byte.
+  // Where `value` (from Get) begins in the file.
   uint64_t FileOffset(std::string_view value) const {
-    return static_cast<uint64_t>(value.data() - map_);
+    return static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(value.data()) - map_->data());
   }
   // Asks the kernel to read the pages under `value` (from Get) in the background.
-  void WillNeed(std::string_view value) const;
+  void WillNeed(std::string_view value) const { map_->WillNeed(FileOffset(value), value.size()); }
   // Maps the pages under `value` (from Get) into the page tables in one call.
-  void Populate(std::string_view value) const;
+  void Populate(std::string_view value) const { map_->Populate(FileOffset(value), value.size()); }
   // Faults on the map's uncached pages read 2 MiB folios from now on (io::PreferHugePages).
-  void PreferHugePages() const;
+  void PreferHugePages() const { map_->PreferHugePages(); }
   // Whether the first page under `value` (from Get, or a part of it) is in memory now.
-  bool Resident(std::string_view value) const;
+  bool Resident(std::string_view value) const {
+    return value.empty() || map_->Resident(FileOffset(value));
+  }
   // The same by offset in the file: the page holding byte `offset`, and a hint to read
   // [offset, offset + length) (past the file's size: up to it).
-  bool ResidentAt(uint64_t offset) const;
-  void WillNeedAt(uint64_t offset, uint64_t length) const;
+  bool ResidentAt(uint64_t offset) const { return map_->Resident(offset); }
+  void WillNeedAt(uint64_t offset, uint64_t length) const { map_->WillNeed(offset, length); }
   // The file's size when opened: the bytes of the map.
-  uint64_t file_bytes() const { return file_bytes_; }
-  // Opens read transactions until the pool has made `readers` of them, so that that many
-  // threads calling Get at once allocate nothing.
-  Status ReserveReaders(int readers) const;
+  uint64_t file_bytes() const { return map_->size(); }
 
-  // Visits every key/value in key order; stops at the first error of `fn` or of LMDB.
-  template <typename Fn>
-  Status ForEach(Fn&& fn) const {
-    return Walk([&](std::string_view k, std::string_view v) { return fn(k, v); });
-  }
+  // Visits every key/value in key order; stops at the first error of `fn` or of the file
+  // (a Corruption prefixed with the file's path).
+  Status ForEach(const std::function<Status(std::string_view, std::string_view)>& fn) const;
+  // ForEach for verify: also refuses a page that two references share, and tree counts
+  // (entries, branch, leaf and overflow pages) other than the meta page's.
+  Status Audit(const std::function<Status(std::string_view, std::string_view)>& fn) const;
 
  private:
-  LmdbShardReader(std::string path, LmdbEnv env, const void* map, unsigned dbi, uint64_t entries,
-                  uint64_t file_bytes, std::unique_ptr<io::MappedRange> range)
-      : path_(std::move(path)),
-        env_(std::move(env)),
-        range_(std::move(range)),
-        map_(static_cast<const char*>(map)),
-        dbi_(dbi),
-        entries_(entries),
-        file_bytes_(file_bytes) {}
-  // IOError when the file is now shorter than when it was opened.
-  Status CheckNotShrunk() const;
-  // IOError "<path>: record N: " + FaultMessage().
-  Status FaultStatus(uint64_t index) const;
+  LmdbShardReader(std::string path, std::unique_ptr<io::MappedFile> map, LmdbFile file)
+      : path_(std::move(path)), map_(std::move(map)), file_(file) {}
   // "<path>: record N".
   std::string RecordName(uint64_t index) const;
-  Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn) const;
+  Status Walk(const std::function<Status(std::string_view, std::string_view)>& fn,
+              bool audit) const;
 
   std::string path_;
-  LmdbEnv env_;
-  // The environment's map, registered so that a read of a lost page is absorbed;
-  // unregistered (destroyed) before env_ unmaps it.
-  std::unique_ptr<io::MappedRange> range_;
-  const char* map_;  // where the map starts
-  unsigned dbi_;     // MDB_dbi of the main database
-  uint64_t entries_;
-  uint64_t file_bytes_;  // the file's size when opened
-  // Every read transaction this reader made (MDB_txn*), aborted by the destructor, and
-  // those of them that are reset and ready for mdb_txn_renew.
-  mutable std::mutex pool_mu_;
-  mutable std::vector<void*> all_txns_;
-  mutable std::vector<void*> idle_txns_;
+  std::unique_ptr<io::MappedFile> map_;
+  LmdbFile file_;  // over map_'s bytes
 };
 
 }  // namespace shardpack::format

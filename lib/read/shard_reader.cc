@@ -274,8 +274,6 @@ class LmdbShard final : public ShardReader {
     return Fault(record, IOError(lmdb_->FaultMessage()));
   }
 
-  Status ReserveReaders(int threads) const override { return lmdb_->ReserveReaders(threads); }
-
   // The value's bytes: LMDB stores a value larger than a page contiguously, in overflow
   // pages, and a smaller one inside its leaf page; either way one range of the file.
   StatusOr<RecordExtent> Extent(uint64_t record) const override {

@@ -1,9 +1,6 @@
 #include "shardpack/verify.h"
 
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <oneapi/tbb/parallel_for.h>
@@ -11,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -40,9 +38,6 @@ std::string FormatFault(const VerifyFault& f) {
 }
 
 namespace {
-
-// A child reading a damaged LMDB file gets this long before it counts as hung.
-constexpr int kIsolatedTimeoutSeconds = 120;
 
 // Faults of one file, capped, in the order found.
 class FileFaults {
@@ -95,9 +90,11 @@ struct ShardResult {
   std::vector<FileFaults> files;  // data file, then index file
   uint64_t records = 0;
   uint64_t bytes = 0;
-  // Records per label, when every record of the shard was read and found sound (else the
-  // manifest's class counts are not checked: the faults already name the shard).
-  std::vector<uint64_t> labels;
+  // Sound records per label, shared by every shard (one counter per class of the manifest:
+  // per-shard vectors would cost classes x shards, both the manifest's claims). They are
+  // compared with the manifest only where every record of every shard was read and found
+  // sound (counted): else the faults already name the shards.
+  std::atomic<uint64_t>* labels = nullptr;
   bool counted = false;
 };
 
@@ -284,7 +281,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
       fault_offsets.insert(r.offset);
       faults.Add(static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset), fault.message());
     } else {
-      ++out->labels[static_cast<size_t>(d.label)];
+      out->labels[static_cast<size_t>(d.label)].fetch_add(1, std::memory_order_relaxed);
     }
   }
   out->counted = faults.count() == 0;
@@ -355,13 +352,13 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
 // `labels`, when given, counts the sound records of each label (Example schema only).
 Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifest& m, bool decode,
                      const std::function<void(int64_t, std::string)>& add, uint64_t* records,
-                     std::vector<uint64_t>* labels = nullptr) {
+                     std::atomic<uint64_t>* labels = nullptr) {
   auto reader = format::LmdbShardReader::Open(path, /*random_access=*/false,
                                               format::LmdbShardReader::Keys::kAny);
   if (!reader.ok()) return reader.status();
   uint64_t n = 0;
   const bool caffe = m.lmdb_schema == LmdbSchema::kCaffe;
-  Status s = (*reader)->ForEach([&](std::string_view key, std::string_view value) {
+  Status s = (*reader)->Audit([&](std::string_view key, std::string_view value) {
     if (caffe) {
       // Caffe keys number samples across shards: "%08d_<path>".
       const std::string prefix = format::CaffeKey(e.first_sample + n, "");
@@ -396,7 +393,7 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
       if (!fault.ok()) {
         add(static_cast<int64_t>(n), fault.message());
       } else if (labels != nullptr) {
-        ++(*labels)[static_cast<size_t>(d.label)];
+        labels[static_cast<size_t>(d.label)].fetch_add(1, std::memory_order_relaxed);
       }
     }
     ++n;
@@ -409,109 +406,6 @@ Status WalkLmdbShard(const std::string& path, const ShardEntry& e, const Manifes
     add(-1, std::to_string(n) + " records, the manifest says " + std::to_string(e.records));
   }
   return Status::Ok();
-}
-
-// Runs WalkLmdbShard in a child process: a damaged LMDB file can make LMDB read wild
-// pointers or loop, and that must end as a fault, not as a crash or hang of verify.
-// Faults travel over a pipe as "record\tmessage\n" lines.
-void WalkLmdbShardIsolated(const std::string& path, const ShardEntry& e, const Manifest& m,
-                           bool decode, FileFaults* faults, uint64_t* records) {
-  int fds[2];
-  if (::pipe2(fds, O_CLOEXEC) != 0) {
-    faults->Add(-1, -1, ErrnoError("pipe", errno).message());
-    return;
-  }
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    faults->Add(-1, -1, ErrnoError("fork", errno).message());
-    ::close(fds[0]);
-    ::close(fds[1]);
-    return;
-  }
-  if (pid == 0) {
-    ::close(fds[0]);
-    auto send = [&](const std::string& line) {
-      const char* p = line.data();
-      size_t left = line.size();
-      while (left > 0) {
-        ssize_t w = ::write(fds[1], p, left);
-        if (w <= 0) {
-          if (w < 0 && errno == EINTR) continue;
-          ::_exit(3);
-        }
-        p += w;
-        left -= static_cast<size_t>(w);
-      }
-    };
-    uint64_t n = 0;
-    Status s = WalkLmdbShard(
-        path, e, m, decode,
-        [&](int64_t record, std::string message) {
-          std::replace(message.begin(), message.end(), '\n', ' ');
-          send(std::to_string(record) + "\t" + message + "\n");
-        },
-        &n);
-    if (!s.ok()) send("-1\t" + s.message() + "\n");
-    send("#records\t" + std::to_string(n) + "\n");
-    ::_exit(0);
-  }
-  ::close(fds[1]);
-  std::string buffer;
-  bool timed_out = false;
-  const auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(kIsolatedTimeoutSeconds);
-  for (;;) {
-    int left = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                    deadline - std::chrono::steady_clock::now())
-                                    .count());
-    if (left <= 0) {
-      timed_out = true;
-      break;
-    }
-    struct pollfd p {
-      fds[0], POLLIN, 0
-    };
-    int rc = ::poll(&p, 1, left);
-    if (rc < 0 && errno == EINTR) continue;
-    if (rc == 0) continue;
-    char buf[65536];
-    ssize_t r = ::read(fds[0], buf, sizeof buf);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    buffer.append(buf, static_cast<size_t>(r));
-  }
-  ::close(fds[0]);
-  if (timed_out) ::kill(pid, SIGKILL);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  size_t pos = 0;
-  while (pos < buffer.size()) {
-    size_t eol = buffer.find('\n', pos);
-    if (eol == std::string::npos) break;
-    std::string line = buffer.substr(pos, eol - pos);
-    pos = eol + 1;
-    size_t tab = line.find('\t');
-    if (tab == std::string::npos) continue;
-    if (line.compare(0, tab, "#records") == 0) {
-      *records = std::stoull(line.substr(tab + 1));
-    } else {
-      faults->Add(std::stoll(line.substr(0, tab)), -1, line.substr(tab + 1));
-    }
-  }
-  if (timed_out) {
-    faults->Add(-1, -1,
-                "reading the LMDB file did not finish within " +
-                    std::to_string(kIsolatedTimeoutSeconds) +
-                    " s: the file is damaged beyond reading");
-  } else if (WIFSIGNALED(status)) {
-    faults->Add(-1, -1,
-                "reading the LMDB file crashed the reader (signal " +
-                    std::to_string(WTERMSIG(status)) + ", " + sigabbrev_np(WTERMSIG(status)) +
-                    "): the file is damaged beyond reading");
-  } else if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-    faults->Add(-1, -1, "the process reading the LMDB file failed");
-  }
 }
 
 void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manifest& m, bool decode,
@@ -535,18 +429,15 @@ void VerifyLmdbShard(const FileSource& source, const ShardEntry& e, const Manife
   const bool intact = hash == e.data.xxh3_128 && (*file)->size() == e.data.bytes;
   CheckFileEntry(e.data, (*file)->size(), hash, &faults);
   file->reset();
+  // The reader checks every page before it follows it (format/lmdb_file.h): a damaged or
+  // crafted file is read here, whatever its checksum, and its faults are named.
   uint64_t records = 0;
-  if (intact) {
-    // Byte-identical to what the writer produced: safe to open here.
-    Status s = WalkLmdbShard(
-        path, e, m, decode,
-        [&](int64_t record, std::string message) { faults.Add(record, -1, std::move(message)); },
-        &records, &out->labels);
-    if (!s.ok()) faults.Add(-1, -1, s.message());
-    out->counted = m.lmdb_schema == LmdbSchema::kExample && faults.count() == 0;
-  } else {
-    WalkLmdbShardIsolated(path, e, m, decode, &faults, &records);
-  }
+  Status s = WalkLmdbShard(
+      path, e, m, decode,
+      [&](int64_t record, std::string message) { faults.Add(record, -1, std::move(message)); },
+      &records, out->labels);
+  if (!s.ok()) faults.Add(-1, -1, s.message());
+  out->counted = intact && m.lmdb_schema == LmdbSchema::kExample && faults.count() == 0;
   out->records += records;
 }
 
@@ -582,8 +473,9 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
                   VerifyReport* report) {
   io::Env* env = io::Env::Posix();
   std::vector<ShardResult> results(m.shards.size());
+  std::vector<std::atomic<uint64_t>> labels(m.classes.size());
   for (size_t i = 0; i < m.shards.size(); ++i) {
-    results[i].labels.assign(m.classes.size(), 0);
+    results[i].labels = labels.data();
     results[i].files.emplace_back(m.shards[i].data.file, options.max_faults_per_file, options, mu);
     if (m.shards[i].index) {
       results[i].files.emplace_back(m.shards[i].index->file, options.max_faults_per_file, options,
@@ -606,11 +498,7 @@ void VerifyShards(const Manifest& m, const FileSource& source, const VerifyOptio
   // The class counts of the manifest against the labels of the records, when every shard
   // could be counted.
   bool counted = true;
-  std::vector<uint64_t> labels(m.classes.size(), 0);
-  for (const auto& r : results) {
-    counted = counted && r.counted;
-    for (size_t c = 0; c < labels.size(); ++c) labels[c] += r.labels[c];
-  }
+  for (const auto& r : results) counted = counted && r.counted;
   for (size_t c = 0; counted && c < labels.size(); ++c) {
     if (labels[c] != m.classes[c].count) {
       manifest_faults->Add(-1, -1,

@@ -23,6 +23,7 @@
 #include "dataset_input.h"
 #include "format/example.h"
 #include "format/format.h"
+#include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "image/encoder.h"
 #include "shardpack/manifest.h"
@@ -335,6 +336,24 @@ std::string DatasetContainer(const fs::path& dir, const DatasetSeed& seed) {
   return fuzz::Pack(input);
 }
 
+// An LMDB shard of two levels: a branch page over leaf pages of small values, and a few
+// values in overflow runs.
+std::string TwoLevelLmdb(const fs::path& dir) {
+  fs::create_directories(dir);
+  const fs::path path = dir / "two-level.lmdb";
+  auto writer = Must(format::LmdbShardWriter::Create(path.string(), {.initial_map_bytes = 1 << 20}));
+  const std::string small = format::EncodeFeatureEntries({2, 2, 3, 0, "c", ""}, 0);
+  const std::string large = format::EncodeFeatureEntries({40, 40, 3, 1, "d", ""}, 0);
+  for (int i = 0; i < 160; ++i) {
+    const bool big = i % 40 == 39;
+    const std::string px(big ? 40 * 40 * 3 : 12, static_cast<char>(i));
+    if (!writer->Append(big ? large : small, px, 0).ok()) std::exit(1);
+  }
+  FileEntry f;
+  if (!writer->Finish(&f).ok()) std::exit(1);
+  return ReadAll(path);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -366,6 +385,8 @@ int main(int argc, char** argv) {
   Write("manifest", "tfrecord-fixed.json", ReadAll(tf / "manifest.json"));
   Write("manifest", "tfrecord-variable-gray.json", ReadAll(tf1 / "manifest.json"));
   Write("manifest", "lmdb.json", ReadAll(lm / "manifest.json"));
+  Write("lmdb", "two-records.lmdb", ReadAll(lm / "shard-00000-of-00002.lmdb"));
+  Write("lmdb", "two-levels.lmdb", TwoLevelLmdb(tmp / "lmdb2"));
 
   // Whole datasets, both backends, raw pixels and encoded images.
   {

@@ -20,6 +20,7 @@ int record_fuzzer_one_input(const uint8_t* data, size_t size);
 int example_fuzzer_one_input(const uint8_t* data, size_t size);
 int manifest_fuzzer_one_input(const uint8_t* data, size_t size);
 int index_fuzzer_one_input(const uint8_t* data, size_t size);
+int lmdb_fuzzer_one_input(const uint8_t* data, size_t size);
 int jpeg_fuzzer_one_input(const uint8_t* data, size_t size);
 int png_fuzzer_one_input(const uint8_t* data, size_t size);
 int dataset_fuzzer_one_input(const uint8_t* data, size_t size);
@@ -34,8 +35,8 @@ struct Harness {
 constexpr Harness kHarnesses[] = {
     {"record", record_fuzzer_one_input},     {"example", example_fuzzer_one_input},
     {"manifest", manifest_fuzzer_one_input}, {"index", index_fuzzer_one_input},
-    {"jpeg", jpeg_fuzzer_one_input},         {"png", png_fuzzer_one_input},
-    {"dataset", dataset_fuzzer_one_input},
+    {"lmdb", lmdb_fuzzer_one_input},         {"jpeg", jpeg_fuzzer_one_input},
+    {"png", png_fuzzer_one_input},           {"dataset", dataset_fuzzer_one_input},
 };
 
 }  // namespace
@@ -47,7 +48,7 @@ int main(int argc, char** argv) {
   }
   if (harness == nullptr) {
     std::fprintf(stderr,
-                 "usage: fuzz_replay record|example|manifest|index|jpeg|png|dataset PATH...\n");
+                 "usage: fuzz_replay record|example|manifest|index|lmdb|jpeg|png|dataset PATH...\n");
     return 2;
   }
   namespace fs = std::filesystem;

@@ -250,7 +250,7 @@ TEST(VerifyTest, ClassCountsAreCheckedAgainstTheRecordsLabels) {
   }
 }
 
-// A damaged LMDB file must not crash verify: it is read in a child process.
+// A damaged LMDB file must not crash verify: its pages are checked before they are followed.
 TEST(VerifyTest, CorruptLmdbFilesAreReportedWithoutCrashing) {
   TempDir dir;
   Manifest m = testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb,
