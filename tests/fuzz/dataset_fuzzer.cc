@@ -23,21 +23,12 @@
 // $SHARDPACK_FUZZ_TMPDIR, or the temporary directory), emptied before each input and
 // removed at exit; directories left by fuzzers that died are removed at start.
 //
-// verify reads an LMDB file whose checksum fails in a child process, so that a crash of
-// LMDB there is a fault of the file (shardpack/verify.h). In that child the crash signals
-// get their default action back: LMDB's wild pointer ends the child, as verify expects,
-// instead of libFuzzer's handler reporting it (and writing an input) from the child. A
-// sanitizer report there (a memory error in shardpack's own code) is still a finding: the
-// child flags it in memory shared with this process, which checks the flag after verify.
-//
 // The loader sizes its ring and per-worker buffers by the manifest's image size before it
 // reads a sample; until that is bounded by the data (the loader's memory fix), the loader
 // runs only where that size is at most kMaxLoaderImageBytes, so that this known finding
 // does not take every run.
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -60,9 +51,6 @@
 #include "shardpack/verify.h"
 #include "util/hash.h"
 
-// Weak: the replay build (fuzz_replay) may have no sanitizer runtime.
-extern "C" void __sanitizer_set_death_callback(void (*callback)(void)) __attribute__((weak));
-
 namespace {
 
 namespace fs = std::filesystem;
@@ -79,25 +67,6 @@ void CheckError(const Status& s) {
   FUZZ_CHECK(!s.ok());
   FUZZ_CHECK(s.code() != StatusCode::kInternal);
   FUZZ_CHECK(!s.message().empty());
-}
-
-// ---- verify's child process ----
-
-// One word shared with every child: set when a sanitizer report ends one.
-volatile int* g_child_report = nullptr;
-
-void ChildDied() { *g_child_report = 1; }
-
-void InChild() {
-  for (int sig : {SIGSEGV, SIGBUS, SIGABRT, SIGFPE, SIGILL}) ::signal(sig, SIG_DFL);
-  if (__sanitizer_set_death_callback != nullptr) __sanitizer_set_death_callback(ChildDied);
-}
-
-void WatchChildren() {
-  void* p = ::mmap(nullptr, sizeof(int), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  FUZZ_CHECK(p != MAP_FAILED);
-  g_child_report = static_cast<volatile int*>(p);
-  FUZZ_CHECK(::pthread_atfork(nullptr, nullptr, InChild) == 0);
 }
 
 // ---- The private directory ----
@@ -148,7 +117,6 @@ const Workspace& Space() {
     auto* w = new Workspace{pattern, pattern + "/dataset"};
     g_root = &w->root;
     std::atexit(RemoveWorkspace);
-    WatchChildren();
     return w;
   }();
   return *space;
@@ -400,10 +368,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   const auto before = Snapshot(w.root);
 
-  *g_child_report = 0;
   const bool intact = Verify(w.dir);
-  // A sanitizer report in verify's child (on its stderr above).
-  FUZZ_CHECK(*g_child_report == 0);
   if (pristine) FUZZ_CHECK(intact);
   VerifyShardsAlone(w.dir);
   const bool caffe = Describe(w.dir);
