@@ -38,6 +38,16 @@ Format Sniff(const uint8_t* data, size_t size) {
   return Format::kUnknown;
 }
 
+Status CheckDeclaredFormat(const uint8_t* data, size_t size, bool declared_jpeg) {
+  const Format is = Sniff(data, size);
+  if (is == (declared_jpeg ? Format::kJpeg : Format::kPng)) return Status::Ok();
+  return CorruptionError(std::string("the record says ") + (declared_jpeg ? "JPEG" : "PNG") +
+                         ", but the file is " +
+                         (is == Format::kJpeg  ? "a JPEG"
+                          : is == Format::kPng ? "a PNG"
+                                               : "neither JPEG nor PNG"));
+}
+
 Status DecodeExactScaled(const uint8_t* data, size_t size, int height, int width, int channels,
                          int scale_denom, uint8_t* dst) {
   if (Sniff(data, size) == Format::kJpeg) {

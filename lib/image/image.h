@@ -107,6 +107,13 @@ enum class Format { kUnknown, kJpeg, kPng };
 // Decides the format from the first bytes, never from a file name.
 Format Sniff(const uint8_t* data, size_t size);
 
+// OK when `data` is a file of the format its record declares (`declared_jpeg`: a JPEG,
+// else a PNG); Corruption otherwise, naming both ("the record says JPEG, but the file is a
+// PNG"): a decode, which goes by Sniff(), would read it all the same, so the lie is caught
+// here, before any consumer trusts the record's word (a GPU JPEG decoder, a tool that
+// counts formats).
+Status CheckDeclaredFormat(const uint8_t* data, size_t size, bool declared_jpeg);
+
 // Decodes by Sniff(); NotSupported ("not a JPEG or PNG file") for anything else.
 StatusOr<Image> Decode(const uint8_t* data, size_t size, const DecodeOptions& options);
 

@@ -342,6 +342,10 @@ StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const 
                                                      const std::string& shown,
                                                      const ShardOpenOptions& options) {
   SHARDPACK_ASSIGN_OR_RETURN(auto lmdb, format::LmdbShardReader::Open(path, options.random_access));
+  if (lmdb->file_bytes() != e.data.bytes) {
+    return CorruptionError(shown + ": " + std::to_string(lmdb->file_bytes()) +
+                           " bytes, the manifest says " + std::to_string(e.data.bytes));
+  }
   if (lmdb->entries() != e.records) {
     return CorruptionError(shown + ": " + std::to_string(lmdb->entries()) +
                            " records, the manifest says " + std::to_string(e.records));

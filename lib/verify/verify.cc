@@ -163,6 +163,11 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
   SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, pixel_crc));
   SHARDPACK_RETURN_IF_ERROR(
       CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m));
+  if (!raw) {
+    Status s = image::CheckDeclaredFormat(d.pixels, d.pixel_bytes,
+                                          d.encoding == ImageEncoding::kJpeg);
+    if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+  }
   if (!raw && decode) {
     std::vector<uint8_t> pixels(static_cast<size_t>(d.height * d.width * d.channels));
     Status s =

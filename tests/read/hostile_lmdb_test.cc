@@ -117,6 +117,23 @@ TEST(HostileLmdbTest, DamagedPagesWithResealedChecksumsAreNamedByEveryReaderNeve
 
 void Store64(std::string* bytes, size_t at, uint64_t v) { std::memcpy(bytes->data() + at, &v, 8); }
 
+// LMDB ignores bytes past its last page; the manifest's size does not.
+TEST(HostileLmdbTest, AShardOfAnotherSizeThanTheManifestSaysIsRefusedAtOpen) {
+  TempDir dir;
+  const Manifest m = testing::WriteTestDataset(
+      dir.path(), {.backend = Backend::kLmdb, .samples = 4, .max_shard_records = 0});
+  Shard shard = FirstShard(dir.path(), m);
+  testing::WriteFileOrDie(shard.path, shard.bytes + std::string(4096, '\0'));
+  auto ds = Dataset::Open(dir.path());
+  ASSERT_FALSE(ds.ok());
+  EXPECT_EQ(ds.status().code(), StatusCode::kCorruption);
+  EXPECT_NE(ds.status().message().find(std::to_string(shard.bytes.size() + 4096) +
+                                       " bytes, the manifest says " +
+                                       std::to_string(shard.bytes.size())),
+            std::string::npos)
+      << ds.status().message();
+}
+
 // The meta page's entry count, and a manifest that agrees with it.
 Manifest ClaimEntries(const std::string& dir, uint64_t entries) {
   Manifest m = testing::WriteTestDataset(

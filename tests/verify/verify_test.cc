@@ -5,10 +5,14 @@
 #include <filesystem>
 #include <random>
 
+#include "format/example.h"
+#include "format/format.h"
 #include "format/index_file.h"
+#include "format/lmdb_shard.h"
 #include "format/record.h"
 #include "shardpack/manifest.h"
 #include "test_util.h"
+#include "util/crc32c.h"
 
 namespace shardpack {
 namespace {
@@ -280,6 +284,41 @@ TEST(VerifyTest, CorruptLmdbFilesAreReportedWithoutCrashing) {
   testing::WriteFileOrDie(path, std::string(original.size(), '\xff'));
   VerifyReport r = MustVerify(dir.path());
   EXPECT_FALSE(r.ok());
+}
+
+// A record that says JPEG over the bytes of a PNG decodes all the same (decoders go by
+// the bytes), so only a check of the declared format against the file finds the lie.
+TEST(VerifyTest, AnEncodedRecordWhoseFileIsNotTheFormatItDeclaresIsAFault) {
+  TempDir dir;
+  const Manifest m = testing::WriteTestDataset(
+      dir.path(), {.backend = Backend::kLmdb, .samples = 3, .height = 8, .width = 8,
+                   .max_shard_records = 0, .encoding = ImageEncoding::kJpeg});
+  const std::string shard = dir.Join(m.shards[0].data.file);
+  std::filesystem::remove(shard);
+  auto w = format::LmdbShardWriter::Create(shard, {.initial_map_bytes = 1 << 20});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (uint64_t i = 0; i < 3; ++i) {
+    const std::vector<uint8_t> px = testing::TestPixels(i, 8, 8, 3);
+    // Sample 1 stores a PNG under image/format "JPEG".
+    const std::string file =
+        testing::TestEncodedImage(i == 1 ? ImageEncoding::kPng : ImageEncoding::kJpeg, px, 8, 8, 3);
+    const int64_t label = static_cast<int64_t>(i % 3);
+    const std::string entries = format::EncodeEncodedFeatureEntries(
+        {8, 8, 3, label, m.classes[label].name, ""}, ImageEncoding::kJpeg,
+        crc32c::Value(file.data(), file.size()));
+    ASSERT_OK((*w)->Append(entries, file, 0, format::kKeyEncoded));
+  }
+  FileEntry written;
+  ASSERT_OK((*w)->Finish(&written));
+  testing::ResealDataset(dir.path());
+  for (bool decode : {false, true}) {
+    auto r = VerifyDataset(dir.path(), {.decode_encoded = decode});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->fault_count, 1u) << Dump(*r);
+    EXPECT_TRUE(HasFault(*r, m.shards[0].data.file, 1, -1,
+                         "image/encoded: the record says JPEG, but the file is a PNG"))
+        << Dump(*r);
+  }
 }
 
 TEST(VerifyTest, ResultIsTheSameForAnyThreadCount) {
