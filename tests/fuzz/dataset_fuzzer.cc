@@ -15,7 +15,12 @@
 //   - when verify finds no fault, the readers read every sample without error: Dataset::Open,
 //     Get, GetPixels, and the Loader's epoch, failing or skipping, delivers every sample
 //     (a dataset that verify passes and a reader refuses is a lie of one of them). The
-//     Caffe schema, which the readers refuse by design (NotSupported), is the exception;
+//     Caffe schema, which the readers refuse by design (NotSupported), is the exception.
+//     And they read what verify checked: each sample's label is one of the manifest's
+//     classes, its channels, shape and encoding the manifest's; GetPixels agrees with Get,
+//     and the loader delivers each sample with the label Get read and, where it delivers
+//     samples as stored (fixed-size datasets), the pixels GetPixels read, on the mapped
+//     and the read-ahead path alike;
 //   - nothing is written: the dataset directory holds the same files with the same bytes
 //     afterwards, and its parent (private to this process) nothing else.
 //
@@ -108,8 +113,7 @@ const Workspace& Space() {
     if (base.empty() && ::access("/dev/shm", W_OK) == 0) base = "/dev/shm";
     if (base.empty()) base = fs::temp_directory_path().string();
     RemoveLeftovers(base);
-    std::string pattern =
-        base + "/shardpack-dataset-fuzz-" + std::to_string(getpid()) + "-XXXXXX";
+    std::string pattern = base + "/shardpack-dataset-fuzz-" + std::to_string(getpid()) + "-XXXXXX";
     if (::mkdtemp(pattern.data()) == nullptr) {
       std::perror(("dataset_fuzzer: mkdtemp " + pattern).c_str());
       std::abort();
@@ -236,7 +240,35 @@ void CheckView(const SampleView& v) {
   }
 }
 
-void ReadSamples(const Dataset& ds, bool intact, bool unchecked) {
+// What Dataset::Get and GetPixels read of a sample of a dataset verify passed, for the
+// loader's batches to be compared with.
+struct Sample {
+  int64_t label = 0;
+  std::vector<uint8_t> pixels;
+};
+
+// A sample of a dataset verify passed is what verify checked: a label of the class list,
+// the manifest's channels, shape and encoding.
+void CheckAgainstManifest(const SampleView& v, const Manifest& m) {
+  FUZZ_CHECK(v.label >= 0 && static_cast<uint64_t>(v.label) < m.classes.size());
+  FUZZ_CHECK(v.channels == m.image.channels);
+  if (m.image.fixed()) {
+    FUZZ_CHECK(v.height == m.image.height && v.width == m.image.width);
+  } else if (m.image.max_side > 0) {
+    FUZZ_CHECK(v.height <= m.image.max_side && v.width <= m.image.max_side);
+  }
+  if (m.image.encoding == ImageEncoding::kMixed) {
+    FUZZ_CHECK(v.encoding == ImageEncoding::kRaw || v.encoding == ImageEncoding::kJpeg);
+  } else {
+    FUZZ_CHECK(v.encoding == m.image.encoding);
+  }
+}
+
+// Reads samples through the Dataset: all of them (up to kMaxSamplesRead) when verify found
+// the dataset intact, which must all read, else a few. Returns what it read of an intact
+// dataset's samples, by index.
+std::map<uint64_t, Sample> ReadSamples(const Dataset& ds, bool intact, bool unchecked) {
+  std::map<uint64_t, Sample> read;
   const uint64_t n = ds.size();
   std::vector<uint64_t> indices;
   if (intact) {
@@ -258,6 +290,7 @@ void ReadSamples(const Dataset& ds, bool intact, bool unchecked) {
       FUZZ_CHECK(!intact);
     } else {
       CheckView(v);
+      if (intact) CheckAgainstManifest(v, ds.manifest());
       const uint64_t bytes = static_cast<uint64_t>(v.height) * static_cast<uint64_t>(v.width) *
                              static_cast<uint64_t>(v.channels);
       if (bytes <= kMaxPixelBuffer) {
@@ -269,6 +302,9 @@ void ReadSamples(const Dataset& ds, bool intact, bool unchecked) {
           FUZZ_CHECK(!intact);
         } else {
           FUZZ_CHECK(p.pixels.data() == dst.data() && p.pixels.size() == bytes);
+          FUZZ_CHECK(p.label == v.label && p.height == v.height && p.width == v.width &&
+                     p.channels == v.channels);
+          if (intact) read[i] = {v.label, std::move(dst)};
         }
       }
     }
@@ -286,6 +322,7 @@ void ReadSamples(const Dataset& ds, bool intact, bool unchecked) {
       }
     }
   }
+  return read;
 }
 
 // The loader's ring and workers are sized by the manifest's image before any sample is
@@ -296,8 +333,10 @@ bool LoaderFits(const ImageSpec& im) {
   return side_h * side_w * static_cast<uint64_t>(im.channels) <= kMaxLoaderImageBytes;
 }
 
-void RunLoader(const std::shared_ptr<const Dataset>& ds, bool intact, uint8_t flags,
-               OnCorrupt on_corrupt) {
+// A loader epoch. For a dataset verify passed, every sample is delivered, with the label
+// Get read, and (fixed-size datasets, delivered as stored) the pixels GetPixels read.
+void RunLoader(const std::shared_ptr<const Dataset>& ds, bool intact,
+               const std::map<uint64_t, Sample>& read, uint8_t flags, OnCorrupt on_corrupt) {
   const ImageSpec& im = ds->manifest().image;
   LoaderOptions o;
   o.batch_size = 2;
@@ -338,7 +377,20 @@ void RunLoader(const std::shared_ptr<const Dataset>& ds, bool intact, uint8_t fl
     FUZZ_CHECK(batch->host_bytes() == static_cast<size_t>(batch->size()) * batch->height() *
                                           batch->width() * batch->channels());
     FUZZ_CHECK(batch->labels().size() == static_cast<size_t>(batch->size()));
-    for (uint64_t i : batch->indices()) FUZZ_CHECK(i < n);
+    const size_t sample_bytes =
+        static_cast<size_t>(batch->height()) * batch->width() * batch->channels();
+    for (int k = 0; k < batch->size(); ++k) {
+      const uint64_t i = batch->indices()[static_cast<size_t>(k)];
+      FUZZ_CHECK(i < n);
+      auto it = read.find(i);
+      if (it == read.end()) continue;
+      FUZZ_CHECK(batch->labels()[static_cast<size_t>(k)] == it->second.label);
+      if (im.fixed()) {
+        const auto* got = static_cast<const uint8_t*>(batch->host_data()) + k * sample_bytes;
+        FUZZ_CHECK(it->second.pixels.size() == sample_bytes &&
+                   std::equal(got, got + sample_bytes, it->second.pixels.begin()));
+      }
+    }
     samples += static_cast<uint64_t>(batch->size());
   }
   if (intact) {
@@ -381,10 +433,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(!intact || caffe);
   } else {
     std::shared_ptr<const Dataset> ds(std::move(opened).value());
-    ReadSamples(*ds, intact, (input.flags & fuzz::kUncheckedGet) != 0);
+    const auto read = ReadSamples(*ds, intact, (input.flags & fuzz::kUncheckedGet) != 0);
     if (LoaderFits(ds->manifest().image)) {
-      RunLoader(ds, intact, input.flags, OnCorrupt::kFail);
-      RunLoader(ds, intact, input.flags, OnCorrupt::kSkip);
+      RunLoader(ds, intact, read, input.flags, OnCorrupt::kFail);
+      RunLoader(ds, intact, read, input.flags, OnCorrupt::kSkip);
     }
   }
 

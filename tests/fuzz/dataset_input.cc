@@ -289,9 +289,9 @@ std::string EncodeExample(const std::vector<Feature>& features) {
 
 bool FixPixelCrc(std::vector<Feature>* features) {
   bool fixed = false;
-  for (const auto& [image, crc] : {std::pair<std::string_view, std::string_view>{"image/raw",
-                                                                                 "image/raw/crc32c"},
-                                   {"image/encoded", "image/encoded/crc32c"}}) {
+  for (const auto& [image, crc] :
+       {std::pair<std::string_view, std::string_view>{"image/raw", "image/raw/crc32c"},
+        {"image/encoded", "image/encoded/crc32c"}}) {
     const Feature* pixels = nullptr;
     for (const Feature& f : *features) {
       if (f.key == image && f.kind == 1 && !f.bytes.empty()) pixels = &f;
@@ -328,8 +328,8 @@ bool AlignPixels(std::vector<Feature>* features, uint64_t payload_offset, uint32
     pad.bytes[0].assign(p, '\0');
     const uint64_t pad_entry = EncodeFeature(pad).size();
     const uint64_t features_size = before.size() + pad_entry + raw_entry;
-    const uint64_t at = payload_offset + 1 + VarintLength(features_size) + before.size() +
-                        pad_entry + raw_prefix;
+    const uint64_t at =
+        payload_offset + 1 + VarintLength(features_size) + before.size() + pad_entry + raw_prefix;
     if (at % alignment == 0) return true;
   }
   return false;
@@ -376,7 +376,8 @@ std::vector<LmdbValue> LmdbValues(std::string_view file) {
   for (const LmdbNode& n : LmdbNodes(file, lmdb::kLeaf)) {
     const size_t page_end = (n.page + 1) * psize;
     const size_t ksize = Get16(file, n.offset + 6);
-    const size_t dsize = Get16(file, n.offset) | static_cast<size_t>(Get16(file, n.offset + 2)) << 16;
+    const size_t dsize = Get16(file, n.offset) | static_cast<size_t>(Get16(file, n.offset + 2))
+                                                     << 16;
     const size_t key = n.offset + 8;
     if (ksize > page_end - key) continue;
     LmdbValue v{key, ksize, key + ksize, dsize};
@@ -404,8 +405,10 @@ int Depth(std::string_view text) {
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -501,9 +504,8 @@ void FixCounts(DatasetInput* input, Json& j) {
   const bool tfrecord = StringAt(j, "backend") != nullptr && *StringAt(j, "backend") == "tfrecord";
   if (!tfrecord) return;
   auto alignment = j.find("pixel_alignment");
-  const uint64_t align = alignment != j.end() && alignment->is_number_unsigned()
-                             ? alignment->get<uint64_t>()
-                             : 1;
+  const uint64_t align =
+      alignment != j.end() && alignment->is_number_unsigned() ? alignment->get<uint64_t>() : 1;
   uint64_t next = 0;
   std::vector<uint64_t> labels;
   bool labelled = true;

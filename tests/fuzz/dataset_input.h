@@ -145,9 +145,9 @@ inline constexpr size_t kDbPad = 0, kDbFlags = 4, kDbDepth = 6, kDbBranch = 8, k
 uint32_t LmdbPageSize(std::string_view file);
 
 struct LmdbNode {
-  size_t page = 0;       // page number
-  size_t offset = 0;     // of the node header in the file
-  size_t ptr_offset = 0; // of the page's u16 pointing at it
+  size_t page = 0;        // page number
+  size_t offset = 0;      // of the node header in the file
+  size_t ptr_offset = 0;  // of the page's u16 pointing at it
 };
 struct LmdbValue {
   size_t key_offset = 0, key_size = 0;
@@ -161,10 +161,10 @@ std::vector<LmdbValue> LmdbValues(std::string_view file);
 // ---- Fix-ups ----
 
 struct FixUpOptions {
-  bool framing = true;    // TFRecord length and payload checksums
-  bool index = true;      // .idx files from a scan of their shard
-  bool counts = false;    // records, first_sample, num_samples, class counts, pad alignment
-  bool entries = true;    // the manifest's bytes and xxh3_128 of each file it lists
+  bool framing = true;  // TFRecord length and payload checksums
+  bool index = true;    // .idx files from a scan of their shard
+  bool counts = false;  // records, first_sample, num_samples, class counts, pad alignment
+  bool entries = true;  // the manifest's bytes and xxh3_128 of each file it lists
   bool manifest_checksum = true;
   // Files left as they are (the ones a mutation just edited on purpose).
   std::vector<std::string> keep;

@@ -66,13 +66,14 @@ class Rng {
 // ---- Edge values ----
 
 uint64_t EdgeNumber(Rng& rng, uint64_t current) {
+  // Around the limits the format and the readers check, and where arithmetic wraps.
+  // clang-format off
   static const std::vector<uint64_t> kEdges = {
-      0,          1,          2,          3,           4,           7,
-      15,         16,         17,         63,          64,          65,
-      255,        256,        4095,       4096,        4097,        65499,
-      65500,      65501,      65535,      65536,       89478485,    89478486,
-      269484032,  269484033,  (1u << 31) - 1, 1u << 31,    (1ull << 32) - 1, 1ull << 32,
-      1ull << 53, (1ull << 63) - 1, 1ull << 63,  ~0ull,       ~0ull - 1,   ~0ull - 15};
+      0, 1, 2, 3, 4, 7, 15, 16, 17, 63, 64, 65, 255, 256, 4095, 4096, 4097, 65499, 65500,
+      65501, 65535, 65536, 89478485, 89478486, 269484032, 269484033, (1u << 31) - 1, 1u << 31,
+      (1ull << 32) - 1, 1ull << 32, 1ull << 53, (1ull << 63) - 1, 1ull << 63, ~0ull, ~0ull - 1,
+      ~0ull - 15};
+  // clang-format on
   switch (rng.Below(6)) {
     case 0:
       return current + 1;
@@ -88,47 +89,19 @@ uint64_t EdgeNumber(Rng& rng, uint64_t current) {
 }
 
 std::string HostileString(Rng& rng, const std::vector<std::string>& names) {
+  // clang-format off
   static const std::vector<std::string> kStrings = {
-      "",
-      ".",
-      "..",
-      "/",
-      "../manifest.json",
-      "a/b",
-      "/etc/passwd",
-      std::string("shard\0.tfrecord", 15),
-      std::string("\0", 1),
-      "\x01\x1b[31m\r\n\t",
-      "manifest.json",
-      "shard-00000-of-00002.tfrecord.tmp",
-      "\xc3\xa9\xe2\x80\xae",
-      "raw",
-      "JPEG",
-      "PNG",
-      "jpeg",
-      "png",
-      "mixed",
-      "lmdb",
-      "tfrecord",
-      "caffe",
-      "example",
-      "HWC",
-      "CHW",
-      "encoded",
-      "uint8",
-      "1.0",
-      "1.2",
-      "1.3",
-      "1.4",
-      "1.99",
-      "2.0",
-      "0.9",
-      "1.",
-      "01.2",
-      "1.2.3",
-      "00000000000000000000000000000000",
-      "ffffffffffffffffffffffffffffffff",
-      "shardpack"};
+      // names: empty, up and out of the directory, NUL, control and bidi characters
+      "", ".", "..", "/", "../manifest.json", "a/b", "/etc/passwd",
+      std::string("shard\0.tfrecord", 15), std::string("\0", 1), "\x01\x1b[31m\r\n\t",
+      "manifest.json", "shard-00000-of-00002.tfrecord.tmp", "\xc3\xa9\xe2\x80\xae",
+      // the enumerations' values, right and wrong
+      "raw", "JPEG", "PNG", "jpeg", "png", "mixed", "lmdb", "tfrecord", "caffe", "example",
+      "HWC", "CHW", "encoded", "uint8", "shardpack",
+      // versions and checksums
+      "1.0", "1.2", "1.3", "1.4", "1.99", "2.0", "0.9", "1.", "01.2", "1.2.3",
+      "00000000000000000000000000000000", "ffffffffffffffffffffffffffffffff"};
+  // clang-format on
   switch (rng.Below(4)) {
     case 0:
       if (!names.empty()) return rng.Pick(names);
@@ -169,7 +142,8 @@ void Collect(Json* j, Json* parent, const std::string& key, size_t index, int de
   out->push_back({j, parent, key, index});
   if (depth > 64) return;
   if (j->is_object()) {
-    for (auto it = j->begin(); it != j->end(); ++it) Collect(&it.value(), j, it.key(), 0, depth + 1, out);
+    for (auto it = j->begin(); it != j->end(); ++it)
+      Collect(&it.value(), j, it.key(), 0, depth + 1, out);
   } else if (j->is_array()) {
     for (size_t i = 0; i < j->size(); ++i) Collect(&(*j)[i], j, "", i, depth + 1, out);
   }
@@ -192,13 +166,27 @@ bool MutateManifestJson(DatasetInput* input, Rng& rng) {
   switch (rng.Below(n.node->is_number() || n.node->is_string() ? 8 : 5)) {
     case 0:  // another type
       switch (rng.Below(7)) {
-        case 0: *n.node = nullptr; break;
-        case 1: *n.node = true; break;
-        case 2: *n.node = "1"; break;
-        case 3: *n.node = Json::array(); break;
-        case 4: *n.node = Json::object(); break;
-        case 5: *n.node = 1.5; break;
-        default: *n.node = -1; break;
+        case 0:
+          *n.node = nullptr;
+          break;
+        case 1:
+          *n.node = true;
+          break;
+        case 2:
+          *n.node = "1";
+          break;
+        case 3:
+          *n.node = Json::array();
+          break;
+        case 4:
+          *n.node = Json::object();
+          break;
+        case 5:
+          *n.node = 1.5;
+          break;
+        default:
+          *n.node = -1;
+          break;
       }
       break;
     case 1:  // removed
@@ -214,9 +202,9 @@ bool MutateManifestJson(DatasetInput* input, Rng& rng) {
         Json copy = *n.node;
         const size_t to = rng.Below(n.parent->size() + 1);
         if (rng.Chance(0.5)) n.parent->erase(n.index);
-        n.parent->insert(n.parent->begin() + static_cast<std::ptrdiff_t>(
-                                                 std::min(to, n.parent->size())),
-                         std::move(copy));
+        n.parent->insert(
+            n.parent->begin() + static_cast<std::ptrdiff_t>(std::min(to, n.parent->size())),
+            std::move(copy));
       } else if (n.node->is_object()) {
         (*n.node)[rng.Chance(0.5) ? "unknown_key" : "records"] = EdgeNumber(rng, 0);
       } else {
@@ -248,7 +236,8 @@ bool MutateManifestJson(DatasetInput* input, Rng& rng) {
         const uint64_t current = n.node->is_number_integer() ? n.node->get<uint64_t>() : 0;
         const uint64_t v = EdgeNumber(rng, current);
         if (rng.Chance(0.15)) {
-          *n.node = static_cast<int64_t>(v) < 0 ? static_cast<int64_t>(v) : -static_cast<int64_t>(v);
+          *n.node =
+              static_cast<int64_t>(v) < 0 ? static_cast<int64_t>(v) : -static_cast<int64_t>(v);
         } else if (rng.Chance(0.05)) {
           *n.node = 1.8446744073709552e19 * static_cast<double>(1 + rng.Below(3));
         } else {
@@ -286,9 +275,15 @@ bool DuplicateManifestKey(DatasetInput* input, Rng& rng) {
   const size_t colon = line.find("\": ");
   std::string value;
   switch (rng.Below(3)) {
-    case 0: value = std::to_string(EdgeNumber(rng, 0)); break;
-    case 1: value = "\"..\""; break;
-    default: value = "null"; break;
+    case 0:
+      value = std::to_string(EdgeNumber(rng, 0));
+      break;
+    case 1:
+      value = "\"..\"";
+      break;
+    default:
+      value = "null";
+      break;
   }
   const bool comma = !line.empty() && line.back() == ',';
   std::string dup = line.substr(0, colon + 3) + value;
@@ -371,8 +366,16 @@ bool MutateIndex(DatasetInput* input, Rng& rng, std::vector<std::string>* keep) 
     case 7:  // numbers past 2^64, signs, leading zeros, hex
       Write();
       {
-        static const char* kOdd[] = {"18446744073709551616", "99999999999999999999999", "+0",
-                                     "-1", "00", "0x10", "1e3", " ", "\t", "\r"};
+        static const char* kOdd[] = {"18446744073709551616",
+                                     "99999999999999999999999",
+                                     "+0",
+                                     "-1",
+                                     "00",
+                                     "0x10",
+                                     "1e3",
+                                     " ",
+                                     "\t",
+                                     "\r"};
         const size_t at = rng.Below(text.size() + 1);
         text.insert(at, kOdd[rng.Below(std::size(kOdd))]);
       }
@@ -380,10 +383,18 @@ bool MutateIndex(DatasetInput* input, Rng& rng, std::vector<std::string>* keep) 
     case 8:  // blank lines, a missing final newline, a NUL, an extra column
       Write();
       switch (rng.Below(4)) {
-        case 0: text.insert(rng.Below(text.size() + 1), "\n"); break;
-        case 1: if (!text.empty()) text.pop_back(); break;
-        case 2: text.insert(rng.Below(text.size() + 1), std::string("\0", 1)); break;
-        default: text.insert(text.empty() ? 0 : text.find('\n'), " 7"); break;
+        case 0:
+          text.insert(rng.Below(text.size() + 1), "\n");
+          break;
+        case 1:
+          if (!text.empty()) text.pop_back();
+          break;
+        case 2:
+          text.insert(rng.Below(text.size() + 1), std::string("\0", 1));
+          break;
+        default:
+          text.insert(text.empty() ? 0 : text.find('\n'), " 7");
+          break;
       }
       break;
     default:
@@ -459,8 +470,8 @@ bool MutateFraming(DatasetInput* input, Rng& rng, bool* structural,
       const Framed& a = records[std::min(i, j)];
       const Framed& b = records[std::max(i, j)];
       d = d.substr(0, a.offset) + d.substr(b.offset, b.size()) +
-          d.substr(a.offset + a.size(), b.offset - a.offset - a.size()) + d.substr(a.offset, a.size()) +
-          d.substr(b.offset + b.size());
+          d.substr(a.offset + a.size(), b.offset - a.offset - a.size()) +
+          d.substr(a.offset, a.size()) + d.substr(b.offset + b.size());
       *structural = true;
       break;
     }
@@ -494,9 +505,9 @@ uint32_t ManifestAlignment(const DatasetInput& input) {
 // One edit of a parsed Example's features. False when it found nothing to edit.
 bool EditFeatures(std::vector<Feature>* features, Rng& rng, const std::vector<std::string>& texts) {
   static const std::vector<std::string> kKeys = {
-      "image/height",     "image/width",          "image/channels",   "image/class/label",
-      "image/class/text", "image/filename",       "image/format",     "image/raw/crc32c",
-      "image/pad",        "image/raw",            "image/encoded",    "image/encoded/crc32c",
+      "image/height",     "image/width",    "image/channels", "image/class/label",
+      "image/class/text", "image/filename", "image/format",   "image/raw/crc32c",
+      "image/pad",        "image/raw",      "image/encoded",  "image/encoded/crc32c",
       "image/colorspace", "image/unknown"};
   if (features->empty()) return false;
   Feature& f = (*features)[rng.Below(features->size())];
@@ -517,13 +528,21 @@ bool EditFeatures(std::vector<Feature>* features, Rng& rng, const std::vector<st
             if (b.empty()) return false;
             b[rng.Below(b.size())] ^= static_cast<char>(1 + rng.Below(255));
             break;
-          case 1: b.resize(rng.Below(b.size() + 1)); break;
-          case 2: b += Garbage(rng, 1 + rng.Below(64)); break;
-          case 3: b = texts.empty() ? "" : rng.Pick(texts); break;
-          case 4: b.clear(); break;
+          case 1:
+            b.resize(rng.Below(b.size() + 1));
+            break;
+          case 2:
+            b += Garbage(rng, 1 + rng.Below(64));
+            break;
+          case 3:
+            b = texts.empty() ? "" : rng.Pick(texts);
+            break;
+          case 4:
+            b.clear();
+            break;
           default: {
-            static const std::vector<std::string> kFormats = {"raw", "JPEG", "PNG", "jpeg", "GIF",
-                                                              ""};
+            static const std::vector<std::string> kFormats = {"raw",  "JPEG", "PNG",
+                                                              "jpeg", "GIF",  ""};
             b = rng.Pick(kFormats);
             break;
           }
@@ -542,17 +561,21 @@ bool EditFeatures(std::vector<Feature>* features, Rng& rng, const std::vector<st
     case 5: {  // repeated (the last of a repeated key wins) with another value
       Feature copy = f;
       if (copy.kind == 3 && !copy.ints.empty()) copy.ints[0] = EdgeNumber(rng, copy.ints[0]);
-      features->insert(features->begin() + static_cast<std::ptrdiff_t>(rng.Below(features->size() + 1)),
-                       std::move(copy));
+      features->insert(
+          features->begin() + static_cast<std::ptrdiff_t>(rng.Below(features->size() + 1)),
+          std::move(copy));
       break;
     }
     case 6:  // reordered
       std::swap(f, (*features)[rng.Below(features->size())]);
       break;
     case 7:  // a second value in the list
-      if (f.kind == 3) f.ints.push_back(EdgeNumber(rng, 0));
-      else if (f.kind == 1) f.bytes.push_back(f.bytes.empty() ? "" : f.bytes[0]);
-      else return false;
+      if (f.kind == 3)
+        f.ints.push_back(EdgeNumber(rng, 0));
+      else if (f.kind == 1)
+        f.bytes.push_back(f.bytes.empty() ? "" : f.bytes[0]);
+      else
+        return false;
       break;
     case 8:  // another kind, or none
       f.kind = static_cast<int>(rng.Below(4));
@@ -565,8 +588,9 @@ bool EditFeatures(std::vector<Feature>* features, Rng& rng, const std::vector<st
       u.key = "image/extra";
       u.kind = 1;
       u.bytes.push_back(Garbage(rng, rng.Below(16)));
-      features->insert(features->begin() + static_cast<std::ptrdiff_t>(rng.Below(features->size() + 1)),
-                       std::move(u));
+      features->insert(
+          features->begin() + static_cast<std::ptrdiff_t>(rng.Below(features->size() + 1)),
+          std::move(u));
       break;
     }
   }
@@ -634,7 +658,8 @@ void Put(std::string* d, size_t at, size_t width, uint64_t v) {
 uint64_t GetAt(const std::string& d, size_t at, size_t width) {
   uint64_t v = 0;
   if (at + width > d.size()) return 0;
-  for (size_t i = 0; i < width; ++i) v |= static_cast<uint64_t>(static_cast<uint8_t>(d[at + i])) << (8 * i);
+  for (size_t i = 0; i < width; ++i)
+    v |= static_cast<uint64_t>(static_cast<uint8_t>(d[at + i])) << (8 * i);
   return v;
 }
 
@@ -643,13 +668,27 @@ uint64_t LmdbEdge(Rng& rng, size_t width, uint64_t current, uint64_t pages, uint
   const uint64_t max = width == 8 ? ~0ull : (1ull << (8 * width)) - 1;
   uint64_t v;
   switch (rng.Below(8)) {
-    case 0: v = pages; break;
-    case 1: v = pages - 1 + rng.Below(3); break;
-    case 2: v = rng.Chance(0.5) ? psize : psize + 1 - rng.Below(3); break;
-    case 3: v = max - rng.Below(2); break;
-    case 4: v = 1ull << (8 * width - 1); break;
-    case 5: v = current ^ (1ull << rng.Below(8 * width)); break;
-    default: v = EdgeNumber(rng, current); break;
+    case 0:
+      v = pages;
+      break;
+    case 1:
+      v = pages - 1 + rng.Below(3);
+      break;
+    case 2:
+      v = rng.Chance(0.5) ? psize : psize + 1 - rng.Below(3);
+      break;
+    case 3:
+      v = max - rng.Below(2);
+      break;
+    case 4:
+      v = 1ull << (8 * width - 1);
+      break;
+    case 5:
+      v = current ^ (1ull << rng.Below(8 * width));
+      break;
+    default:
+      v = EdgeNumber(rng, current);
+      break;
   }
   return v & max;
 }
@@ -664,12 +703,9 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
   switch (rng.Below(5)) {
     case 0: {  // a meta page's field
       static const std::vector<std::pair<size_t, size_t>> kFields = [] {
-        std::vector<std::pair<size_t, size_t>> f = {{lmdb::kMetaMagic, 4},
-                                                    {lmdb::kMetaVersion, 4},
-                                                    {lmdb::kMetaAddress, 8},
-                                                    {lmdb::kMetaMapsize, 8},
-                                                    {lmdb::kMetaLastPage, 8},
-                                                    {lmdb::kMetaTxnid, 8}};
+        std::vector<std::pair<size_t, size_t>> f = {
+            {lmdb::kMetaMagic, 4},   {lmdb::kMetaVersion, 4},  {lmdb::kMetaAddress, 8},
+            {lmdb::kMetaMapsize, 8}, {lmdb::kMetaLastPage, 8}, {lmdb::kMetaTxnid, 8}};
         for (size_t db = 0; db < 2; ++db) {
           const size_t base = lmdb::kMetaDbs + db * lmdb::kDbSize;
           for (auto [off, w] : std::vector<std::pair<size_t, size_t>>{{lmdb::kDbPad, 4},
@@ -700,17 +736,25 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
       if (page >= pages) return false;
       const size_t base = page * psize;
       switch (rng.Below(5)) {
-        case 0: Put(&d, base, 8, LmdbEdge(rng, 8, page, pages, psize)); break;
+        case 0:
+          Put(&d, base, 8, LmdbEdge(rng, 8, page, pages, psize));
+          break;
         case 1: {
-          static const std::vector<uint64_t> kFlags = {0,    lmdb::kBranch, lmdb::kLeaf,
-                                                       lmdb::kOverflow, lmdb::kMeta,   0x10,
-                                                       0x20, 0x40,          0x22,          0x8000};
+          static const std::vector<uint64_t> kFlags = {
+              0,    lmdb::kBranch, lmdb::kLeaf, lmdb::kOverflow, lmdb::kMeta, 0x10,
+              0x20, 0x40,          0x22,        0x8000};
           Put(&d, base + 10, 2, rng.Chance(0.8) ? rng.Pick(kFlags) : rng.Bits() & 0xffff);
           break;
         }
-        case 2: Put(&d, base + 12, 2, LmdbEdge(rng, 2, GetAt(d, base + 12, 2), pages, psize)); break;
-        case 3: Put(&d, base + 14, 2, LmdbEdge(rng, 2, GetAt(d, base + 14, 2), pages, psize)); break;
-        default: Put(&d, base + 12, 4, LmdbEdge(rng, 4, GetAt(d, base + 12, 4), pages, psize)); break;
+        case 2:
+          Put(&d, base + 12, 2, LmdbEdge(rng, 2, GetAt(d, base + 12, 2), pages, psize));
+          break;
+        case 3:
+          Put(&d, base + 14, 2, LmdbEdge(rng, 2, GetAt(d, base + 14, 2), pages, psize));
+          break;
+        default:
+          Put(&d, base + 12, 4, LmdbEdge(rng, 4, GetAt(d, base + 12, 4), pages, psize));
+          break;
       }
       break;
     }
@@ -720,10 +764,18 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
       if (nodes.empty()) return false;
       const LmdbNode& n = nodes[rng.Below(nodes.size())];
       switch (rng.Below(7)) {
-        case 0: Put(&d, n.offset, 2, LmdbEdge(rng, 2, GetAt(d, n.offset, 2), pages, psize)); break;
-        case 1: Put(&d, n.offset + 2, 2, LmdbEdge(rng, 2, GetAt(d, n.offset + 2, 2), pages, psize)); break;
-        case 2: Put(&d, n.offset + 4, 2, rng.Chance(0.5) ? rng.Below(8) : rng.Bits() & 0xffff); break;
-        case 3: Put(&d, n.offset + 6, 2, LmdbEdge(rng, 2, GetAt(d, n.offset + 6, 2), pages, psize)); break;
+        case 0:
+          Put(&d, n.offset, 2, LmdbEdge(rng, 2, GetAt(d, n.offset, 2), pages, psize));
+          break;
+        case 1:
+          Put(&d, n.offset + 2, 2, LmdbEdge(rng, 2, GetAt(d, n.offset + 2, 2), pages, psize));
+          break;
+        case 2:
+          Put(&d, n.offset + 4, 2, rng.Chance(0.5) ? rng.Below(8) : rng.Bits() & 0xffff);
+          break;
+        case 3:
+          Put(&d, n.offset + 6, 2, LmdbEdge(rng, 2, GetAt(d, n.offset + 6, 2), pages, psize));
+          break;
         case 4: {  // the key's bytes
           const size_t ksize = GetAt(d, n.offset + 6, 2);
           if (ksize == 0 || n.offset + 8 + ksize > d.size()) return false;
@@ -756,7 +808,8 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
       std::vector<Feature> features;
       if (v.size == 0) return false;
       auto* bytes = reinterpret_cast<uint8_t*>(d.data()) + v.offset;
-      if (!ParseExample(std::string_view(d.data() + v.offset, v.size), &features) || rng.Chance(0.2)) {
+      if (!ParseExample(std::string_view(d.data() + v.offset, v.size), &features) ||
+          rng.Chance(0.2)) {
         bytes[rng.Below(v.size)] ^= static_cast<uint8_t>(1 + rng.Below(255));
         break;
       }
@@ -769,7 +822,8 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
           return false;
         }
       } else if (f.kind == 1 && !f.bytes.empty() && !f.bytes[0].empty()) {
-        bytes[f.bytes_offset + rng.Below(f.bytes[0].size())] ^= static_cast<uint8_t>(1 + rng.Below(255));
+        bytes[f.bytes_offset + rng.Below(f.bytes[0].size())] ^=
+            static_cast<uint8_t>(1 + rng.Below(255));
         // The pixel checksum, in the varint's bytes, where it fits.
         std::vector<Feature> edited;
         if (fix && ParseExample(std::string_view(d.data() + v.offset, v.size), &edited)) {
@@ -778,7 +832,8 @@ bool MutateLmdb(DatasetInput* input, Rng& rng, bool fix) {
           for (size_t i = 0; i < fixed.size(); ++i) {
             if (fixed[i].kind == 3 && edited[i].int_size > 0 && !fixed[i].ints.empty() &&
                 fixed[i].ints[0] != edited[i].ints[0]) {
-              EncodeVarintInPlace(fixed[i].ints[0], bytes + edited[i].int_offset, edited[i].int_size);
+              EncodeVarintInPlace(fixed[i].ints[0], bytes + edited[i].int_offset,
+                                  edited[i].int_size);
             }
           }
         }
@@ -805,11 +860,16 @@ bool MutateFileSet(DatasetInput* input, Rng& rng) {
   if (input->files.empty()) return false;
   const size_t i = rng.Below(input->files.size());
   DatasetFile& f = input->files[i];
-  static const std::vector<std::string> kNames = {
-      "shard-00009-of-00002.tfrecord", "shard-00000.tfrecord.tmp", "manifest.json.tmp",
-      "shard-00000-of-00001.lmdb",     "shard-00000-of-00001.lmdb-lock", "rejects.tsv",
-      "..",                            "a/b",                      "",
-      std::string("x\0y", 3)};
+  static const std::vector<std::string> kNames = {"shard-00009-of-00002.tfrecord",
+                                                  "shard-00000.tfrecord.tmp",
+                                                  "manifest.json.tmp",
+                                                  "shard-00000-of-00001.lmdb",
+                                                  "shard-00000-of-00001.lmdb-lock",
+                                                  "rejects.tsv",
+                                                  "..",
+                                                  "a/b",
+                                                  "",
+                                                  std::string("x\0y", 3)};
   switch (rng.Below(6)) {
     case 0:
       input->files.erase(input->files.begin() + static_cast<std::ptrdiff_t>(i));
@@ -894,14 +954,29 @@ bool MutateOnce(DatasetInput* input, Rng& rng, size_t budget) {
   FixUpOptions o;
   bool structural = false, resized = false, done = true;
   switch (kind) {
-    case Kind::kIndex: done = MutateIndex(input, rng, &o.keep); break;
-    case Kind::kFraming: done = MutateFraming(input, rng, &structural, &o.keep); break;
-    case Kind::kPayload: done = MutateTfrecordPayload(input, rng, fix, &resized); break;
-    case Kind::kLmdb: done = MutateLmdb(input, rng, fix); break;
-    case Kind::kFileSet: done = MutateFileSet(input, rng); break;
-    case Kind::kFileBytes: done = MutateFileBytes(input, rng, budget); break;
-    case Kind::kFlags: input->flags ^= static_cast<uint8_t>(2u << rng.Below(3)); break;
-    default: break;
+    case Kind::kIndex:
+      done = MutateIndex(input, rng, &o.keep);
+      break;
+    case Kind::kFraming:
+      done = MutateFraming(input, rng, &structural, &o.keep);
+      break;
+    case Kind::kPayload:
+      done = MutateTfrecordPayload(input, rng, fix, &resized);
+      break;
+    case Kind::kLmdb:
+      done = MutateLmdb(input, rng, fix);
+      break;
+    case Kind::kFileSet:
+      done = MutateFileSet(input, rng);
+      break;
+    case Kind::kFileBytes:
+      done = MutateFileBytes(input, rng, budget);
+      break;
+    case Kind::kFlags:
+      input->flags ^= static_cast<uint8_t>(2u << rng.Below(3));
+      break;
+    default:
+      break;
   }
   if (!done) return false;
   if (fix) {
@@ -916,7 +991,7 @@ bool MutateOnce(DatasetInput* input, Rng& rng, size_t budget) {
   if (kind == Kind::kManifestJson || kind == Kind::kManifestText) {
     const bool text = kind == Kind::kManifestText;
     if (text ? !(rng.Chance(0.5) ? DuplicateManifestKey(input, rng)
-                                  : MutateManifestBytes(input, budget))
+                                 : MutateManifestBytes(input, budget))
              : !MutateManifestJson(input, rng)) {
       return false;
     }

@@ -323,7 +323,9 @@ std::string DatasetContainer(const fs::path& dir, const DatasetSeed& seed) {
   fuzz::DatasetInput input;
   input.flags = seed.flags;
   input.files.push_back({"manifest.json", ReadAll(dir / "manifest.json")});
-  for (const FileEntry* f : ListedFiles(m)) input.files.push_back({f->file, ReadAll(dir / f->file)});
+  for (const FileEntry* f : ListedFiles(m)) {
+    input.files.push_back({f->file, ReadAll(dir / f->file)});
+  }
   // The fix-ups must leave what the writer made as it is (the harness checks it too).
   fuzz::DatasetInput fixed = input;
   fuzz::FixUpOptions all;

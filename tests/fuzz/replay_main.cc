@@ -47,8 +47,8 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], h.name) == 0) harness = &h;
   }
   if (harness == nullptr) {
-    std::fprintf(stderr,
-                 "usage: fuzz_replay record|example|manifest|index|lmdb|jpeg|png|dataset PATH...\n");
+    std::fprintf(
+        stderr, "usage: fuzz_replay record|example|manifest|index|lmdb|jpeg|png|dataset PATH...\n");
     return 2;
   }
   namespace fs = std::filesystem;
