@@ -463,16 +463,30 @@ bool FixEntry(Json& entry, const DatasetInput& input) {
 }
 
 // The labels of a shard's records, false where one does not parse.
-bool Labels(std::string_view shard, std::vector<uint64_t>* labels) {
+// The label of a payload, false where it has none (or not as one int64).
+bool Label(std::string_view payload, std::vector<uint64_t>* labels) {
   std::vector<Feature> features;
-  for (const Framed& r : ScanFraming(shard)) {
-    if (!ParseExample(shard.substr(r.offset + 12, r.length), &features)) return false;
-    const Feature* label = nullptr;
-    for (const Feature& f : features) {
-      if (f.key == "image/class/label") label = &f;
+  if (!ParseExample(payload, &features)) return false;
+  const Feature* label = nullptr;
+  for (const Feature& f : features) {
+    if (f.key == "image/class/label") label = &f;
+  }
+  if (label == nullptr || label->kind != 3 || label->ints.size() != 1) return false;
+  labels->push_back(label->ints[0]);
+  return true;
+}
+
+// The labels of a shard's records (TFRecord framing, or LMDB leaf values in file order,
+// which the writer's appends keep in key order), false where one does not parse.
+bool Labels(std::string_view shard, bool lmdb, std::vector<uint64_t>* labels) {
+  if (lmdb) {
+    for (const LmdbValue& v : LmdbValues(shard)) {
+      if (!Label(shard.substr(v.offset, v.size), labels)) return false;
     }
-    if (label == nullptr || label->kind != 3 || label->ints.size() != 1) return false;
-    labels->push_back(label->ints[0]);
+    return true;
+  }
+  for (const Framed& r : ScanFraming(shard)) {
+    if (!Label(shard.substr(r.offset + 12, r.length), labels)) return false;
   }
   return true;
 }
@@ -501,8 +515,9 @@ void RealignShard(std::string* shard, uint32_t alignment) {
 void FixCounts(DatasetInput* input, Json& j) {
   auto shards = j.find("shards");
   if (shards == j.end() || !shards->is_array()) return;
-  const bool tfrecord = StringAt(j, "backend") != nullptr && *StringAt(j, "backend") == "tfrecord";
-  if (!tfrecord) return;
+  const std::string* backend = StringAt(j, "backend");
+  if (backend == nullptr || (*backend != "tfrecord" && *backend != "lmdb")) return;
+  const bool lmdb = *backend == "lmdb";
   auto alignment = j.find("pixel_alignment");
   const uint64_t align =
       alignment != j.end() && alignment->is_number_unsigned() ? alignment->get<uint64_t>() : 1;
@@ -513,15 +528,18 @@ void FixCounts(DatasetInput* input, Json& j) {
     const std::string* name = StringAt(s, "file");
     DatasetFile* f = name != nullptr ? input->Find(*name) : nullptr;
     if (f == nullptr) return;
-    if (align > 1 && align <= 4096) RealignShard(&f->data, static_cast<uint32_t>(align));
-    FixFraming(&f->data);
-    const uint64_t records = ScanFraming(f->data).size();
-    Assign(s, "records", records);
-    Assign(s, "first_sample", next);
-    next += records;
-    labelled = labelled && Labels(f->data, &labels);
+    // LMDB: the records stay as the pages hold them; only the class counts follow.
+    if (!lmdb) {
+      if (align > 1 && align <= 4096) RealignShard(&f->data, static_cast<uint32_t>(align));
+      FixFraming(&f->data);
+      const uint64_t records = ScanFraming(f->data).size();
+      Assign(s, "records", records);
+      Assign(s, "first_sample", next);
+      next += records;
+    }
+    labelled = labelled && Labels(f->data, lmdb, &labels);
   }
-  Assign(j, "num_samples", next);
+  if (!lmdb) Assign(j, "num_samples", next);
   auto classes = j.find("classes");
   if (!labelled || classes == j.end() || !classes->is_array()) return;
   std::vector<uint64_t> counts(classes->size(), 0);

@@ -22,6 +22,7 @@
 // (masked CRC32C of each length and payload), index lines from a scan of the framing,
 // optionally the records, sample and class counts and the image/pad alignment, the
 // manifest's per-file sizes and XXH3-128, and the manifest's own manifest_xxh3_128.
+// (Pixel checksums inside payloads are the mutator's: FixPixelCrc, after an edit.)
 #ifndef SHARDPACK_TESTS_FUZZ_DATASET_INPUT_H_
 #define SHARDPACK_TESTS_FUZZ_DATASET_INPUT_H_
 
@@ -163,7 +164,9 @@ std::vector<LmdbValue> LmdbValues(std::string_view file);
 struct FixUpOptions {
   bool framing = true;  // TFRecord length and payload checksums
   bool index = true;    // .idx files from a scan of their shard
-  bool counts = false;  // records, first_sample, num_samples, class counts, pad alignment
+  // TFRecord: records, first_sample, num_samples, class counts, image/pad alignment, from
+  // the shards' framing and payloads; LMDB: class counts, from the leaf values' labels.
+  bool counts = false;
   bool entries = true;  // the manifest's bytes and xxh3_128 of each file it lists
   bool manifest_checksum = true;
   // Files left as they are (the ones a mutation just edited on purpose).

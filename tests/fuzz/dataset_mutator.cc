@@ -983,7 +983,10 @@ bool MutateOnce(DatasetInput* input, Rng& rng, size_t budget) {
     // Each fix-up is skipped now and then on its own.
     o.framing = rng.Chance(0.95);
     o.index = rng.Chance(0.95) && !(kind == Kind::kFraming && rng.Chance(0.2));
-    o.counts = (structural || resized) && rng.Chance(0.7);
+    // The counts follow records added, dropped or resized, and labels edited.
+    o.counts = (structural || resized || kind == Kind::kPayload ||
+                (kind == Kind::kLmdb && rng.Chance(0.5))) &&
+               rng.Chance(0.7);
     o.entries = rng.Chance(0.95);
     o.manifest_checksum = rng.Chance(0.95);
     FixUp(input, o);
