@@ -3,11 +3,11 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 #include "shardpack/convert.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -28,17 +28,16 @@ std::function<int()> AddAdopt(CLI::App& app) {
   return [args] {
     AdoptOptions options;
     options.on_fault = [](const VerifyFault& f) {
-      std::fprintf(stderr, "shardpack adopt: %s\n", FormatFault(f).c_str());
+      Print(stderr, "shardpack adopt: %s\n", FormatFault(f));
     };
     auto summary = Adopt(args->src, options);
     if (!summary.ok()) {
-      std::fprintf(stderr, "shardpack adopt: %s\n", summary.status().message().c_str());
+      Print(stderr, "shardpack adopt: %s\n", summary.status().message());
       return kExitUsage;
     }
     const AdoptSummary& s = *summary;
     for (const ConvertReject& r : s.skipped) {
-      std::fprintf(stderr, "shardpack adopt: %s: not adopted: %s\n", r.path.c_str(),
-                   r.reason.c_str());
+      Print(stderr, "shardpack adopt: %s: not adopted: %s\n", r.path, r.reason);
     }
     if (args->json) {
       nlohmann::ordered_json j;
@@ -54,19 +53,18 @@ std::function<int()> AddAdopt(CLI::App& app) {
             {{"file", f.file}, {"record", f.record}, {"offset", f.offset}, {"message", f.message}});
       }
       j["faults"] = faults;
-      std::cout << j.dump(2) << "\n";
+      PrintJson(j);
     } else if (s.ok()) {
-      std::printf(
-          "%s: adopted %llu files, %llu records, %zu classes; wrote %zu .idx files and "
-          "manifest.json\n",
-          s.dir.c_str(), static_cast<unsigned long long>(s.files),
-          static_cast<unsigned long long>(s.records), s.manifest.classes.size(),
-          s.manifest.shards.size());
+      Print(stdout,
+            "%s: adopted %llu files, %llu records, %zu classes; wrote %zu .idx files and "
+            "manifest.json\n",
+            s.dir, static_cast<unsigned long long>(s.files),
+            static_cast<unsigned long long>(s.records), s.manifest.classes.size(),
+            s.manifest.shards.size());
     } else {
-      std::printf("%s: NOT adopted: %llu files, %llu records, %zu %s; nothing written\n",
-                  s.dir.c_str(), static_cast<unsigned long long>(s.files),
-                  static_cast<unsigned long long>(s.records), s.faults.size(),
-                  s.faults.size() == 1 ? "fault" : "faults");
+      Print(stdout, "%s: NOT adopted: %llu files, %llu records, %zu %s; nothing written\n", s.dir,
+            static_cast<unsigned long long>(s.files), static_cast<unsigned long long>(s.records),
+            s.faults.size(), s.faults.size() == 1 ? "fault" : "faults");
     }
     return s.ok() ? kExitOk : kExitFaults;
   };

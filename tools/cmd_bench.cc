@@ -18,6 +18,7 @@
 #include "shardpack/loader.h"
 #include "shardpack/status.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 namespace {
@@ -154,7 +155,7 @@ StatusOr<double> GpuEpoch(Loader& loader, uint64_t epoch, void* consumer, uint64
 // cudaMemcpyAsync loop of the same batch size, and how well copies overlap compute.
 int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes) {
   auto fail = [](const Status& s) {
-    std::fprintf(stderr, "shardpack bench: %s\n", s.ToString().c_str());
+    Print(stderr, "shardpack bench: %s\n", s.ToString());
     return kExitUsage;
   };
   if (Status s = cuda::CheckDevice(a.device); !s.ok()) return fail(s);
@@ -217,40 +218,41 @@ int RunGpu(const Args& a, std::shared_ptr<const Dataset> ds, size_t batch_bytes)
   const double both_s = together[together.size() / 2];
   const double compute_s = batches * static_cast<double>(compute_ns) / 1e9;
   const double overlap = (loader_s + compute_s - both_s) / std::min(loader_s, compute_s);
-  std::printf(
-      "\nGPU %d, %d threads, %s shuffle: the loader delivers %.0f samples/s = %.2f GB/s to "
-      "the device; a bare pinned cudaMemcpyAsync loop of %.1f MB batches: %.2f GB/s; "
-      "ratio %.2f\n",
-      a.device, threads, a.shuffles.front().c_str(), ds->size() / loader_s, epoch_gb / loader_s,
-      batch_bytes / 1e6, bare_gbs, epoch_gb / loader_s / bare_gbs);
-  std::printf(
-      "overlap with %.2f ms of stand-in compute per batch: epoch %.3f s (loader alone %.3f s, "
-      "compute alone %.3f s, serial would take %.3f s): overlap %.0f%%\n",
-      compute_ns / 1e6, both_s, loader_s, compute_s, loader_s + compute_s,
-      100.0 * std::clamp(overlap, 0.0, 1.0));
+  Print(stdout,
+        "\nGPU %d, %d threads, %s shuffle: the loader delivers %.0f samples/s = %.2f GB/s to "
+        "the device; a bare pinned cudaMemcpyAsync loop of %.1f MB batches: %.2f GB/s; "
+        "ratio %.2f\n",
+        a.device, threads, a.shuffles.front(), ds->size() / loader_s, epoch_gb / loader_s,
+        batch_bytes / 1e6, bare_gbs, epoch_gb / loader_s / bare_gbs);
+  Print(stdout,
+        "overlap with %.2f ms of stand-in compute per batch: epoch %.3f s (loader alone %.3f s, "
+        "compute alone %.3f s, serial would take %.3f s): overlap %.0f%%\n",
+        compute_ns / 1e6, both_s, loader_s, compute_s, loader_s + compute_s,
+        100.0 * std::clamp(overlap, 0.0, 1.0));
   return kExitOk;
 }
 
 int Run(const Args& a) {
   auto opened = Dataset::Open(a.dst);
   if (!opened.ok()) {
-    std::fprintf(stderr, "shardpack bench: %s\n", opened.status().message().c_str());
-    return ExitCodeOf(opened.status());
+    Print(stderr, "shardpack bench: %s\n", opened.status().message());
+    return OpenExitCode(opened.status(), a.dst);
   }
   std::shared_ptr<const Dataset> ds(std::move(opened).value());
   DatasetOptions raw_options;
   raw_options.verify_crc = false;
   auto raw = Dataset::Open(a.dst, raw_options);
-  if (!raw.ok()) return kExitUsage;
+  if (!raw.ok()) {
+    Print(stderr, "shardpack bench: %s\n", raw.status().message());
+    return OpenExitCode(raw.status(), a.dst);
+  }
   const Manifest& m = ds->manifest();
   if (!m.image.fixed()) {
-    std::fprintf(stderr, "shardpack bench: %s: the benchmark needs a fixed-size dataset\n",
-                 a.dst.c_str());
+    Print(stderr, "shardpack bench: %s: the benchmark needs a fixed-size dataset\n", a.dst);
     return kExitUsage;
   }
   if (ds->size() == 0) {
-    std::fprintf(stderr, "shardpack bench: %s: the dataset holds no sample: nothing to measure\n",
-                 a.dst.c_str());
+    Print(stderr, "shardpack bench: %s: the dataset holds no sample: nothing to measure\n", a.dst);
     return kExitUsage;
   }
   const size_t sample_bytes =
@@ -262,41 +264,41 @@ int Run(const Args& a) {
                           static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   if (static_cast<double>(a.batch_size) * static_cast<double>(sample_bytes) * (a.prefetch + 2) >
       static_cast<double>(memory) / 2) {
-    std::fprintf(stderr,
-                 "shardpack bench: the ring of --batch-size %d x --prefetch %d (+2) batches of "
-                 "%zu-byte samples needs %.1f GB, more than half of this machine's %.1f GB; "
-                 "choose a smaller batch or prefetch\n",
-                 a.batch_size, a.prefetch, sample_bytes,
-                 static_cast<double>(a.batch_size) * sample_bytes * (a.prefetch + 2) / 1e9,
-                 memory / 1e9);
+    Print(stderr,
+          "shardpack bench: the ring of --batch-size %d x --prefetch %d (+2) batches of "
+          "%zu-byte samples needs %.1f GB, more than half of this machine's %.1f GB; "
+          "choose a smaller batch or prefetch\n",
+          a.batch_size, a.prefetch, sample_bytes,
+          static_cast<double>(a.batch_size) * sample_bytes * (a.prefetch + 2) / 1e9, memory / 1e9);
     return kExitUsage;
   }
   if (static_cast<uint64_t>(a.batch_size) > ds->size()) {
-    std::fprintf(stderr,
-                 "shardpack bench: --batch-size %d is larger than the dataset (%llu samples): "
-                 "an epoch would not fill one batch\n",
-                 a.batch_size, static_cast<unsigned long long>(ds->size()));
+    Print(stderr,
+          "shardpack bench: --batch-size %d is larger than the dataset (%llu samples): "
+          "an epoch would not fill one batch\n",
+          a.batch_size, static_cast<unsigned long long>(ds->size()));
     return kExitUsage;
   }
   // A memcpy of the stored bytes says nothing about decoding them.
   const bool baseline = a.baseline && m.image.encoding == ImageEncoding::kRaw;
   if (a.baseline && !baseline) {
-    std::printf(
-        "encoded images (%s): no memcpy baseline; the GB/s columns count decoded "
-        "pixels\n",
-        std::string(ImageEncodingName(m.image.encoding)).c_str());
+    Print(stdout,
+          "encoded images (%s): no memcpy baseline; the GB/s columns count decoded "
+          "pixels\n",
+          std::string(ImageEncodingName(m.image.encoding)));
   }
   const double gb = static_cast<double>(ds->size() * sample_bytes) / 1e9;
-  std::printf(
-      "dataset %s: %s, %llu samples of %dx%dx%d, %.2f GB of pixels; batch %d, "
-      "prefetch %d (ring %.1f MB), CRC %s, %d epochs per run\n",
-      a.dst.c_str(), m.backend == Backend::kTfrecord ? "tfrecord" : "lmdb",
-      static_cast<unsigned long long>(ds->size()), m.image.height, m.image.width, m.image.channels,
-      gb, a.batch_size, a.prefetch, ring_bytes / 1e6, a.no_crc ? "off" : "on", a.epochs);
-  std::printf(
-      "\n| shuffle | threads | loader samples/s | loader GB/s | memcpy GB/s | ratio | "
-      "first epoch GB/s | RSS anon growth (MB) over epochs | RSS file (MB) | I/O path |\n"
-      "|---|---|---|---|---|---|---|---|---|---|\n");
+  Print(stdout,
+        "dataset %s: %s, %llu samples of %dx%dx%d, %.2f GB of pixels; batch %d, "
+        "prefetch %d (ring %.1f MB), CRC %s, %d epochs per run\n",
+        a.dst, m.backend == Backend::kTfrecord ? "tfrecord" : "lmdb",
+        static_cast<unsigned long long>(ds->size()), m.image.height, m.image.width,
+        m.image.channels, gb, a.batch_size, a.prefetch, ring_bytes / 1e6, a.no_crc ? "off" : "on",
+        a.epochs);
+  Print(stdout,
+        "\n| shuffle | threads | loader samples/s | loader GB/s | memcpy GB/s | ratio | "
+        "first epoch GB/s | RSS anon growth (MB) over epochs | RSS file (MB) | I/O path |\n"
+        "|---|---|---|---|---|---|---|---|---|---|\n");
   int status = kExitOk;
   for (const std::string& shuffle : a.shuffles) {
     for (int threads : a.threads) {
@@ -304,7 +306,7 @@ int Run(const Args& a) {
       const Rss before = ReadRss();
       auto loader = Loader::Create(ds, o);
       if (!loader.ok()) {
-        std::fprintf(stderr, "shardpack bench: %s\n", loader.status().message().c_str());
+        Print(stderr, "shardpack bench: %s\n", loader.status().message());
         return kExitUsage;
       }
       // The baseline copies the samples of epoch 0's order from a mapping of its own.
@@ -316,7 +318,7 @@ int Run(const Args& a) {
         SampleView v;
         Status got = (*raw)->Get(i, &v);
         if (!got.ok()) {
-          std::fprintf(stderr, "shardpack bench: %s\n", got.message().c_str());
+          Print(stderr, "shardpack bench: %s\n", got.message());
           return kExitFaults;
         }
         samples.push_back(v.pixels);
@@ -335,7 +337,7 @@ int Run(const Args& a) {
           auto b = (*loader)->Next();
           if (!b.ok()) {
             if (b.status().code() != StatusCode::kOutOfRange) {
-              std::fprintf(stderr, "shardpack bench: %s\n", b.status().message().c_str());
+              Print(stderr, "shardpack bench: %s\n", b.status().message());
               return kExitFaults;
             }
             break;
@@ -349,7 +351,7 @@ int Run(const Args& a) {
         for (uint64_t i : order) {
           Status intact = (*raw)->CheckIntact(i);
           if (!intact.ok()) {
-            std::fprintf(stderr, "shardpack bench: %s\n", intact.message().c_str());
+            Print(stderr, "shardpack bench: %s\n", intact.message());
             return kExitFaults;
           }
         }
@@ -381,9 +383,9 @@ int Run(const Args& a) {
                       stats.bytes_found_missing / 1e6);
         io += buf;
       }
-      std::printf("| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %.0f | %s |\n",
-                  shuffle.c_str(), threads, ds->size() / loader_s, loader_gbs, copy_gbs, ratio,
-                  gb / seconds[0], growth.c_str(), last.file / 1e6, io.c_str());
+      Print(stdout, "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %s | %.0f | %s |\n", shuffle,
+            threads, ds->size() / loader_s, loader_gbs, copy_gbs, ratio, gb / seconds[0], growth,
+            last.file / 1e6, io);
       std::fflush(stdout);
     }
   }
@@ -391,14 +393,14 @@ int Run(const Args& a) {
     const int gpu = RunGpu(a, ds, static_cast<size_t>(a.batch_size) * sample_bytes);
     if (gpu != kExitOk) return gpu;
   }
-  std::printf(
-      "\nratio: loader epochs alternate with memcpy passes of the same samples (in epoch "
-      "0's order, from a mapping of their own) by the same number of threads; the ratio is "
-      "the median over the pairs after the first, the GB/s columns the medians of each. "
-      "RSS anon growth: anonymous memory above what the process had before "
-      "the loader was created, after each epoch (the ring is %.1f MB). RSS file: shard "
-      "pages mapped by the process (shared page cache, not a copy).\n",
-      ring_bytes / 1e6);
+  Print(stdout,
+        "\nratio: loader epochs alternate with memcpy passes of the same samples (in epoch "
+        "0's order, from a mapping of their own) by the same number of threads; the ratio is "
+        "the median over the pairs after the first, the GB/s columns the medians of each. "
+        "RSS anon growth: anonymous memory above what the process had before "
+        "the loader was created, after each epoch (the ring is %.1f MB). RSS file: shard "
+        "pages mapped by the process (shared page cache, not a copy).\n",
+        ring_bytes / 1e6);
   return status;
 }
 

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <map>
 #include <memory>
 #include <vector>
@@ -14,6 +13,7 @@
 #include "shardpack/limits.h"
 #include "tools/commands.h"
 #include "tools/mpi_session.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -55,9 +55,14 @@ std::function<void(const ConvertProgress&)> ProgressPrinter(bool terminal) {
                   p.seconds > 0 ? p.bytes_in / p.seconds / 1e6 : 0.0,
                   (unsigned long long)p.rejected, eta);
     if (terminal) {
-      std::fprintf(stderr, "\r\033[Kshardpack convert: %s%s", line, end ? "\n" : "");
+      // The redraw's own controls are in the format; the line holds only numbers.
+      if (end) {
+        Print(stderr, "\r\033[Kshardpack convert: %s\n", line);
+      } else {
+        Print(stderr, "\r\033[Kshardpack convert: %s", line);
+      }
     } else {
-      std::fprintf(stderr, "shardpack convert: %s\n", line);
+      Print(stderr, "shardpack convert: %s\n", line);
     }
   };
 }
@@ -222,7 +227,7 @@ std::function<int()> AddConvert(CLI::App& app) {
     o.backend = a->format == "lmdb" ? Backend::kLmdb : Backend::kTfrecord;
     if (a->lmdb_schema == "caffe") {
       if (o.backend != Backend::kLmdb) {
-        std::fprintf(stderr, "shardpack convert: --lmdb-schema caffe needs --format lmdb\n");
+        Print(stderr, "shardpack convert: --lmdb-schema caffe needs --format lmdb\n");
         return kExitUsage;
       }
       o.lmdb_schema = LmdbSchema::kCaffe;
@@ -232,10 +237,10 @@ std::function<int()> AddConvert(CLI::App& app) {
                                              : InputFormat::kAuto;
     if (!a->size.empty()) {
       if (!ParseSize(a->size, kMaxSide, &o.width, &o.height)) {
-        std::fprintf(stderr,
-                     "shardpack convert: --size %s: expected WIDTHxHEIGHT, two integers "
-                     "from 1 to %d joined by 'x' (e.g. 256x256)\n",
-                     a->size.c_str(), kMaxSide);
+        Print(stderr,
+              "shardpack convert: --size %s: expected WIDTHxHEIGHT, two integers "
+              "from 1 to %d joined by 'x' (e.g. 256x256)\n",
+              a->size, kMaxSide);
         return kExitUsage;
       }
       o.fit = *ParseFitMode(a->fit);  // checked by NameCheck
@@ -244,9 +249,9 @@ std::function<int()> AddConvert(CLI::App& app) {
     } else if (a->keep) {
       o.keep = true;
     } else {
-      std::fprintf(stderr,
-                   "shardpack convert: choose the output geometry: --size WxH, --max-side N "
-                   "or --keep\n");
+      Print(stderr,
+            "shardpack convert: choose the output geometry: --size WxH, --max-side N "
+            "or --keep\n");
       return kExitUsage;
     }
     o.filter = *ParseResizeFilter(a->filter);  // checked by NameCheck
@@ -254,10 +259,10 @@ std::function<int()> AddConvert(CLI::App& app) {
     if (a->background.size() != 6 ||
         a->background.find_first_not_of("0123456789abcdefABCDEF") != std::string::npos ||
         std::sscanf(a->background.c_str(), "%2x%2x%2x", &r, &g, &b) != 3) {
-      std::fprintf(stderr,
-                   "shardpack convert: --background %s: expected RRGGBB, six hexadecimal "
-                   "digits (e.g. ffffff)\n",
-                   a->background.c_str());
+      Print(stderr,
+            "shardpack convert: --background %s: expected RRGGBB, six hexadecimal "
+            "digits (e.g. ffffff)\n",
+            a->background);
       return kExitUsage;
     }
     o.background[0] = static_cast<uint8_t>(r);
@@ -301,8 +306,8 @@ std::function<int()> AddConvert(CLI::App& app) {
           !number(std::string_view(a->part).substr(0, slash), &o.part_index) ||
           !number(std::string_view(a->part).substr(slash + 1), &o.part_count) || o.part_count < 1 ||
           o.part_index < 0 || o.part_index >= o.part_count || o.part_count > kMaxParts) {
-        std::fprintf(stderr, "shardpack convert: --part %s: expected I/N with 0 <= I < N <= %d\n",
-                     a->part.c_str(), kMaxParts);
+        Print(stderr, "shardpack convert: --part %s: expected I/N with 0 <= I < N <= %d\n", a->part,
+              kMaxParts);
         return kExitUsage;
       }
     }
@@ -316,16 +321,15 @@ namespace {
 // stages in thread-seconds, per image and as a share of the threads' time.
 void PrintStages(const ConvertStageSeconds& t, uint64_t images) {
   const double capacity = t.threads * t.pipeline;
-  std::printf("  where the time went (%d threads; the pipeline %.2f s, %.2f thread-seconds):\n",
-              t.threads, t.pipeline, capacity);
+  Print(stdout, "  where the time went (%d threads; the pipeline %.2f s, %.2f thread-seconds):\n",
+        t.threads, t.pipeline, capacity);
   for (const auto& [name, seconds, summed] : t.Listed()) {
     if (!summed) {
-      std::printf("    %-8s %8.3f s\n", name, seconds);
+      Print(stdout, "    %-8s %8.3f s\n", name, seconds);
       continue;
     }
-    std::printf("    %-8s %8.3f thread-s %8.3f ms/image %5.1f%%\n", name, seconds,
-                images > 0 ? seconds * 1e3 / images : 0.0,
-                capacity > 0 ? 100 * seconds / capacity : 0.0);
+    Print(stdout, "    %-8s %8.3f thread-s %8.3f ms/image %5.1f%%\n", name, seconds,
+          images > 0 ? seconds * 1e3 / images : 0.0, capacity > 0 ? 100 * seconds / capacity : 0.0);
   }
 }
 
@@ -335,8 +339,12 @@ nlohmann::ordered_json StagesJson(const ConvertStageSeconds& t) {
   return j;
 }
 
-int ConvertExitCode(const Status& s) {
-  return s.code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+// 1 for rejects past the limits and damaged inputs; 2 for the rest, and for a SRC or DST
+// whose manifest cannot be read (an unreadable dataset, as every command says it).
+int ConvertExitCode(const Status& s, const ConvertArgs& a) {
+  if (s.code() != StatusCode::kCorruption) return kExitUsage;
+  return HoldsUnreadableManifest(a.src) || HoldsUnreadableManifest(a.dst) ? kExitUsage
+                                                                          : kExitFaults;
 }
 
 int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
@@ -346,22 +354,21 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
       o.part_count > 1 ? PartDirectory(a->dst, o.part_index, o.part_count) : a->dst;
   auto summary = Convert(a->src, a->dst, o);
   if (!summary.ok()) {
-    std::fprintf(stderr, "shardpack convert: %s\n", summary.status().message().c_str());
-    return ConvertExitCode(summary.status());
+    Print(stderr, "shardpack convert: %s\n", summary.status().message());
+    return ConvertExitCode(summary.status(), *a);
   }
   const ConvertSummary& s = *summary;
   if (s.already_complete) {
-    std::printf("%s: already complete (the same inputs and options): nothing to do\n", out.c_str());
+    Print(stdout, "%s: already complete (the same inputs and options): nothing to do\n", out);
     return kExitOk;
   }
   if (a->resume && s.resumed_from > 0) {
-    std::fprintf(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
-                 (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
+    Print(stderr, "shardpack convert: resumed after %llu of %llu inputs\n",
+          (unsigned long long)s.resumed_from, (unsigned long long)s.inputs);
   }
   if (!a->quiet) {
     for (const ConvertReject& r : s.rejects) {
-      std::fprintf(stderr, "shardpack convert: %s: rejected: %s\n", r.path.c_str(),
-                   r.reason.c_str());
+      Print(stderr, "shardpack convert: %s: rejected: %s\n", r.path, r.reason);
     }
   }
   uint64_t bytes = 0;
@@ -387,45 +394,45 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
     nlohmann::ordered_json rejects = nlohmann::ordered_json::array();
     for (const auto& r : s.rejects) rejects.push_back({{"path", r.path}, {"reason", r.reason}});
     j["rejects"] = rejects;
-    std::cout << j.dump(2) << "\n";
+    PrintJson(j);
   } else {
     const uint64_t done_now = s.inputs - s.resumed_from;
-    std::printf("%s: %llu inputs: %llu written, %llu rejected%s; %zu classes, %zu %s shards\n",
-                out.c_str(), (unsigned long long)s.inputs, (unsigned long long)s.written,
-                (unsigned long long)s.rejected,
-                s.hidden_ignored
-                    ? (", " + std::to_string(s.hidden_ignored) + " hidden entries ignored").c_str()
-                    : "",
-                s.manifest.classes.size(), s.manifest.shards.size(),
-                std::string(BackendName(s.manifest.backend)).c_str());
-    std::printf("  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
-                bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
-                s.resumed_from > 0 ? " (this run, after resuming)" : "");
+    Print(stdout, "%s: %llu inputs: %llu written, %llu rejected%s; %zu classes, %zu %s shards\n",
+          out, (unsigned long long)s.inputs, (unsigned long long)s.written,
+          (unsigned long long)s.rejected,
+          s.hidden_ignored ? (", " + std::to_string(s.hidden_ignored) + " hidden entries ignored")
+                           : "",
+          s.manifest.classes.size(), s.manifest.shards.size(),
+          std::string(BackendName(s.manifest.backend)));
+    Print(stdout, "  %.1f MB read, %.1f MB written, %.1f s, %.0f images/s%s\n", s.bytes_in / 1e6,
+          bytes / 1e6, s.seconds, s.seconds > 0 ? done_now / s.seconds : 0.0,
+          s.resumed_from > 0 ? " (this run, after resuming)" : "");
     if (!s.staging.empty()) {
-      std::printf("  uploaded: %llu objects, %.1f MB (manifest.json last); staging %s removed\n",
-                  (unsigned long long)s.uploaded_files, s.uploaded_bytes / 1e6, s.staging.c_str());
+      Print(stdout, "  uploaded: %llu objects, %.1f MB (manifest.json last); staging %s removed\n",
+            (unsigned long long)s.uploaded_files, s.uploaded_bytes / 1e6, s.staging);
       if (s.deleted_objects > 0) {
-        std::printf("  deleted: %llu objects of the replaced dataset that this one does not list\n",
-                    (unsigned long long)s.deleted_objects);
+        Print(stdout,
+              "  deleted: %llu objects of the replaced dataset that this one does not list\n",
+              (unsigned long long)s.deleted_objects);
       }
     }
     if (a->stats) {
       PrintStages(s.stages, done_now);
       if (!s.write_method.empty()) {
-        std::printf("  shards written by: %s (--write-method %s)\n", s.write_method.c_str(),
-                    a->write_method.c_str());
+        Print(stdout, "  shards written by: %s (--write-method %s)\n", s.write_method,
+              a->write_method);
       }
     }
     if (!s.rejects.empty()) {
-      std::printf("  rejected, by reason (each listed in %s/rejects.tsv):\n", out.c_str());
+      Print(stdout, "  rejected, by reason (each listed in %s/rejects.tsv):\n", out);
       for (const auto& [reason, n] : RejectsByReason(s.rejects)) {
-        std::printf("  %8llu  %s\n", (unsigned long long)n, reason.c_str());
+        Print(stdout, "  %8llu  %s\n", (unsigned long long)n, reason);
       }
     }
   }
   if (o.part_count > 1 && !a->mpi) {
-    std::printf("  part %d of %d; once all %d are done: shardpack merge %s\n", o.part_index,
-                o.part_count, o.part_count, a->dst.c_str());
+    Print(stdout, "  part %d of %d; once all %d are done: shardpack merge %s\n", o.part_index,
+          o.part_count, o.part_count, a->dst);
   }
   return kExitOk;
 }
@@ -436,7 +443,7 @@ int RunConvert(const ConvertArgs& args, const ConvertOptions& o) {
 int RunMpi(const ConvertArgs& a, ConvertOptions o) {
   auto mpi = MpiSession::Start();
   if (!mpi.ok()) {
-    std::fprintf(stderr, "shardpack convert: --mpi: %s\n", mpi.status().message().c_str());
+    Print(stderr, "shardpack convert: --mpi: %s\n", mpi.status().message());
     return kExitUsage;
   }
   MpiSession& session = **mpi;
@@ -445,7 +452,7 @@ int RunMpi(const ConvertArgs& a, ConvertOptions o) {
   const bool merged = ::access((a.dst + "/manifest.json").c_str(), F_OK) == 0 &&
                       ::access((a.dst + "/parts").c_str(), F_OK) != 0;
   if (a.resume && merged) {
-    if (rank == 0) std::printf("%s: already converted and merged\n", a.dst.c_str());
+    if (rank == 0) Print(stdout, "%s: already converted and merged\n", a.dst);
     return kExitOk;
   }
   int code = kExitOk;
@@ -461,12 +468,11 @@ int RunMpi(const ConvertArgs& a, ConvertOptions o) {
       const std::string dir = PartDirectory(a.dst, rank, size);
       auto report = VerifyDataset(dir, vo);
       if (!report.ok()) {
-        std::fprintf(stderr, "shardpack convert: %s: %s\n", dir.c_str(),
-                     report.status().message().c_str());
+        Print(stderr, "shardpack convert: %s: %s\n", dir, report.status().message());
         code = kExitUsage;
       } else if (!report->ok()) {
         for (const VerifyFault& f : report->faults) {
-          std::fprintf(stderr, "shardpack convert: %s/%s\n", dir.c_str(), FormatFault(f).c_str());
+          Print(stderr, "shardpack convert: %s/%s\n", dir, FormatFault(f));
         }
         code = kExitFaults;
       }
@@ -478,23 +484,23 @@ int RunMpi(const ConvertArgs& a, ConvertOptions o) {
   const int failed = session.CountFailed(code == kExitOk);
   if (rank == 0) {
     if (failed > 0) {
-      std::fprintf(stderr,
-                   "shardpack convert: %d of %d parts failed (their ranks said why); nothing "
-                   "merged. Run again with --resume to redo only what is missing\n",
-                   failed, size);
+      Print(stderr,
+            "shardpack convert: %d of %d parts failed (their ranks said why); nothing "
+            "merged. Run again with --resume to redo only what is missing\n",
+            failed, size);
       code = code == kExitOk ? kExitUsage : code;
     } else {
       MergeOptions mo;
       mo.verify = false;
       auto summary = Merge(a.dst, mo);
       if (!summary.ok()) {
-        std::fprintf(stderr, "shardpack convert: merge: %s\n", summary.status().message().c_str());
+        Print(stderr, "shardpack convert: merge: %s\n", summary.status().message());
         code = ExitCodeOf(summary.status());
       } else {
-        std::printf("%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu shards\n",
-                    a.dst.c_str(), summary->parts, (unsigned long long)summary->inputs,
-                    (unsigned long long)summary->written, (unsigned long long)summary->rejected,
-                    summary->manifest.shards.size());
+        Print(stdout, "%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu shards\n",
+              a.dst, summary->parts, (unsigned long long)summary->inputs,
+              (unsigned long long)summary->written, (unsigned long long)summary->rejected,
+              summary->manifest.shards.size());
       }
     }
   }

@@ -2,13 +2,14 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
+#include "io/env.h"
 #include "remote/shard_cache.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -52,6 +53,7 @@ std::function<int()> AddInfo(CLI::App& app) {
     std::string dir;
     bool json = false;
     int classes = 20;
+    std::string min_rate;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand("info", "Describe a dataset: samples, classes, shards");
@@ -62,40 +64,56 @@ std::function<int()> AddInfo(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print a machine-readable description on stdout");
   cmd->add_option("--classes", args->classes, "Classes to list (default 20; 0: all)")
       ->check(Integer<int>(0));
+  AddMinRate(cmd, &args->min_rate);
   return [args] {
-    auto manifest = LoadManifest(args->dir);
+    RemoteOptions remote;
+    if (!ParseMinRate("info", args->min_rate, &remote)) return kExitUsage;
+    auto manifest = LoadManifest(args->dir, remote);
     if (!manifest.ok()) {
-      std::fprintf(stderr, "shardpack info: %s\n", manifest.status().message().c_str());
+      Print(stderr, "shardpack info: %s\n", manifest.status().message());
       return kExitUsage;
     }
     const Manifest& m = *manifest;
+    // A local dataset's files are there and readable (not opened: a FIFO would block); a
+    // remote one's are not fetched.
+    if (!IsRemotePath(args->dir)) {
+      for (const ShardEntry& e : m.shards) {
+        for (const FileEntry* f : {&e.data, e.index ? &*e.index : nullptr}) {
+          if (f == nullptr) continue;
+          if (Status s = io::RequireRegularFile(io::JoinPath(args->dir, f->file)); !s.ok()) {
+            Print(stderr, "shardpack info: %s: the dataset cannot be read\n", s.message());
+            return kExitUsage;
+          }
+        }
+      }
+    }
     uint64_t bytes = 0;
     for (const ShardEntry& s : m.shards) bytes += s.data.bytes + (s.index ? s.index->bytes : 0);
     if (args->json) {
       nlohmann::ordered_json j = nlohmann::ordered_json::parse(SerializeManifest(m));
       j["total_bytes"] = bytes;
-      std::cout << j.dump(2) << "\n";
+      PrintJson(j);
       return kExitOk;
     }
-    std::printf("dataset      %s\n", args->dir.c_str());
-    std::printf("format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
-                m.tool_version.c_str());
-    std::printf("samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
-    std::printf("image        %s\n", ImageText(m.image, m.lmdb_schema).c_str());
-    std::printf("shards       %zu %s shards, %s\n", m.shards.size(),
-                std::string(BackendName(m.backend)).c_str(), HumanBytes(bytes).c_str());
-    std::printf("seed         %llu\n", static_cast<unsigned long long>(m.seed));
-    std::printf("options      %s\n", m.options_json.c_str());
-    std::printf("classes      %zu (labels 0..%zu)\n", m.classes.size(),
-                m.classes.empty() ? 0 : m.classes.size() - 1);
+    Print(stdout, "dataset      %s\n", args->dir);
+    Print(stdout, "format       shardpack %d.%d, written by %s\n", m.format_major, m.format_minor,
+          m.tool_version);
+    Print(stdout, "samples      %llu\n", static_cast<unsigned long long>(m.num_samples));
+    Print(stdout, "image        %s\n", ImageText(m.image, m.lmdb_schema));
+    Print(stdout, "shards       %zu %s shards, %s\n", m.shards.size(),
+          std::string(BackendName(m.backend)), HumanBytes(bytes));
+    Print(stdout, "seed         %llu\n", static_cast<unsigned long long>(m.seed));
+    Print(stdout, "options      %s\n", m.options_json);
+    Print(stdout, "classes      %zu (labels 0..%zu)\n", m.classes.size(),
+          m.classes.empty() ? 0 : m.classes.size() - 1);
     size_t shown =
         args->classes == 0 ? m.classes.size() : std::min<size_t>(m.classes.size(), args->classes);
     for (size_t i = 0; i < shown; ++i) {
-      std::printf("  %5zu  %-32s %llu\n", i, m.classes[i].name.c_str(),
-                  static_cast<unsigned long long>(m.classes[i].count));
+      Print(stdout, "  %5zu  %-32s %llu\n", i, m.classes[i].name,
+            static_cast<unsigned long long>(m.classes[i].count));
     }
     if (shown < m.classes.size()) {
-      std::printf("  ... %zu more (--classes 0 lists all)\n", m.classes.size() - shown);
+      Print(stdout, "  ... %zu more (--classes 0 lists all)\n", m.classes.size() - shown);
     }
     return kExitOk;
   };

@@ -1,11 +1,12 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <iostream>
+#include <filesystem>
 #include <memory>
 
 #include "shardpack/convert.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -31,12 +32,18 @@ std::function<int()> AddMerge(CLI::App& app) {
     o.verify = !a->no_verify;
     o.num_threads = a->threads;
     o.on_fault = [](const VerifyFault& f) {
-      std::fprintf(stderr, "shardpack merge: %s\n", FormatFault(f).c_str());
+      Print(stderr, "shardpack merge: %s\n", FormatFault(f));
     };
     auto summary = Merge(a->dst, o);
     if (!summary.ok()) {
-      std::fprintf(stderr, "shardpack merge: %s\n", summary.status().message().c_str());
-      return summary.status().code() == StatusCode::kCorruption ? kExitFaults : kExitUsage;
+      Print(stderr, "shardpack merge: %s\n", summary.status().message());
+      if (summary.status().code() != StatusCode::kCorruption) return kExitUsage;
+      // A part whose manifest cannot be read did not finish: exit 2, as for a missing one.
+      std::error_code ec;
+      for (const auto& part : std::filesystem::directory_iterator(a->dst + "/parts", ec)) {
+        if (HoldsUnreadableManifest(part.path().string())) return kExitUsage;
+      }
+      return kExitFaults;
     }
     const MergeSummary& s = *summary;
     if (a->json) {
@@ -51,26 +58,26 @@ std::function<int()> AddMerge(CLI::App& app) {
       j["faults"] = s.faults.size();
       j["shards"] = s.manifest.shards.size();
       j["seconds"] = s.seconds;
-      std::cout << j.dump(2) << "\n";
+      PrintJson(j);
     }
     if (!s.ok()) {
-      std::fprintf(stderr,
-                   "shardpack merge: %zu faults in the parts; nothing merged. Convert the "
-                   "damaged parts again (--part I/N --overwrite), then merge\n",
-                   s.faults.size());
+      Print(stderr,
+            "shardpack merge: %zu faults in the parts; nothing merged. Convert the "
+            "damaged parts again (--part I/N --overwrite), then merge\n",
+            s.faults.size());
       return kExitFaults;
     }
     if (!a->json) {
       if (s.already_merged) {
-        std::printf("%s: already merged: %llu samples in %zu shards\n", a->dst.c_str(),
-                    (unsigned long long)s.manifest.num_samples, s.manifest.shards.size());
+        Print(stdout, "%s: already merged: %llu samples in %zu shards\n", a->dst,
+              (unsigned long long)s.manifest.num_samples, s.manifest.shards.size());
       } else {
-        std::printf(
-            "%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu %s "
-            "shards, %.1f s\n",
-            a->dst.c_str(), s.parts, (unsigned long long)s.inputs, (unsigned long long)s.written,
-            (unsigned long long)s.rejected, s.manifest.shards.size(),
-            std::string(BackendName(s.manifest.backend)).c_str(), s.seconds);
+        Print(stdout,
+              "%s: merged %d parts: %llu inputs: %llu written, %llu rejected; %zu %s "
+              "shards, %.1f s\n",
+              a->dst, s.parts, (unsigned long long)s.inputs, (unsigned long long)s.written,
+              (unsigned long long)s.rejected, s.manifest.shards.size(),
+              std::string(BackendName(s.manifest.backend)), s.seconds);
       }
     }
     return kExitOk;

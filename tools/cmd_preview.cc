@@ -8,6 +8,7 @@
 #include "preview/contact_sheet.h"
 #include "shardpack/dataset.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 namespace {
@@ -69,36 +70,35 @@ std::function<int()> AddPreview(CLI::App& app) {
   return [a] {
     auto ds = Dataset::Open(a->dir);
     if (!ds.ok()) {
-      std::fprintf(stderr, "shardpack preview: %s\n", ds.status().message().c_str());
-      return ExitCodeOf(ds.status());
+      Print(stderr, "shardpack preview: %s\n", ds.status().message());
+      return OpenExitCode(ds.status(), a->dir);
     }
     if (std::string clash = DatasetFileAt(**ds, a->out); !clash.empty()) {
-      std::fprintf(stderr,
-                   "shardpack preview: %s: this is the dataset's own file %s; write the "
-                   "preview elsewhere\n",
-                   a->out.c_str(), clash.c_str());
+      Print(stderr,
+            "shardpack preview: %s: this is the dataset's own file %s; write the "
+            "preview elsewhere\n",
+            a->out, clash);
       return kExitUsage;
     }
     ContactSheetInfo info;
     auto sheet = RenderContactSheet(**ds, a->sheet, &info);
     if (!sheet.ok()) {
-      std::fprintf(stderr, "shardpack preview: %s\n", sheet.status().message().c_str());
+      Print(stderr, "shardpack preview: %s\n", sheet.status().message());
       return ExitCodeOf(sheet.status());
     }
     auto png = image::EncodePng(sheet->pixels.data(), sheet->height, sheet->width, 3);
     if (!png.ok()) {
-      std::fprintf(stderr, "shardpack preview: %s: %s\n", a->out.c_str(),
-                   png.status().message().c_str());
+      Print(stderr, "shardpack preview: %s: %s\n", a->out, png.status().message());
       return kExitUsage;
     }
     // The message names the file (its temporary name when writing it failed).
     Status s = io::WriteFileAtomically(io::Env::Posix(), a->out, *png);
     if (!s.ok()) {
-      std::fprintf(stderr, "shardpack preview: %s\n", s.message().c_str());
+      Print(stderr, "shardpack preview: %s\n", s.message());
       return kExitUsage;
     }
-    std::printf("wrote %s: %zu samples, %dx%d\n", a->out.c_str(), info.indices.size(), sheet->width,
-                sheet->height);
+    Print(stdout, "wrote %s: %zu samples, %dx%d\n", a->out, info.indices.size(), sheet->width,
+          sheet->height);
     return kExitOk;
   };
 }

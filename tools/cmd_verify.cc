@@ -1,13 +1,13 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 #include "remote/shard_cache.h"
 #include "shardpack/remote.h"
 #include "shardpack/verify.h"
 #include "tools/commands.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -16,7 +16,7 @@ std::function<int()> AddVerify(CLI::App& app) {
     std::string dir;
     int threads = 0;
     bool json = false, tfrecord = false, no_decode = false, decode = false;
-    std::string cache_dir, cache_bytes;
+    std::string cache_dir, cache_bytes, min_rate;
   };
   auto args = std::make_shared<Args>();
   CLI::App* cmd = app.add_subcommand(
@@ -42,27 +42,28 @@ std::function<int()> AddVerify(CLI::App& app) {
   cmd->add_option("--cache-bytes", args->cache_bytes,
                   "URL datasets: the most the cache may hold, e.g. 200G (default: "
                   "$SHARDPACK_CACHE_BYTES, else 64G)");
+  AddMinRate(cmd, &args->min_rate);
   return [args] {
     VerifyOptions options;
+    if (!ParseMinRate("verify", args->min_rate, &options.remote)) return kExitUsage;
     options.num_threads = args->threads;
     options.decode_images = !args->no_decode;
     options.decode_encoded = args->decode;
     if (args->decode && args->tfrecord) {
-      std::fprintf(stderr,
-                   "shardpack verify: --decode is for datasets; --tfrecord decodes unless "
-                   "--no-decode\n");
+      Print(stderr,
+            "shardpack verify: --decode is for datasets; --tfrecord decodes unless "
+            "--no-decode\n");
       return kExitUsage;
     }
     if (args->no_decode && !args->tfrecord) {
-      std::fprintf(stderr, "shardpack verify: --no-decode applies to --tfrecord only\n");
+      Print(stderr, "shardpack verify: --no-decode applies to --tfrecord only\n");
       return kExitUsage;
     }
     options.remote.cache_dir = args->cache_dir;
     if (!args->cache_bytes.empty()) {
       auto bytes = remote::ParseByteSize(args->cache_bytes);
       if (!bytes.ok()) {
-        std::fprintf(stderr, "shardpack verify: --cache-bytes: %s\n",
-                     bytes.status().message().c_str());
+        Print(stderr, "shardpack verify: --cache-bytes: %s\n", bytes.status().message());
         return kExitUsage;
       }
       options.remote.cache_bytes = *bytes;
@@ -74,10 +75,10 @@ std::function<int()> AddVerify(CLI::App& app) {
       const bool no_manifest =
           !args->tfrecord && report.status().code() == StatusCode::kNotFound &&
           report.status().message().find("is not a shardpack dataset") != std::string::npos;
-      std::fprintf(stderr, "shardpack verify: %s%s\n", report.status().message().c_str(),
-                   no_manifest ? " (TFRecord files without a manifest: shardpack verify "
-                                 "--tfrecord PATH)"
-                               : "");
+      Print(stderr, "shardpack verify: %s%s\n", report.status().message(),
+            no_manifest ? " (TFRecord files without a manifest: shardpack verify "
+                          "--tfrecord PATH)"
+                        : "");
       return kExitUsage;
     }
     const VerifyReport& r = *report;
@@ -96,22 +97,21 @@ std::function<int()> AddVerify(CLI::App& app) {
             {{"file", f.file}, {"record", f.record}, {"offset", f.offset}, {"message", f.message}});
       }
       j["faults"] = faults;
-      std::cout << j.dump(2) << "\n";
+      PrintJson(j);
     } else {
       // A remote dataset's faults name the file's URL, a local one's its name.
       const std::string prefix = IsRemotePath(args->dir) && !args->tfrecord
                                      ? args->dir + (args->dir.back() == '/' ? "" : "/")
                                      : "";
       for (const VerifyFault& f : r.faults) {
-        std::fprintf(stderr, "shardpack verify: %s%s\n", prefix.c_str(), FormatFault(f).c_str());
+        Print(stderr, "shardpack verify: %s%s\n", prefix, FormatFault(f));
       }
       double gbps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds / 1e9 : 0;
-      std::printf("%s: %s: %llu files, %llu records, %.3f GB in %.2f s (%.2f GB/s), %llu %s\n",
-                  args->dir.c_str(), r.ok() ? "OK" : "FAULTS",
-                  static_cast<unsigned long long>(r.files),
-                  static_cast<unsigned long long>(r.records), static_cast<double>(r.bytes) / 1e9,
-                  r.seconds, gbps, static_cast<unsigned long long>(r.fault_count),
-                  r.fault_count == 1 ? "fault" : "faults");
+      Print(stdout, "%s: %s: %llu files, %llu records, %.3f GB in %.2f s (%.2f GB/s), %llu %s\n",
+            args->dir, r.ok() ? "OK" : "FAULTS", static_cast<unsigned long long>(r.files),
+            static_cast<unsigned long long>(r.records), static_cast<double>(r.bytes) / 1e9,
+            r.seconds, gbps, static_cast<unsigned long long>(r.fault_count),
+            r.fault_count == 1 ? "fault" : "faults");
     }
     return r.ok() ? kExitOk : kExitFaults;
   };

@@ -1,10 +1,12 @@
 // The shardpack CLI: one file per subcommand, each thin over the library. Diagnostics go
 // to stderr as "shardpack <command>: <path>[: record N at offset X]: <message>", results
-// to stdout (--json for machines). Exit codes: 0 success, 1 data faults found, 2 usage or
-// environment errors.
+// to stdout (--json for machines), all through tools/output.h, which keeps a dataset's
+// bytes from acting on the terminal. Exit codes: 0 success, 1 data faults found, 2 usage
+// or environment errors, or a dataset that cannot be read at all (docs/CLI.md).
 #ifndef SHARDPACK_TOOLS_COMMANDS_H_
 #define SHARDPACK_TOOLS_COMMANDS_H_
 
+#include <sys/stat.h>
 #include <CLI/CLI.hpp>
 
 #include <charconv>
@@ -13,7 +15,11 @@
 #include <string>
 #include <type_traits>
 
+#include "remote/shard_cache.h"
+#include "shardpack/manifest.h"
+#include "shardpack/remote.h"
 #include "shardpack/status.h"
+#include "tools/output.h"
 
 namespace shardpack::cli {
 
@@ -26,6 +32,17 @@ inline constexpr int kExitUsage = 2;
 inline int ExitCodeOf(const Status& s) {
   return s.code() == StatusCode::kCorruption || s.code() == StatusCode::kIOError ? kExitFaults
                                                                                  : kExitUsage;
+}
+
+// The exit code of a failure to open the dataset at `dataset` (Dataset::Open): 2 when its
+// manifest cannot be read (missing, not a regular file, damaged, of a format this build
+// does not read): the dataset cannot be read at all (docs/CLI.md), as verify and info say
+// too; otherwise ExitCodeOf's (1 for a damaged shard). The manifest is read again only on
+// this failure path, to tell the two apart.
+inline int OpenExitCode(const Status& s, const std::string& dataset,
+                        const RemoteOptions& remote = {}) {
+  if (ExitCodeOf(s) == kExitUsage) return kExitUsage;
+  return LoadManifest(dataset, remote).ok() ? kExitFaults : kExitUsage;
 }
 
 // A CLI11 check of an integer option of type T, run on the argument before CLI11 converts
@@ -84,6 +101,41 @@ CLI::Validator NameCheck(Parse parse) {
         return parsed.ok() ? std::string() : parsed.status().message();
       },
       "NAME");
+}
+
+// True when `dir` holds a manifest.json that cannot be read (damaged, not a regular file,
+// of a format this build does not read). Convert and merge fail with Corruption both for
+// such a manifest (of SRC, DST or a part: exit 2, a dataset that cannot be read) and for
+// damaged data (exit 1); on that failure path this tells them apart.
+inline bool HoldsUnreadableManifest(const std::string& dir) {
+  if (IsRemotePath(dir)) return false;
+  struct stat st {};
+  const std::string path = dir + "/manifest.json";
+  return ::lstat(path.c_str(), &st) == 0 && !ReadManifest(dir).ok();
+}
+
+// --min-rate RATE, for the commands that download a dataset: the rate that each download's
+// deadline is made of (RemoteOptions::min_bytes_per_second).
+inline void AddMinRate(CLI::App* cmd, std::string* rate) {
+  cmd->add_option("--min-rate", *rate,
+                  "URL datasets: each download must end within 60 s plus one second per this "
+                  "many bytes of it, e.g. 64K (default: $SHARDPACK_MIN_RATE, else 256K)");
+}
+
+// Sets remote->min_bytes_per_second from --min-rate's `text` ("" leaves the default);
+// false, after saying why on stderr, for a value that is no positive rate.
+inline bool ParseMinRate(const char* command, const std::string& text, RemoteOptions* remote) {
+  if (text.empty()) return true;
+  auto rate = remote::ParseByteSize(text);
+  if (!rate.ok() || *rate == 0) {
+    Print(stderr,
+          "shardpack %s: --min-rate: \"%s\" is not a rate (bytes per second above 0, or a "
+          "number with K, M or G: 64K)\n",
+          command, text);
+    return false;
+  }
+  remote->min_bytes_per_second = *rate;
+  return true;
 }
 
 // Each Add* registers a subcommand and returns the function that runs it.

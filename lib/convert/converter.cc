@@ -389,6 +389,16 @@ Status RemovePartialOutput(const std::string& dst) {
 // overwrite puts it back first, and a resumed run that completes removes it.
 constexpr const char* kReplacedDirName = ".shardpack-replaced";
 
+// A symlink planted at the aside directory's name (shardpack never makes one there) would
+// have the replaced dataset moved into the directory it leads to, outside DST: it is
+// removed, never followed.
+Status RemoveSymlinkAt(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return Status::Ok();
+  if (::unlink(path.c_str()) != 0) return ErrnoError(path + ": removing a symlink", errno);
+  return Status::Ok();
+}
+
 bool IsDatasetFileName(const std::string& n) {
   return n == format::kManifestName || n.rfind("shard-", 0) == 0 || n == "rejects.tsv";
 }
@@ -397,6 +407,7 @@ bool IsDatasetFileName(const std::string& n) {
 Status SetAsideDataset(const std::string& dst) {
   io::Env* env = io::Env::Posix();
   const std::string aside = io::JoinPath(dst, kReplacedDirName);
+  SHARDPACK_RETURN_IF_ERROR(RemoveSymlinkAt(aside));
   SHARDPACK_RETURN_IF_ERROR(env->CreateDirs(aside));
   SHARDPACK_RETURN_IF_ERROR(env->RenameFile(io::JoinPath(dst, format::kManifestName),
                                             io::JoinPath(aside, format::kManifestName)));
@@ -415,6 +426,7 @@ Status SetAsideDataset(const std::string& dst) {
 Status RestoreSetAside(const std::string& dst) {
   io::Env* env = io::Env::Posix();
   const std::string aside = io::JoinPath(dst, kReplacedDirName);
+  SHARDPACK_RETURN_IF_ERROR(RemoveSymlinkAt(aside));
   if (!env->FileExists(aside)) return Status::Ok();
   SHARDPACK_RETURN_IF_ERROR(RemovePartialOutput(dst));
   auto names = env->ListDir(aside);

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -131,25 +132,37 @@ void LmdbEnv::reset() {
 StatusOr<std::unique_ptr<LmdbShardWriter>> LmdbShardWriter::Create(std::string path,
                                                                    LmdbWriterOptions options) {
   const std::string tmp = path + ".tmp";
-  ::unlink(tmp.c_str());  // a stale temporary from an interrupted run
+  // A stale temporary, or a link planted at its name, is removed and the file made anew.
+  // liblmdb opens its file by name, twice, following links: it is given the descriptor's
+  // own name, which is this inode whatever appears at `tmp` meanwhile.
+  SHARDPACK_ASSIGN_OR_RETURN(const int fd, io::CreateNewFile(tmp, O_RDWR));
+  const std::string own_name = "/proc/self/fd/" + std::to_string(fd);
+  const bool by_descriptor = ::access(own_name.c_str(), F_OK) == 0;  // no /proc: by name
+  auto fail = [&](Status s) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return s;
+  };
   MDB_env* raw = nullptr;
   int rc = mdb_env_create(&raw);
-  if (rc != 0) return LmdbError(tmp + ": mdb_env_create", rc);
+  if (rc != 0) return fail(LmdbError(tmp + ": mdb_env_create", rc));
   LmdbEnv env(raw);
   rc = mdb_env_set_mapsize(raw, options.initial_map_bytes);
-  if (rc != 0) return LmdbError(tmp + ": mdb_env_set_mapsize", rc);
+  if (rc != 0) return fail(LmdbError(tmp + ": mdb_env_set_mapsize", rc));
   // NOSYNC while loading: the file is a temporary until Finish() syncs it explicitly.
-  rc =
-      mdb_env_open(raw, tmp.c_str(), MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
-  if (rc != 0) return LmdbError(tmp + ": mdb_env_open", rc);
+  rc = mdb_env_open(raw, by_descriptor ? own_name.c_str() : tmp.c_str(),
+                    MDB_NOSUBDIR | MDB_NOLOCK | MDB_NOSYNC | MDB_NOMETASYNC, 0644);
+  if (rc != 0) return fail(LmdbError(tmp + ": mdb_env_open", rc));
   return std::unique_ptr<LmdbShardWriter>(
-      new LmdbShardWriter(std::move(path), options, std::move(env)));
+      new LmdbShardWriter(std::move(path), options, std::move(env), fd));
 }
 
-LmdbShardWriter::LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env)
+LmdbShardWriter::LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env,
+                                 int fd)
     : path_(std::move(path)),
       options_(options),
       env_(std::move(env)),
+      fd_(fd),
       map_bytes_(options.initial_map_bytes) {}
 
 LmdbShardWriter::~LmdbShardWriter() { Abandon(); }
@@ -158,7 +171,13 @@ void LmdbShardWriter::Abandon() {
   if (done_) return;
   done_ = true;
   env_.reset();
+  CloseFile();
   ::unlink((path_ + ".tmp").c_str());
+}
+
+void LmdbShardWriter::CloseFile() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
 }
 
 uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
@@ -251,14 +270,30 @@ Status LmdbShardWriter::Finish(FileEntry* data) {
     return s;
   }
   env_.reset();
+  // The bytes hashed and the file published are those written: read through the
+  // descriptor, and `tmp` still names it (not a file put in its place meanwhile).
   io::Env* fs = io::Env::Posix();
-  auto mapped = fs->MapFile(tmp, io::AccessPattern::kSequential);
+  struct stat written {}, named {};
+  if (::fstat(fd_, &written) != 0) s = ErrnoError(tmp + ": stat", errno);
+  if (s.ok() && ::lstat(tmp.c_str(), &named) != 0) s = ErrnoError(tmp + ": stat", errno);
+  if (s.ok() && (written.st_dev != named.st_dev || written.st_ino != named.st_ino)) {
+    s = IOError(tmp + ": replaced by another file while it was written");
+  }
+  if (!s.ok()) {
+    Abandon();
+    return s;
+  }
+  const std::string own_name = "/proc/self/fd/" + std::to_string(fd_);
+  auto mapped = fs->MapFile(::access(own_name.c_str(), F_OK) == 0 ? own_name : tmp,
+                            io::AccessPattern::kSequential);
   if (!mapped.ok()) {
     Abandon();
     return mapped.status();
   }
   FileEntry entry{std::string(io::BaseName(path_)), (*mapped)->size(),
                   Xxh3Hex((*mapped)->data(), (*mapped)->size())};
+  mapped->reset();
+  CloseFile();
   s = io::PublishFile(fs, tmp, path_);
   if (!s.ok()) {
     Abandon();

@@ -54,7 +54,10 @@ struct LmdbWriterOptions {
 };
 
 // Bulk-loads one shard with MDB_APPEND into "<path>.tmp" (no lock file: MDB_NOLOCK, one
-// writer by construction), then Finish() syncs, closes and renames it to `path`.
+// writer by construction), then Finish() syncs, closes and renames it to `path`. The
+// temporary is created anew (io::CreateNewFile: a link planted at its name is removed,
+// never written through) and liblmdb writes it through the descriptor's own name
+// (/proc/self/fd/N, where /proc is mounted).
 // Not thread-safe.
 class LmdbShardWriter {
  public:
@@ -82,12 +85,14 @@ class LmdbShardWriter {
   void Abandon();
 
  private:
-  LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env);
+  LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env, int fd);
   Status CommitBatch();
+  void CloseFile();
 
   std::string path_;
   LmdbWriterOptions options_;
   LmdbEnv env_;
+  int fd_;  // the temporary's descriptor, open until it is published
   uint64_t map_bytes_;
   std::vector<std::pair<std::string, std::string>> batch_;  // key, value
   uint64_t batch_bytes_ = 0;

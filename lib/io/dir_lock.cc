@@ -32,7 +32,30 @@ StatusOr<std::unique_ptr<DirLock>> DirLock::Acquire(const std::string& dir,
   // replaced) holds nothing, and tries again on the file now at the path.
   for (int attempt = 0; attempt < 100; ++attempt) {
     const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0 && errno == ELOOP) {
+      // A symlink at the name, which is never followed: it is removed and the file made.
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return ErrnoError(path + ": removing a symlink in place of the lock file", errno);
+      }
+      continue;
+    }
     if (fd < 0) return ErrnoError(path + ": open", errno);
+    // A second name for the file (a hard link planted here, to a file elsewhere) would get
+    // the holder's text written into that file: the name is removed and made anew. A lock
+    // file that shardpack made has one name only.
+    struct stat opened {};
+    if (::fstat(fd, &opened) != 0) {
+      const int err = errno;
+      ::close(fd);
+      return ErrnoError(path + ": stat", err);
+    }
+    if (!S_ISREG(opened.st_mode) || opened.st_nlink != 1) {
+      ::close(fd);
+      if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+        return ErrnoError(path + ": removing a lock file with another name elsewhere", errno);
+      }
+      continue;
+    }
     if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       if (err != EWOULDBLOCK) {

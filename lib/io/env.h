@@ -152,10 +152,11 @@ class Env {
   // The process-wide POSIX environment.
   static Env* Posix();
 
-  // Creates or truncates `path` for writing.
+  // Replaces whatever is at `path` with a new, empty file for writing (CreateNewFile): a
+  // symlink or a hard link found there is removed, never written through.
   virtual StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) = 0;
-  // Creates or truncates `path` for positional writes copied into a shared mapping of it,
-  // which writers on several threads do without queueing on the file's lock
+  // The same, for positional writes copied into a shared mapping of the file, which
+  // writers on several threads do without queueing on the file's lock
   // (io/mapped_write.h); its Sync is final (later writes are refused). NotSupported where
   // the environment or the file system cannot (then no file is left): write with
   // NewWritableFile.
@@ -186,6 +187,18 @@ class Env {
   virtual StatusOr<uint64_t> FileSize(const std::string& path) = 0;
   virtual bool FileExists(const std::string& path) = 0;
 };
+
+// Creates `path` as a new, empty regular file and opens it with `flags` (O_WRONLY or O_RDWR;
+// O_CLOEXEC is added), mode 0644, returning the descriptor. Whatever was at `path` first is
+// unlinked: a file, or a symlink or a hard link that someone planted there. Then the name
+// is created with O_CREAT | O_EXCL | O_NOFOLLOW, which never follows a link, so no file
+// outside `path`'s directory is truncated or written through it. For the temporaries of
+// the writers ("<name>.tmp", "<name>.partial"), which are published by rename(2) (that
+// replaces a link at the final name instead of following it).
+// Errors name `path`: AlreadyExists when something appeared at the name between the unlink
+// and the creation (another process writing the same temporary); the errno's error
+// otherwise (EISDIR: a directory is in the way).
+StatusOr<int> CreateNewFile(const std::string& path, int flags);
 
 // OK for a regular file; InvalidArgument "<path>: not a regular file but a FIFO" (a
 // directory, a device, ...) otherwise, for code that opens files itself (LMDB would block

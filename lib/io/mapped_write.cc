@@ -266,8 +266,7 @@ class MappedWritableFile final : public WritableFile {
 
 StatusOr<std::unique_ptr<WritableFile>> NewMappedWritableFile(const std::string& path,
                                                               MappedPages pages) {
-  int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoError(path + ": open for writing", errno);
+  SHARDPACK_ASSIGN_OR_RETURN(const int fd, CreateNewFile(path, O_RDWR));
   // A file system without fallocate (some network and FUSE ones) could only report a full
   // disk by SIGBUS here: the caller writes such files with pwrite instead. Probed as the
   // writes will call it (mode 0, which extends the file), then cut back.

@@ -53,7 +53,8 @@ enum class MappedPages {
   kFaulted,
 };
 
-// Creates or truncates `path` and returns it for writing through a mapping. NotSupported
+// Creates `path` anew (io::CreateNewFile: a link at the name is removed, never followed)
+// and returns it for writing through a mapping. NotSupported
 // (naming the file and the reason) where its file system cannot set space aside
 // (fallocate), which the mapping needs to report a full disk as an error: the caller then
 // writes the file with Env::NewWritableFile. The file is left created and empty then.

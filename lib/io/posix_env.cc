@@ -241,6 +241,20 @@ class PosixRandomAccessFile final : public RandomAccessFile {
 
 }  // namespace
 
+StatusOr<int> CreateNewFile(const std::string& path, int flags) {
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
+    return ErrnoError(path + ": removing what is at the name before creating it", errno);
+  }
+  const int fd = ::open(path.c_str(), flags | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd >= 0) return fd;
+  if (errno == EEXIST) {
+    return AlreadyExistsError(path +
+                              ": created by someone else between its removal and its creation "
+                              "(is another process writing into this directory?)");
+  }
+  return ErrnoError(path + ": create", errno);
+}
+
 Status RequireRegularFile(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return ErrnoError(path + ": stat", errno);
@@ -255,8 +269,7 @@ namespace {
 class PosixEnv final : public Env {
  public:
   StatusOr<std::unique_ptr<WritableFile>> NewWritableFile(const std::string& path) override {
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoError(path + ": open for writing", errno);
+    SHARDPACK_ASSIGN_OR_RETURN(const int fd, CreateNewFile(path, O_WRONLY));
     return std::unique_ptr<WritableFile>(new PosixWritableFile(path, fd));
   }
 

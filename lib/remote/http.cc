@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "remote/aws_credentials.h"
+#include "remote/shard_cache.h"
 
 namespace shardpack::remote {
 
@@ -93,6 +94,33 @@ bool ParseContentRange(std::string_view v, uint64_t* b, uint64_t* e, int64_t* to
 
 }  // namespace
 
+// When a download must be done: `base_s` seconds plus one per `rate` bytes of it, from
+// its first attempt. A whole file's bytes are the caller's bound until the server names
+// its length.
+struct HttpClient::Deadline {
+  std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now();
+  int base_s = 0;
+  uint64_t rate = 1;   // bytes per second
+  uint64_t bytes = 0;  // of the download
+
+  double seconds() const {
+    return base_s + static_cast<double>(bytes) / static_cast<double>(std::max<uint64_t>(rate, 1));
+  }
+  std::chrono::steady_clock::time_point at() const {
+    return start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                       std::chrono::duration<double>(seconds()));
+  }
+  bool passed() const { return std::chrono::steady_clock::now() >= at(); }
+  // "its deadline of 64 s (60 s + 1048576 bytes at 262144 bytes/s)", and how to give more.
+  std::string Text() const {
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.0f", seconds());
+    return std::string("its deadline of ") + secs + " s (" + std::to_string(base_s) + " s + " +
+           std::to_string(bytes) + " bytes at " + std::to_string(rate) +
+           " bytes/s; a slow link asks for less: SHARDPACK_MIN_RATE, or --min-rate)";
+  }
+};
+
 // What one HTTP request asks for and what its callbacks saw.
 struct HttpClient::Transfer {
   // Request. ranged: [begin, end) of a `file_size`-byte file; otherwise a whole GET bounded
@@ -106,6 +134,10 @@ struct HttpClient::Transfer {
   std::string* body = nullptr;
   // Send: the request (any 2xx answer is taken).
   const HttpRequest* send = nullptr;
+  // Downloads: when the whole download must be done; a whole file's is cut to its
+  // Content-Length once known.
+  Deadline* deadline = nullptr;
+  bool deadline_passed = false;
   // Response.
   CURL* curl = nullptr;
   std::string content_range;  // of the last header block (redirects send several)
@@ -185,6 +217,20 @@ struct HttpClient::Transfer {
     }
     t->received += bytes;
     return bytes;
+  }
+
+  // libcurl's progress callback: about once a second, and as bytes arrive. Aborts the
+  // transfer once the download's deadline has passed.
+  static int OnProgress(void* self, curl_off_t download_total, curl_off_t, curl_off_t, curl_off_t) {
+    auto* t = static_cast<Transfer*>(self);
+    if (t->deadline == nullptr) return 0;
+    if (!t->ranged && download_total > 0 &&
+        static_cast<uint64_t>(download_total) < t->deadline->bytes) {
+      t->deadline->bytes = static_cast<uint64_t>(download_total);
+    }
+    if (!t->deadline->passed()) return 0;
+    t->deadline_passed = true;
+    return 1;
   }
 
   // The status line and headers against the request, at the first body byte.
@@ -320,11 +366,27 @@ StatusOr<HttpClient::Target> HttpClient::Resolve(const std::string& url) {
   return Target{S3HttpUrl(*s3_, object), s3_.get()};
 }
 
+StatusOr<uint64_t> ResolveMinBytesPerSecond(const RemoteOptions& options) {
+  if (options.min_bytes_per_second > 0) return options.min_bytes_per_second;
+  const std::string v = ProcessEnv("SHARDPACK_MIN_RATE");
+  if (v.empty()) return kDefaultMinBytesPerSecond;
+  auto rate = ParseByteSize(v);
+  if (!rate.ok() || *rate == 0) {
+    return InvalidArgumentError("SHARDPACK_MIN_RATE: \"" + v +
+                                "\" is not a rate (bytes per second above 0, or a number "
+                                "with K, M or G: 64K)");
+  }
+  return rate;
+}
+
 StatusOr<std::unique_ptr<HttpClient>> HttpClient::Create(const RemoteOptions& options) {
   SHARDPACK_RETURN_IF_ERROR(GlobalInit());
+  SHARDPACK_ASSIGN_OR_RETURN(const uint64_t rate, ResolveMinBytesPerSecond(options));
   CURL* curl = curl_easy_init();
   if (curl == nullptr) return InternalError("curl_easy_init failed");
-  return std::unique_ptr<HttpClient>(new HttpClient(options, curl));
+  auto client = std::unique_ptr<HttpClient>(new HttpClient(options, curl));
+  client->min_bytes_per_second_ = rate;
+  return client;
 }
 
 HttpClient::HttpClient(const RemoteOptions& options, void* curl) : options_(options), curl_(curl) {}
@@ -411,6 +473,17 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
+  if (t->deadline != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Transfer::OnProgress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    // A backstop for the phases that report no progress; the callback cuts sooner once a
+    // file's length is known.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        t->deadline->at() - std::chrono::steady_clock::now());
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(left.count(), 1)));
+  }
   std::string range;
   if (t->send != nullptr) {
     const HttpRequest& r = *t->send;
@@ -445,6 +518,10 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     if (t->error_status == 0) t->error = t->CheckHeaders();
   }
   const bool anonymous = target.s3 != nullptr && !target.s3->credentials;
+  if (t->deadline != nullptr && rc != CURLE_OK && !t->sink_failed &&
+      (t->deadline_passed || t->deadline->passed())) {
+    return {IOError("not downloaded within " + t->deadline->Text()), false};
+  }
   if (t->error_status != 0) {
     // Even when the connection dropped inside the error body: the status is known.
     ErrorOutcome e =
@@ -481,29 +558,38 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   return {Status::Ok(), false};
 }
 
-void HttpClient::Backoff(int* wait_ms) const {
+bool HttpClient::Backoff(int* wait_ms, const Deadline* deadline) const {
   *wait_ms = std::clamp(*wait_ms, 1, kMaxBackoffMs);  // before sleeping and doubling
-  std::this_thread::sleep_for(std::chrono::milliseconds(*wait_ms));
+  const auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(*wait_ms);
+  if (deadline != nullptr && wake >= deadline->at()) return false;
+  std::this_thread::sleep_until(wake);
   *wait_ms = std::min(kMaxBackoffMs, *wait_ms * 2);
+  return true;
 }
 
 StatusOr<std::string> HttpClient::Get(const std::string& url, uint64_t max_bytes) {
   auto target = Resolve(url);
   if (!target.ok()) return target.status().WithPrefix(url);
+  Deadline deadline{
+      .base_s = options_.deadline_s, .rate = min_bytes_per_second_, .bytes = max_bytes};
   int wait_ms = options_.retry_backoff_ms;
   for (int attempt = 1;; ++attempt) {
     std::string body;
     Transfer t;
     t.max_bytes = max_bytes;
     t.body = &body;
+    t.deadline = &deadline;
     Outcome o = Perform(*target, &t);
     if (o.status.ok()) return body;
+    const std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "";
     // A small file is fetched again from its start: there is nothing worth resuming.
     if (!o.transient || attempt > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
-      std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "";
       return o.status.WithPrefix(url + tries);
     }
-    Backoff(&wait_ms);
+    if (!Backoff(&wait_ms, &deadline)) {
+      return IOError(url + tries + ": not downloaded within " + deadline.Text() +
+                     ": the last attempt failed: " + o.status.message());
+    }
   }
 }
 
@@ -512,6 +598,8 @@ Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end
   auto target = Resolve(url);
   if (!target.ok()) return target.status().WithPrefix(url);
   uint64_t next = begin;
+  Deadline deadline{
+      .base_s = options_.deadline_s, .rate = min_bytes_per_second_, .bytes = end - begin};
   int wait_ms = options_.retry_backoff_ms;
   int failures = 0;  // in a row, without a byte received
   for (int attempt = 1;; ++attempt) {
@@ -521,11 +609,16 @@ Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end
     t.end = end;
     t.file_size = file_size;
     t.sink = &sink;
+    t.deadline = &deadline;
     Outcome o = Perform(*target, &t);
     next += t.received;
     if (o.status.ok()) return Status::Ok();
     const std::string where = url + ": " + RangeText(begin, end);
+    const std::string received =
+        std::to_string(next - begin) + " of " + std::to_string(end - begin) +
+        " bytes received in " + std::to_string(attempt) + (attempt == 1 ? " attempt" : " attempts");
     if (t.sink_failed) return o.status;  // the sink's error says what it is about
+    if (t.deadline_passed) return IOError(where + ": " + o.status.message() + "; " + received);
     if (!o.transient) return o.status.WithPrefix(where);
     failures = t.received > 0 ? 0 : failures + 1;
     if (failures > options_.max_retries || attempt >= kMaxAttemptsPerRequest) {
@@ -534,7 +627,10 @@ Status HttpClient::GetRange(const std::string& url, uint64_t begin, uint64_t end
                      " bytes received: " + o.status.message());
     }
     if (t.received > 0) wait_ms = options_.retry_backoff_ms;
-    Backoff(&wait_ms);
+    if (!Backoff(&wait_ms, &deadline)) {
+      return IOError(where + ": not downloaded within " + deadline.Text() + "; " + received +
+                     ", the last failing with: " + o.status.message());
+    }
   }
 }
 
@@ -563,7 +659,7 @@ StatusOr<HttpResponse> HttpClient::Send(const std::string& url, const HttpReques
       std::string tries = attempt > 1 ? " (" + std::to_string(attempt) + " attempts)" : "";
       return o.status.WithPrefix(url + tries);
     }
-    Backoff(&wait_ms);
+    (void)Backoff(&wait_ms, nullptr);
   }
 }
 

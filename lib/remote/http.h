@@ -20,7 +20,8 @@
 //                      wrong region, PermanentRedirect, RequestTimeTooSkewed,
 //                      InvalidBucketName), or the S3 configuration is unusable
 //                      (remote/s3.h)
-//   IOError            network failures (after the retries), other HTTP errors
+//   IOError            network failures (after the retries), other HTTP errors, a
+//                      download past its deadline (RemoteOptions::deadline_s)
 //   Corruption         the server's answer contradicts the manifest (file size,
 //                      Content-Range) or the protocol (200 for a partial range)
 //   ResourceExhausted  a body larger than the caller's bound
@@ -72,22 +73,34 @@ struct HttpResponse {
   int64_t content_length = -1;  // the Content-Length header; -1 when there is none
 };
 
+// RemoteOptions::min_bytes_per_second when it is 0: $SHARDPACK_MIN_RATE (bytes per second,
+// or with K/M/G/T), else this.
+inline constexpr uint64_t kDefaultMinBytesPerSecond = 256 << 10;
+
+// The rate that download deadlines are made of (RemoteOptions::min_bytes_per_second after
+// the environment default); InvalidArgument naming SHARDPACK_MIN_RATE when it holds no
+// positive rate.
+StatusOr<uint64_t> ResolveMinBytesPerSecond(const RemoteOptions& options);
+
 class HttpClient {
  public:
-  // Uses the timeouts and retry policy of `options`.
+  // Uses the timeouts, deadlines and retry policy of `options`; InvalidArgument for a
+  // $SHARDPACK_MIN_RATE that is no rate.
   static StatusOr<std::unique_ptr<HttpClient>> Create(const RemoteOptions& options);
   ~HttpClient();
   HttpClient(const HttpClient&) = delete;
   HttpClient& operator=(const HttpClient&) = delete;
 
-  // The whole body of `url` (HTTP 200), refused once it passes `max_bytes`.
+  // The whole body of `url` (HTTP 200), refused once it passes `max_bytes`. Within its
+  // deadline (RemoteOptions::deadline_s), of max_bytes until the Content-Length is known.
   StatusOr<std::string> Get(const std::string& url, uint64_t max_bytes);
 
   // Bytes [begin, end) of `url`, a file the caller knows to be `file_size` bytes long:
   // every answer must be a 206 whose Content-Range matches the request and that size, or
   // a 200 of exactly `file_size` bytes when the range is the whole file. A dropped
   // connection or a short body is resumed from the first byte not yet received
-  // ("Range: bytes=N-(end-1)"), with the retry policy of RemoteOptions. begin < end.
+  // ("Range: bytes=N-(end-1)"), with the retry policy of RemoteOptions, all within the
+  // range's deadline (RemoteOptions::deadline_s). begin < end.
   Status GetRange(const std::string& url, uint64_t begin, uint64_t end, uint64_t file_size,
                   const Sink& sink);
 
@@ -107,10 +120,14 @@ class HttpClient {
   struct Target;
   // Where a request for `url` goes: itself, or an s3:// URL's HTTP(S) URL and signing.
   StatusOr<Target> Resolve(const std::string& url);
+  struct Deadline;
   Outcome Perform(const Target& target, Transfer* t);
-  void Backoff(int* wait_ms) const;
+  // Sleeps before the next attempt; false, without sleeping, when the next attempt would
+  // start past `deadline`.
+  bool Backoff(int* wait_ms, const Deadline* deadline) const;
 
   RemoteOptions options_;
+  uint64_t min_bytes_per_second_ = kDefaultMinBytesPerSecond;
   void* curl_;  // CURL*; kept out of the header so that libcurl's stays private
   // Resolved at the first s3:// request.
   std::unique_ptr<S3Config> s3_;

@@ -83,7 +83,7 @@ class FileLock {
 
  private:
   Status Open(const std::string& path) {
-    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
     if (fd_ < 0) return ErrnoError(path + ": open", errno);
     return Status::Ok();
   }
@@ -275,8 +275,9 @@ class Fetcher {
   }
 
   Status SetReserved(uint64_t bytes) {
-    int fd = ::open(reserved_path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-    if (fd < 0) return ErrnoError(reserved_path_ + ": open", errno);
+    // Created anew each time (readers take its size under the same lock): a link planted
+    // at the name is removed, never truncated through.
+    SHARDPACK_ASSIGN_OR_RETURN(const int fd, io::CreateNewFile(reserved_path_, O_WRONLY));
     // Sparse: it takes no disk space, only its size is read.
     Status s = ::ftruncate(fd, static_cast<off_t>(bytes)) == 0
                    ? Status::Ok()
@@ -453,11 +454,13 @@ class Fetcher {
       std::lock_guard<std::mutex> lock(job.mu);
       if (!job.error.ok()) return;
       if (job.fd < 0) {
-        job.fd = ::open(job.partial.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (job.fd < 0) {
-          job.error = ErrnoError(job.partial + ": open", errno);
+        // Created anew: a link planted at the name is removed, never written through.
+        auto fd_or = io::CreateNewFile(job.partial, O_RDWR);
+        if (!fd_or.ok()) {
+          job.error = fd_or.status();
           return;
         }
+        job.fd = *fd_or;
       }
       fd = job.fd;
     }

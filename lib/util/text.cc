@@ -37,7 +37,49 @@ size_t Utf8Length(std::string_view s, size_t i) {
   return n;
 }
 
+// The code point of the valid `n`-byte UTF-8 sequence at s[i].
+uint32_t CodePoint(std::string_view s, size_t i, size_t n) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[i + k]); };
+  if (n == 1) return b(0);
+  uint32_t cp = b(0) & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+  for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (b(k) & 0x3f);
+  return cp;
+}
+
+// Whether a terminal acts on code point `cp` instead of showing it.
+bool TerminalControl(uint32_t cp) {
+  return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || cp == 0x061c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+void AppendHexByte(unsigned char c, std::string* out) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  *out += "\\x";
+  *out += kHex[c >> 4];
+  *out += kHex[c & 15];
+}
+
 }  // namespace
+
+std::string TerminalText(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    const size_t n = Utf8Length(s, i);
+    if (n == 0) {
+      AppendHexByte(static_cast<unsigned char>(s[i]), &out);
+      ++i;
+      continue;
+    }
+    if (TerminalControl(CodePoint(s, i, n))) {
+      for (size_t k = 0; k < n; ++k) AppendHexByte(static_cast<unsigned char>(s[i + k]), &out);
+    } else {
+      out.append(s.substr(i, n));
+    }
+    i += n;
+  }
+  return out;
+}
 
 std::string EscapeBytes(std::string_view s) {
   std::string out;

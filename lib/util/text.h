@@ -14,6 +14,22 @@ namespace shardpack {
 // rejects.tsv.
 std::string EscapeBytes(std::string_view bytes);
 
+// `text` (a class name, a file name, a key, a message quoting any of them: bytes from a
+// dataset or the file system) made safe to show on a terminal, which would otherwise
+// act on the controls it holds (set the window title or the clipboard through OSC, move
+// the cursor, rewrite the line). Returned unchanged when it holds none. Otherwise every
+// byte of what a terminal would interpret is written as "\xNN" (ESC as \x1b):
+//   - bytes that are not valid UTF-8 (a terminal may take them for controls);
+//   - the C0 controls U+0000..U+001F, newline and tab included (a name must not start a
+//     line that looks like the CLI's own), and DEL (U+007F);
+//   - the C1 controls U+0080..U+009F (in UTF-8 0xC2 0x80..0xC2 0x9F; 0xC2 0x9B is CSI);
+//   - the bidirectional controls U+061C, U+200E, U+200F, U+202A..U+202E and
+//     U+2066..U+2069, which reorder how the rest of the line is shown.
+// Every other character is kept as it is: printable ASCII, backslashes included, and
+// printable non-ASCII text ("café", "猫"). The result is for people to read, not to parse
+// back (a name that holds "\x1b" as text shows the same): the CLI's --json is for machines.
+std::string TerminalText(std::string_view text);
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_UTIL_TEXT_H_

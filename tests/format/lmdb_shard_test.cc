@@ -1,6 +1,8 @@
 #include "format/lmdb_shard.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "format/example.h"
 #include "format/format.h"
@@ -49,6 +51,30 @@ TEST(LmdbShardTest, OpeningAMissingOrNonLmdbFileIsAClearError) {
   r = LmdbShardReader::Open(dir.Join("junk.lmdb"), true);
   ASSERT_FALSE(r.ok());
   EXPECT_NE(r.status().message().find("junk.lmdb"), std::string::npos) << r.status().message();
+}
+
+// A link put at the temporary's name while the shard is written: the records still go to
+// the file the writer made (liblmdb writes it through its descriptor), the link's target is
+// untouched, and Finish refuses to publish what is no longer the file written.
+TEST(LmdbShardTest, ATemporaryReplacedByALinkWhileWrittenIsNeitherWrittenThroughNorPublished) {
+  testing::TempDir dir;
+  const std::string path = dir.Join("s.lmdb");
+  const std::string outside = dir.Join("outside.txt");
+  testing::WriteFileOrDie(outside, "keep me");
+  auto w = LmdbShardWriter::Create(path, {.initial_map_bytes = 1 << 20, .batch_bytes = 1});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_EQ(::unlink((path + ".tmp").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (path + ".tmp").c_str()), 0);
+  const std::string entries = EncodeFeatureEntries({4, 4, 3, 0, "c", "f"}, 0);
+  for (int i = 0; i < 5; ++i) ASSERT_OK((*w)->Append(entries, std::string(48, 'p'), 0));
+  FileEntry f;
+  Status s = (*w)->Finish(&f);
+  EXPECT_EQ(s.code(), StatusCode::kIOError) << s.ToString();
+  EXPECT_NE(s.message().find("replaced by another file while it was written"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(testing::ReadFileOrDie(outside), "keep me");
+  struct stat st {};
+  EXPECT_NE(::lstat(path.c_str(), &st), 0) << "nothing is published";
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "format/record.h"
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -153,6 +156,58 @@ TEST(RecordTest, LengthWithValidChecksumBeyondTheFileIsAnErrorNotAnAllocation) {
   auto faults = ScanFaults(file);
   ASSERT_EQ(faults.size(), 1u);
   EXPECT_EQ(faults[0].record, 1u);
+}
+
+// The reader's limit is inclusive (docs/FORMAT.md §1): a record of exactly
+// kDefaultMaxRecordBytes (the figure the docs state) is read whole, checksum and all; one a
+// byte longer is refused before its payload is touched. The payloads are zeros in an
+// anonymous mapping: the zero page, not 257 MiB of memory.
+TEST(RecordTest, ARecordOfExactlyTheLimitIsReadAndOneByteLongerIsRefused) {
+  EXPECT_EQ(kDefaultMaxRecordBytes, 269'484'031u);  // 89,478,485 x 3 + 1 MiB
+  for (const uint64_t length : {kDefaultMaxRecordBytes, kDefaultMaxRecordBytes + 1}) {
+    const uint64_t size = kRecordHeaderSize + length + kRecordFooterSize;
+    void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    ASSERT_NE(map, MAP_FAILED);
+    auto* data = static_cast<uint8_t*>(map);
+    EncodeRecordHeader(length, data);
+    EncodeRecordFooter(crc32c::Value(data + kRecordHeaderSize, length),
+                       data + kRecordHeaderSize + length);
+    RecordView v;
+    const Status s = ReadRecordAt(data, size, 0, kDefaultMaxRecordBytes, true, &v);
+    if (length == kDefaultMaxRecordBytes) {
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(v.length, length);
+      // verify's walk (a refused header would send it resynchronising through every byte).
+      std::vector<std::string> faults;
+      uint64_t intact = 0;
+      RecordScanner scanner(data, size, {},
+                            [&](uint64_t, uint64_t, const std::string& m) { faults.push_back(m); });
+      for (RecordView r; scanner.Next(&r);) ++intact;
+      EXPECT_EQ(intact, 1u);
+      EXPECT_TRUE(faults.empty()) << faults[0];
+    } else {
+      EXPECT_EQ(s.code(), StatusCode::kCorruption);
+      EXPECT_NE(s.message().find("length 269484032 exceeds the limit of 269484031 bytes"),
+                std::string::npos)
+          << s.message();
+    }
+    ::munmap(map, size);
+  }
+}
+
+// docs/FORMAT.md and docs/RELIABILITY.md state the limit the readers enforce (they said
+// 269,484,032, one more than the code's).
+TEST(RecordTest, TheDocumentedRecordLimitIsTheReadersLimit) {
+  std::string figure = std::to_string(kDefaultMaxRecordBytes);
+  for (size_t i = figure.size(); i > 3; i -= 3) figure.insert(i - 3, ",");
+  for (const char* doc : {"/docs/FORMAT.md", "/docs/RELIABILITY.md"}) {
+    std::ifstream in(std::string(SHARDPACK_SOURCE_DIR) + doc);
+    ASSERT_TRUE(in.good()) << doc;
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find(figure + " bytes"), std::string::npos) << doc << " does not say " << figure;
+    EXPECT_EQ(text.find("269,484,032 bytes"), std::string::npos) << doc;
+  }
 }
 
 // Found by tests/fuzz/record_fuzzer: with no limit, `length + 4` wrapped past 2^64 and the

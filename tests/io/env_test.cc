@@ -2,10 +2,14 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <functional>
+#include <utility>
+#include <vector>
 
 #include "io/dir_lock.h"
 #include "io/mem_env.h"
@@ -98,6 +102,70 @@ TEST(PosixEnvTest, MapFileAndReadFileRefuseAFifoOrADirectoryWithoutBlocking) {
   EXPECT_EQ(read.status().message(), dir.path() + ": not a regular file but a directory");
 }
 
+// A symlink or a hard link at the name a writer creates (planted by whoever else can write
+// in the directory) is replaced by a new file, never written through: the file it leads
+// to, outside the directory, keeps its bytes. For every way a file is created for writing.
+TEST(PosixEnvTest, ANewFileReplacesALinkAtItsNameInsteadOfWritingThroughIt) {
+  TempDir dir, outside;
+  const std::string target = outside.Join("target");
+  shardpack::testing::WriteFileOrDie(target, "outside");
+  Env* env = Env::Posix();
+  using Create = std::function<Status(const std::string&)>;
+  const std::vector<std::pair<std::string, Create>> creators = {
+      {"NewWritableFile",
+       [env](const std::string& p) {
+         auto f = env->NewWritableFile(p);
+         if (!f.ok()) return f.status();
+         SHARDPACK_RETURN_IF_ERROR((*f)->Append("new"));
+         return (*f)->Close();
+       }},
+      {"NewMappedWritableFile",
+       [env](const std::string& p) {
+         auto f = env->NewMappedWritableFile(p);
+         if (!f.ok()) return f.status();
+         const std::string_view piece = "new";
+         SHARDPACK_RETURN_IF_ERROR((*f)->WriteAt(0, {&piece, 1}));
+         return (*f)->Close();
+       }},
+      {"WriteFileAtomically's temporary",
+       [env](const std::string& p) { return WriteFileAtomically(env, p + ".final", "new"); }},
+      {"CreateNewFile",
+       [](const std::string& p) -> Status {
+         auto fd = CreateNewFile(p, O_WRONLY);
+         if (!fd.ok()) return fd.status();
+         const bool wrote = ::write(*fd, "new", 3) == 3;
+         ::close(*fd);
+         return wrote ? Status::Ok() : IOError(p + ": write");
+       }},
+  };
+  for (const auto& [what, create] : creators) {
+    for (const bool hard : {false, true}) {
+      const std::string name = what.starts_with("WriteFile") ? "x.final.tmp" : "x";
+      const std::string path = dir.Join(name);
+      ASSERT_EQ(
+          hard ? ::link(target.c_str(), path.c_str()) : ::symlink(target.c_str(), path.c_str()), 0);
+      Status s = create(dir.Join("x"));
+      ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+      EXPECT_EQ(shardpack::testing::ReadFileOrDie(target), "outside") << what;
+      const std::string written = what.starts_with("WriteFile") ? dir.Join("x.final") : path;
+      struct stat st {};
+      ASSERT_EQ(::lstat(written.c_str(), &st), 0) << what;
+      EXPECT_TRUE(S_ISREG(st.st_mode)) << what;
+      EXPECT_EQ(st.st_nlink, 1u) << what;
+      EXPECT_EQ(shardpack::testing::ReadFileOrDie(written), "new") << what;
+      ::unlink(written.c_str());
+      ::unlink(path.c_str());
+    }
+  }
+  // Something that is not a link or a file in the way is an error naming it.
+  ASSERT_EQ(::mkdir(dir.Join("d").c_str(), 0755), 0);
+  auto fd = CreateNewFile(dir.Join("d"), O_WRONLY);
+  ASSERT_FALSE(fd.ok());
+  EXPECT_NE(fd.status().message().find(dir.Join("d") + ": removing what is at the name"),
+            std::string::npos)
+      << fd.status().message();
+}
+
 TEST(MemEnvTest, EveryFailingStepOfAnAtomicWriteIsReportedAndLeavesTheOldFile) {
   for (FaultOp op :
        {FaultOp::kAppend, FaultOp::kSync, FaultOp::kClose, FaultOp::kRename, FaultOp::kSyncDir}) {
@@ -150,6 +218,28 @@ TEST(DirLockTest, OneHolderAtATimeAndAStaleFileIsTakenOver) {
   ASSERT_TRUE(third.ok()) << third.status().ToString();
   EXPECT_EQ(shardpack::testing::ReadFileOrDie(JoinPath(sub, kLockFileName)),
             "third (pid " + std::to_string(::getpid()) + ")\n");
+}
+
+// A link planted at the lock file's name would have the holder's text written into the file
+// it leads to: it is replaced by a lock file of the directory's own.
+TEST(DirLockTest, ALinkAtTheLockFilesNameIsReplacedNotWrittenThrough) {
+  TempDir dir, outside;
+  const std::string target = outside.Join("target");
+  const std::string lock_path = JoinPath(dir.path(), kLockFileName);
+  for (const bool hard : {false, true}) {
+    shardpack::testing::WriteFileOrDie(target, "outside");
+    ASSERT_EQ(hard ? ::link(target.c_str(), lock_path.c_str())
+                   : ::symlink(target.c_str(), lock_path.c_str()),
+              0);
+    auto lock = DirLock::Acquire(dir.path(), "convert");
+    ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+    EXPECT_EQ(shardpack::testing::ReadFileOrDie(target), "outside");
+    struct stat st {};
+    ASSERT_EQ(::lstat(lock_path.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISREG(st.st_mode) && st.st_nlink == 1);
+    lock->reset();
+    EXPECT_EQ(shardpack::testing::ReadFileOrDie(target), "outside");
+  }
 }
 
 TEST(CheckPathSchemeTest, TakesLocalPathsAndUrlsWhereAllowedAndNamesEveryOtherScheme) {

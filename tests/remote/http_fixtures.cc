@@ -9,6 +9,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -295,6 +297,76 @@ void DroppingProxy::Run() {
     std::erase_if(pairs, [](const Pair& p) { return p.client < 0; });
   }
   for (Pair& p : pairs) close_pair(p);
+}
+
+TricklingServer::TricklingServer(uint64_t body_bytes, size_t chunk_bytes, int interval_ms)
+    : body_bytes_(body_bytes), chunk_bytes_(chunk_bytes), interval_ms_(interval_ms) {
+  listen_fd_ = Listen(&port_);
+  if (listen_fd_ < 0 || ::pipe2(wake_, O_CLOEXEC) != 0) return;
+  thread_ = std::thread([this] { Run(); });
+}
+
+TricklingServer::~TricklingServer() {
+  if (thread_.joinable()) {
+    char c = 0;
+    (void)!::write(wake_[1], &c, 1);
+    thread_.join();
+  }
+  for (int fd : {listen_fd_, wake_[0], wake_[1]}) {
+    if (fd >= 0) ::close(fd);
+  }
+}
+
+std::string TricklingServer::Url(const std::string& path) const {
+  return "http://127.0.0.1:" + std::to_string(port_) + "/" + path;
+}
+
+bool TricklingServer::Wait(int ms) const {
+  pollfd wake{wake_[0], POLLIN, 0};
+  return ::poll(&wake, 1, ms) == 0;
+}
+
+void TricklingServer::Run() {
+  const std::string chunk(chunk_bytes_, 'x');
+  for (;;) {
+    pollfd fds[2] = {{wake_[0], POLLIN, 0}, {listen_fd_, POLLIN, 0}};
+    if (::poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents != 0) return;
+    const int client = ::accept4(listen_fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (client < 0) continue;
+    // The request's headers, up to the blank line; what they ask for does not matter.
+    std::string request;
+    char buf[4096];
+    while (request.find("\r\n\r\n") == std::string::npos) {
+      pollfd in[2] = {{wake_[0], POLLIN, 0}, {client, POLLIN, 0}};
+      if (::poll(in, 2, -1) < 0 || in[0].revents != 0) break;
+      const ssize_t r = ::read(client, buf, sizeof buf);
+      if (r <= 0) break;
+      request.append(buf, static_cast<size_t>(r));
+    }
+    bool alive = request.find("\r\n\r\n") != std::string::npos;
+    if (alive) {
+      ++requests_;
+      const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: " + std::to_string(body_bytes_) +
+                               "\r\nContent-Type: application/octet-stream\r\n\r\n";
+      alive = ::send(client, head.data(), head.size(), MSG_NOSIGNAL) ==
+              static_cast<ssize_t>(head.size());
+    }
+    for (uint64_t left = body_bytes_; alive && left > 0;) {
+      const size_t n = static_cast<size_t>(std::min<uint64_t>(left, chunk.size()));
+      alive = ::send(client, chunk.data(), n, MSG_NOSIGNAL) == static_cast<ssize_t>(n);
+      if (alive) {
+        sent_ += n;
+        left -= n;
+        alive = Wait(interval_ms_);
+      }
+    }
+    ::close(client);
+    if (!Wait(0)) return;
+  }
 }
 
 }  // namespace shardpack::testing

@@ -82,6 +82,38 @@ class DroppingProxy {
   std::thread thread_;
 };
 
+// A server that is never stalled and never done: it answers every request "200 OK" with a
+// Content-Length of `body_bytes`, then sends the body ('x's) `chunk_bytes` at a time, one
+// chunk every `interval_ms`, faster than a stall limit (1 KiB/s) notices for chunks of
+// 1 KiB and more each second. One connection at a time; stopped on destruction.
+class TricklingServer {
+ public:
+  TricklingServer(uint64_t body_bytes, size_t chunk_bytes, int interval_ms);
+  ~TricklingServer();
+  TricklingServer(const TricklingServer&) = delete;
+  TricklingServer& operator=(const TricklingServer&) = delete;
+
+  int port() const { return port_; }
+  std::string Url(const std::string& path) const;  // http://127.0.0.1:PORT/<path>
+  int requests() const { return requests_.load(); }
+  uint64_t sent() const { return sent_.load(); }  // body bytes, all requests together
+
+ private:
+  void Run();
+  // Waits `ms`; false when the server is being stopped.
+  bool Wait(int ms) const;
+
+  uint64_t body_bytes_;
+  size_t chunk_bytes_;
+  int interval_ms_;
+  int listen_fd_ = -1;
+  int wake_[2] = {-1, -1};
+  int port_ = 0;
+  std::atomic<int> requests_{0};
+  std::atomic<uint64_t> sent_{0};
+  std::thread thread_;
+};
+
 }  // namespace shardpack::testing
 
 #endif  // SHARDPACK_TESTS_REMOTE_HTTP_FIXTURES_H_

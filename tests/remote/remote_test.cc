@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <regex>
 #include <set>
@@ -637,6 +638,75 @@ TEST(RemoteOptionsTest, ConnectionsComeFromTheOptionElseTheEnvironment) {
   ::unsetenv("SHARDPACK_CONNECTIONS");
   o.connections = -2;
   EXPECT_EQ(remote::ResolveConnections(o).status().code(), StatusCode::kInvalidArgument);
+}
+
+// A server that sends 4 KiB every 100 ms (40 KiB/s, never a stall: the stall limit is
+// 1 KiB/s) of a 1 MiB body would take 26 s. Each download has a deadline instead: here
+// 1 s + 1 MiB at 1 MiB/s, 2 s. The test takes those 2 s, not 26.
+RemoteOptions TrickleOptions() {
+  RemoteOptions o;
+  o.deadline_s = 1;
+  o.min_bytes_per_second = 1 << 20;
+  o.retry_backoff_ms = 1;
+  return o;
+}
+
+TEST(RemoteDeadlineTest, AManifestTrickledFasterThanTheStallLimitFailsAtItsDeadline) {
+  testing::TricklingServer server(1 << 20, 4096, 100);
+  auto m = FetchManifest(server.Url("ds"), TrickleOptions());
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().code(), StatusCode::kIOError);
+  EXPECT_NE(m.status().message().find(server.Url("ds/manifest.json") +
+                                      ": not downloaded within its deadline of 2 s (1 s + "
+                                      "1048576 bytes at 1048576 bytes/s"),
+            std::string::npos)
+      << m.status().message();
+  EXPECT_NE(m.status().message().find("SHARDPACK_MIN_RATE"), std::string::npos);
+  EXPECT_LT(server.sent(), 1u << 20);  // cut short, not received whole
+  EXPECT_EQ(server.requests(), 1);     // a deadline passed is not retried
+}
+
+TEST(RemoteDeadlineTest, ARangeTrickledFasterThanTheStallLimitFailsAtItsDeadline) {
+  testing::TricklingServer server(1 << 20, 4096, 100);
+  auto client = remote::HttpClient::Create(TrickleOptions());
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  uint64_t received = 0;
+  Status s =
+      (*client)->GetRange(server.Url("shard"), 0, 1 << 20, 1 << 20, [&](const uint8_t*, size_t n) {
+        received += n;
+        return Status::Ok();
+      });
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kIOError);
+  EXPECT_NE(s.message().find(server.Url("shard") +
+                             ": bytes 0-1048575: not downloaded within its deadline of 2 s"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(std::to_string(received) + " of 1048576 bytes received in 1 attempt"),
+            std::string::npos)
+      << s.message();
+  EXPECT_LT(received, 1u << 20);
+}
+
+TEST(RemoteDeadlineTest, AMinimumRateThatIsNoRateIsRefusedNamingWhereItCameFrom) {
+  const char* before = std::getenv("SHARDPACK_MIN_RATE");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("SHARDPACK_MIN_RATE", "fast", 1);
+  auto client = remote::HttpClient::Create(RemoteOptions{});
+  if (before != nullptr) {
+    ::setenv("SHARDPACK_MIN_RATE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("SHARDPACK_MIN_RATE");
+  }
+  ASSERT_FALSE(client.ok());
+  EXPECT_EQ(client.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(client.status().message().find("SHARDPACK_MIN_RATE: \"fast\" is not a rate"),
+            std::string::npos)
+      << client.status().message();
+  RemoteOptions o;
+  EXPECT_EQ(remote::ResolveMinBytesPerSecond(o).value(), remote::kDefaultMinBytesPerSecond);
+  o.min_bytes_per_second = 1000;
+  EXPECT_EQ(remote::ResolveMinBytesPerSecond(o).value(), 1000u);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "io/mapped_write.h"
+#include "shardpack/shard_writer.h"
 #include "test_util.h"
 #include "tools/cli_run.h"
 
@@ -233,7 +235,10 @@ TEST(CliTest, AFifoInPlaceOfTheManifestOrAShardIsNamedByEveryCommandWithoutBlock
   CliRun verify = RunCli("verify " + dir.path());
   EXPECT_EQ(verify.code, 1) << verify.out;
   EXPECT_NE(verify.out.find(why), std::string::npos) << verify.out;
-  for (const std::string& command : {"preview -o " + dir.Join("p.png"), std::string("bench")}) {
+  // A FIFO in place of a shard makes the dataset unreadable (docs/CLI.md: exit 2): info,
+  // which reads no shard, still checks that each listed file is one.
+  for (const std::string& command :
+       {"preview -o " + dir.Join("p.png"), std::string("bench"), std::string("info")}) {
     CliRun r = RunCli(command + " " + dir.path());
     EXPECT_EQ(r.code, 2) << command << ": " << r.out;
     EXPECT_NE(r.out.find(why), std::string::npos) << command << ": " << r.out;
@@ -404,6 +409,226 @@ TEST(CliTest, ASecondConvertIntoALockedDirectoryFailsAtOnceNamingTheHolder) {
   CliRun changed = RunCli("convert " + src.path() + " " + dir.path() + " --size 9x9 --resume");
   EXPECT_EQ(changed.code, 2) << changed.out;
   EXPECT_NE(changed.out.find("other options (size: "), std::string::npos) << changed.out;
+}
+
+// A manifest that does not parse makes its dataset unreadable: every command that reads
+// one exits 2 (docs/CLI.md), naming the file, whatever else it would have done with it.
+TEST(CliTest, ACorruptManifestIsExitTwoNamingItFromEveryCommand) {
+  testing::TempDir dir, src, out;
+  testing::WriteTestDataset(dir.path(), {.samples = 4});
+  for (int i = 0; i < 4; ++i) {
+    testing::WriteFileMakingDirs(src.Join("c/img" + std::to_string(i) + ".png"),
+                                 testing::EncodePng(testing::Pattern(8, 8, 3, i), 8, 8, 3));
+  }
+  const std::string convert = "convert --size 8x8 --quiet " + src.path() + " ";
+  ASSERT_EQ(RunCli(convert + out.Join("resumed")).code, 0);
+  const std::string merged = out.Join("merged");
+  for (const char* part : {"0/2", "1/2"}) {
+    ASSERT_EQ(RunCli(convert + merged + " --part " + part).code, 0);
+  }
+  const std::string garbage = "{\"format_version\": \"1.2\", \"shards\": [";
+  for (const std::string& d : {dir.path(), out.Join("resumed"), PartDirectory(merged, 0, 2)}) {
+    testing::WriteFileOrDie(d + "/manifest.json", garbage);
+  }
+  const std::string ds = " " + dir.path();
+  const std::vector<std::string> commands = {
+      "verify" + ds,
+      "verify --json" + ds,
+      "verify --tfrecord" + ds,
+      "info" + ds,
+      "info --json" + ds,
+      "preview -o " + out.Join("p.png") + ds,
+      "bench" + ds,
+      "adopt" + ds,
+      "convert --size 8x8 --input tfrecord" + ds + " " + out.Join("from-dataset"),
+      convert + out.Join("resumed") + " --resume",
+      "merge " + merged,
+  };
+  for (const std::string& command : commands) {
+    CliRun r = RunCli(command);
+    EXPECT_EQ(r.code, 2) << command << ": " << r.out;
+    EXPECT_NE(r.out.find("manifest.json"), std::string::npos) << command << ": " << r.out;
+  }
+}
+
+TEST(CliTest, AMinimumRateThatIsNoRateIsRefusedBeforeAnythingIsFetched) {
+  for (const std::string command : {"info", "verify"}) {
+    for (const std::string rate : {"0", "fast", "-1K"}) {
+      CliRun r = RunCli(command + " http://127.0.0.1:9/ds --min-rate " + rate);
+      EXPECT_EQ(r.code, 2) << command << " " << rate << ": " << r.out;
+      EXPECT_NE(r.out.find("shardpack " + command + ": --min-rate: \"" + rate +
+                           "\" is not a rate (bytes per second above 0"),
+                std::string::npos)
+          << r.out;
+    }
+  }
+}
+
+// The pieces of a hostile name: OSC 0 (sets the window title) ended by BEL, CSI (clears
+// the screen), CSI as a C1 control in UTF-8, a carriage return that would overwrite the
+// line, a right-to-left override, bytes that are not UTF-8; and the text each shows as.
+constexpr char kOsc[] = "\x1b]0;pwned\x07";
+constexpr char kCsi[] = "\x1b[2J";
+constexpr char kC1[] =
+    "\xc2\x9b"
+    "31m";
+constexpr char kCr[] = "\rFAKE";
+constexpr char kBidi[] = "\xe2\x80\xae";
+constexpr char kNotUtf8[] = "\xff\xfe";
+const std::vector<std::pair<std::string, std::string>> kShownAs = {
+    {kOsc, "\\x1b]0;pwned\\x07"}, {kCsi, "\\x1b[2J"},         {kC1, "\\xc2\\x9b31m"},
+    {kCr, "\\x0dFAKE"},           {kBidi, "\\xe2\\x80\\xae"}, {kNotUtf8, "\\xff\\xfe"}};
+
+// Every byte of `out` is one a terminal shows: newlines, printable ASCII, and UTF-8 of
+// printable characters; no other C0 control, no DEL, no C1 control, no bidirectional
+// control, nothing that is not UTF-8. Checked here byte by byte, not with the CLI's own
+// escaping function.
+void ExpectTerminalSafe(const std::string& out, const std::string& what) {
+  for (size_t i = 0; i < out.size();) {
+    const auto b = [&](size_t k) { return static_cast<unsigned char>(out[i + k]); };
+    const unsigned char c = b(0);
+    if (c < 0x80) {
+      ASSERT_TRUE(c == '\n' || (c >= 0x20 && c != 0x7f))
+          << what << ": byte 0x" << std::hex << int(c) << " at " << std::dec << i << " in\n"
+          << out;
+      ++i;
+      continue;
+    }
+    const size_t n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    ASSERT_TRUE(n > 0 && i + n <= out.size()) << what << ": not UTF-8 at " << i << " in\n" << out;
+    uint32_t cp = c & (n == 2 ? 0x1f : n == 3 ? 0x0f : 0x07);
+    for (size_t k = 1; k < n; ++k) {
+      ASSERT_EQ(b(k) & 0xc0, 0x80) << what << ": not UTF-8 at " << i << " in\n" << out;
+      cp = (cp << 6) | (b(k) & 0x3f);
+    }
+    ASSERT_FALSE(cp <= 0x9f) << what << ": C1 control U+" << std::hex << cp << " in\n" << out;
+    ASSERT_FALSE(cp == 0x061c || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+                 (cp >= 0x2066 && cp <= 0x2069))
+        << what << ": bidirectional control U+" << std::hex << cp << " in\n"
+        << out;
+    i += n;
+  }
+}
+
+// The CLI's stdout alone (its stderr dropped), for --json documents.
+CliRun RunCliStdout(const std::string& args) {
+  CliRun r{-1, ""};
+  FILE* p = ::popen(
+      ("timeout 60 " + std::string(SHARDPACK_CLI) + " " + args + " 2>/dev/null").c_str(), "r");
+  if (p == nullptr) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = ::pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+// Runs `args` (its stdout alone when `stdout_only`), checks that its output is
+// terminal-safe and shows each of `pieces` escaped.
+CliRun RunShowing(const std::string& args, const std::vector<std::string>& pieces,
+                  bool stdout_only = false) {
+  CliRun r = stdout_only ? RunCliStdout(args) : RunCli(args);
+  EXPECT_NE(r.code, -1) << args << ": did not exit normally: " << r.out;
+  ExpectTerminalSafe(r.out, args);
+  for (const auto& [raw, shown] : kShownAs) {
+    if (std::find(pieces.begin(), pieces.end(), raw) == pieces.end()) continue;
+    EXPECT_NE(r.out.find(shown), std::string::npos) << args << ": no " << shown << " in\n" << r.out;
+  }
+  return r;
+}
+
+// A shell word of `s` (single-quoted), for names with any byte.
+std::string Quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// Class names, shard file names, file names in folders and records: whatever a dataset or
+// a folder holds reaches the terminal escaped, from every command, on stdout and stderr;
+// --json stays valid JSON (printable ASCII, \u escapes) that reads back the same names.
+TEST(CliTest, StringsFromADatasetReachTheTerminalEscapedFromEveryCommand) {
+  const std::string hostile = std::string("c") + kOsc + kCsi + kC1 + kCr + kBidi;
+  const std::vector<std::string> valid_pieces = {kOsc, kCsi, kC1, kCr, kBidi};
+  testing::TempDir dir;
+  {
+    ShardWriterOptions o;
+    o.max_shard_records = 2;
+    o.class_names = {"plain", hostile};
+    o.image.height = 4;
+    o.image.width = 5;
+    auto w = ShardWriter::Create(dir.path(), o);
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (uint64_t i = 0; i < 4; ++i) {
+      const std::vector<uint8_t> px = testing::TestPixels(i, 4, 5, 3);
+      ASSERT_OK((*w)->Add(
+          {.pixels = px, .height = 4, .width = 5, .channels = 3, .label = int64_t(i % 2)}));
+    }
+    ASSERT_TRUE((*w)->Finish().ok());
+  }
+  // The second shard and its index renamed, and the last record's checksum flipped.
+  auto m = ReadManifest(dir.path());
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const std::string shard = "shard-" + hostile + ".tfrecord", index = "shard-" + hostile + ".idx";
+  std::filesystem::rename(dir.Join(m->shards[1].data.file), dir.Join(shard));
+  std::filesystem::rename(dir.Join(m->shards[1].index->file), dir.Join(index));
+  m->shards[1].data.file = shard;
+  m->shards[1].index->file = index;
+  testing::WriteFileOrDie(dir.Join("manifest.json"), SerializeManifest(*m));
+  std::string bytes = testing::ReadFileOrDie(dir.Join(shard));
+  bytes.back() ^= 1;
+  testing::WriteFileOrDie(dir.Join(shard), bytes);
+
+  const std::string ds = " " + dir.path();
+  CliRun info = RunShowing("info" + ds, valid_pieces);
+  EXPECT_EQ(info.code, 0) << info.out;
+  CliRun verify = RunShowing("verify" + ds, valid_pieces);
+  EXPECT_EQ(verify.code, 1) << verify.out;
+  CliRun preview = RunShowing("preview" + ds + " -o " + dir.Join("p.png"), valid_pieces);
+  EXPECT_EQ(preview.code, 1) << preview.out;
+  CliRun bench = RunShowing("bench" + ds + " --batch-size 1 --epochs 1 --threads 1 --shuffle none",
+                            valid_pieces);
+  EXPECT_EQ(bench.code, 1) << bench.out;
+  // Machines read --json, which names the same bytes.
+  CliRun info_json = RunShowing("info --json" + ds, {}, true);
+  ASSERT_EQ(info_json.code, 0) << info_json.out;
+  auto j = nlohmann::json::parse(info_json.out);
+  EXPECT_EQ(j["classes"][1]["name"], hostile);
+  EXPECT_EQ(j["shards"][1]["file"], shard);
+  CliRun verify_json = RunShowing("verify --json" + ds, {}, true);
+  ASSERT_EQ(verify_json.code, 1) << verify_json.out;
+  bool named = false;
+  const auto report = nlohmann::json::parse(verify_json.out);
+  for (const auto& f : report["faults"]) named |= f["file"] == shard;
+  EXPECT_TRUE(named) << verify_json.out;
+
+  // Names that are not UTF-8, from folders: TFRecord files (verify --tfrecord, adopt) and
+  // images (convert's rejects and class names).
+  const std::string file = std::string("part") + kOsc + kC1 + kNotUtf8 + kBidi + ".tfrecord";
+  const std::vector<std::string> folder_pieces = {kOsc, kC1, kNotUtf8, kBidi};
+  testing::TempDir files;
+  testing::WriteFileOrDie(files.Join(file), "not a TFRecord file at all");
+  EXPECT_EQ(RunShowing("verify --tfrecord " + files.path(), folder_pieces).code, 1);
+  EXPECT_EQ(RunShowing("adopt " + files.path(), folder_pieces).code, 1);
+  for (const std::string command : {"verify --tfrecord --json ", "adopt --json "}) {
+    CliRun r = RunShowing(command + files.path(), {}, true);
+    EXPECT_EQ(r.code, 1) << command << r.out;
+    EXPECT_NO_THROW(nlohmann::json::parse(r.out)) << command << r.out;
+  }
+  testing::TempDir src, out;
+  const std::string klass = std::string("k") + kOsc + kC1 + kNotUtf8 + kCr;
+  testing::WriteFileMakingDirs(src.Join("a/good.png"),
+                               testing::EncodePng(testing::Pattern(8, 8, 3, 1), 8, 8, 3));
+  testing::WriteFileMakingDirs(src.Join(klass + "/img" + kCsi + kBidi + kNotUtf8 + ".png"),
+                               "not an image");
+  const std::string convert = "convert --size 8x8 " + Quoted(src.path()) + " ";
+  CliRun converted = RunShowing(convert + out.Join("ds"), {kOsc, kC1, kNotUtf8, kCr, kCsi, kBidi});
+  EXPECT_EQ(converted.code, 0) << converted.out;
+  CliRun converted_json = RunShowing(convert + out.Join("json") + " --json", {}, true);
+  EXPECT_EQ(converted_json.code, 0) << converted_json.out;
+  EXPECT_NO_THROW(nlohmann::json::parse(converted_json.out)) << converted_json.out;
+  EXPECT_EQ(RunShowing("info " + out.Join("ds"), {kOsc, kC1, kCr}).code, 0);
 }
 
 }  // namespace

@@ -55,6 +55,18 @@ struct RemoteOptions {
   // A transfer moving less than 1 KiB/s for this many seconds is abandoned (and retried).
   // Default 30.
   int stall_timeout_s = 30;
+  // Every download ends within its deadline or fails: an IOError naming the URL, the
+  // deadline and the bytes received. A download (a range of a shard, the manifest) has,
+  // over all its attempts, deadline_s seconds plus one second per min_bytes_per_second
+  // bytes of it: the range's length; for a whole file, its Content-Length once the server
+  // has sent one, the caller's bound until then (256 MiB for a manifest). The stall limit
+  // alone lets a server that trickles just over 1 KiB/s keep a reader for days.
+  // deadline_s: default 60. min_bytes_per_second: 0 (the default) is
+  // $SHARDPACK_MIN_RATE (bytes per second, or with K/M/G/T: "64K"), else 256 KiB/s:
+  // a 16 MiB range then has 124 s, a 1 MB manifest 64 s; 16 connections at that rate
+  // need 32 Mbit/s. A slower link asks for less (1 makes the deadline practically none).
+  int deadline_s = 60;
+  uint64_t min_bytes_per_second = 0;
 
   // A file of PEM certificates that HTTPS servers must be signed by, instead of the
   // system's store. "" (the default): $AWS_CA_BUNDLE for s3:// requests, else
