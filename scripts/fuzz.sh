@@ -5,18 +5,22 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [HARNESS...]    SECONDS default 30 (CI: 20-30);
 #                                                  harnesses: record example manifest
-#                                                  index lmdb jpeg png (default: all)
+#                                                  index lmdb jpeg png dataset (default:
+#                                                  all)
 #
 # New inputs go to build-fuzz/corpus/<harness>/ (kept between runs, not committed). A crash
 # leaves its input in build-fuzz/artifacts/<harness>/ and fails the script: fix the bug,
 # then commit the input under tests/fuzz/crashes/<harness>/ so that every later run (and
-# every ctest run, through fuzz_replay) replays it. Limits per input: 25 s, 2560 MB.
+# every ctest run, through fuzz_replay) replays it. Limits per input: 25 s, 2560 MB; the
+# dataset harness also fails on any single allocation above 1024 MB (-malloc_limit_mb: a
+# size a manifest or a record claims must be checked before it is allocated) and takes
+# inputs of up to 64 KiB (its LMDB seeds are 25 to 30 KB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-30}
 [ $# -gt 0 ] && shift
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(record example manifest index lmdb jpeg png)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(record example manifest index lmdb jpeg png dataset)
 start=$SECONDS
 cores=$(nproc)
 
@@ -51,12 +55,13 @@ done
 
 # One harness per core at a time: each still gets SECONDS of fuzzing, on a core of its own.
 fuzz_one() {  # harness; exit status: the fuzzer's
-  local h=$1 dict=()
+  local h=$1 extra=()
   mkdir -p "build-fuzz/corpus/$h" "build-fuzz/artifacts/$h"
-  [ -f "tests/fuzz/$h.dict" ] && dict=("-dict=tests/fuzz/$h.dict")
+  [ -f "tests/fuzz/$h.dict" ] && extra=("-dict=tests/fuzz/$h.dict")
+  [ "$h" = dataset ] && extra+=(-malloc_limit_mb=1024 -max_len=65536)
   "build-fuzz/tests/fuzz/${h}_fuzzer" -max_total_time="$seconds" -timeout=25 \
     -rss_limit_mb=2560 -print_final_stats=1 -artifact_prefix="build-fuzz/artifacts/$h/" \
-    "${dict[@]}" "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" > "build-fuzz/fuzz-$h.log" 2>&1
+    "${extra[@]}" "build-fuzz/corpus/$h" "tests/fuzz/corpus/$h" > "build-fuzz/fuzz-$h.log" 2>&1
 }
 echo "== fuzzing each harness for $seconds s, $cores at a time"
 declare -A pid_of=()

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "dataset_input.h"
 #include "format/example.h"
 #include "format/format.h"
 #include "format/lmdb_shard.h"
@@ -260,6 +261,83 @@ std::string Payload(int h, int w, int c, int64_t label, std::string_view text,
   return format::EncodePayloadPrefix(entries, pixels.size(), offset, alignment) + pixels;
 }
 
+// A whole dataset for dataset_fuzzer: `samples` images of the sizes `sizes` cycles
+// through, labels cycling through three classes, in shards of `per_shard` records.
+struct DatasetSeed {
+  Backend backend = Backend::kTfrecord;
+  LmdbSchema schema = LmdbSchema::kExample;
+  ImageEncoding encoding = ImageEncoding::kRaw;
+  int channels = 3;
+  std::vector<std::pair<int, int>> sizes = {{4, 4}};  // one size: a fixed-size dataset
+  int max_side = 0;
+  int samples = 6;
+  uint64_t per_shard = 3;
+  uint32_t alignment = 64;
+  uint8_t flags = fuzz::kPristine;
+};
+
+std::string DatasetContainer(const fs::path& dir, const DatasetSeed& seed) {
+  fs::remove_all(dir);
+  ShardWriterOptions o;
+  o.backend = seed.backend;
+  o.lmdb_schema = seed.schema;
+  o.class_names = {"cat", "dog", "bird"};
+  o.max_shard_records = seed.per_shard;
+  o.pixel_alignment = seed.encoding == ImageEncoding::kRaw ? seed.alignment : 1;
+  o.lmdb_initial_map_bytes = 1 << 20;
+  o.seed = 11;
+  o.image.channels = seed.channels;
+  o.image.encoding = seed.encoding;
+  if (seed.sizes.size() == 1) {
+    o.image.height = seed.sizes[0].first;
+    o.image.width = seed.sizes[0].second;
+  } else {
+    o.image.max_side = seed.max_side;
+  }
+  auto writer = Must(ShardWriter::Create(dir.string(), o));
+  for (int i = 0; i < seed.samples; ++i) {
+    const auto [h, w] = seed.sizes[static_cast<size_t>(i) % seed.sizes.size()];
+    const std::vector<uint8_t> px = Pixels(h, w, seed.channels, i);
+    std::string encoded;
+    const bool jpeg = seed.encoding == ImageEncoding::kJpeg ||
+                      (seed.encoding == ImageEncoding::kMixed && i % 2 == 0);
+    if (jpeg) encoded = Must(image::EncodeJpeg(px.data(), h, w, seed.channels));
+    if (seed.encoding == ImageEncoding::kPng) {
+      encoded = Must(image::EncodePng(px.data(), h, w, seed.channels));
+    }
+    SampleInput s;
+    s.pixels = px;
+    s.encoded = {reinterpret_cast<const uint8_t*>(encoded.data()), encoded.size()};
+    s.height = h;
+    s.width = w;
+    s.channels = seed.channels;
+    s.label = i % 3;
+    s.filename = i % 2 == 0 ? "a.png" : "photos/b.jpg";
+    Status st = writer->Add(s);
+    if (!st.ok()) {
+      std::cerr << st.ToString() << "\n";
+      std::exit(1);
+    }
+  }
+  const Manifest m = Must(writer->Finish());
+  fuzz::DatasetInput input;
+  input.flags = seed.flags;
+  input.files.push_back({"manifest.json", ReadAll(dir / "manifest.json")});
+  for (const FileEntry* f : ListedFiles(m)) {
+    input.files.push_back({f->file, ReadAll(dir / f->file)});
+  }
+  // The fix-ups must leave what the writer made as it is (the harness checks it too).
+  fuzz::DatasetInput fixed = input;
+  fuzz::FixUpOptions all;
+  all.counts = true;
+  fuzz::FixUp(&fixed, all);
+  if (fuzz::Pack(fixed) != fuzz::Pack(input)) {
+    std::cerr << "the fix-ups change the dataset written to " << dir << "\n";
+    std::exit(1);
+  }
+  return fuzz::Pack(input);
+}
+
 // An LMDB shard of two levels: a branch page over leaf pages of small values, and a few
 // values in overflow runs.
 std::string TwoLevelLmdb(const fs::path& dir) {
@@ -311,6 +389,69 @@ int main(int argc, char** argv) {
   Write("manifest", "lmdb.json", ReadAll(lm / "manifest.json"));
   Write("lmdb", "two-records.lmdb", ReadAll(lm / "shard-00000-of-00002.lmdb"));
   Write("lmdb", "two-levels.lmdb", TwoLevelLmdb(tmp / "lmdb2"));
+
+  // Whole datasets, both backends, raw pixels and encoded images.
+  {
+    DatasetSeed tf;
+    tf.samples = 8;
+    Write("dataset", "tfrecord-rgb-4x4-three-shards", DatasetContainer(tmp / "d1", tf));
+    DatasetSeed gray;
+    gray.channels = 1;
+    gray.sizes = {{8, 6}, {5, 7}, {6, 8}};
+    gray.max_side = 8;
+    gray.alignment = 1;
+    gray.flags |= fuzz::kLoaderShuffle | fuzz::kUncheckedGet;
+    Write("dataset", "tfrecord-gray-variable-unaligned", DatasetContainer(tmp / "d2", gray));
+    DatasetSeed large;
+    large.sizes = {{16, 12}, {4, 4}, {9, 16}};
+    large.max_side = 16;
+    large.samples = 5;
+    large.per_shard = 4;
+    large.alignment = 128;
+    Write("dataset", "tfrecord-rgb-variable-aligned-128", DatasetContainer(tmp / "d10", large));
+    DatasetSeed jpeg;
+    jpeg.encoding = ImageEncoding::kJpeg;
+    jpeg.sizes = {{8, 8}};
+    jpeg.samples = 5;
+    jpeg.flags |= fuzz::kLoaderReadAhead;
+    Write("dataset", "tfrecord-jpeg-8x8", DatasetContainer(tmp / "d3", jpeg));
+    DatasetSeed png;
+    png.encoding = ImageEncoding::kPng;
+    png.channels = 1;
+    png.sizes = {{8, 6}, {6, 5}};
+    png.max_side = 8;
+    png.samples = 4;
+    png.per_shard = 2;
+    Write("dataset", "tfrecord-png-gray-variable", DatasetContainer(tmp / "d4", png));
+    DatasetSeed mixed;
+    mixed.encoding = ImageEncoding::kMixed;
+    mixed.sizes = {{8, 8}};
+    mixed.samples = 4;
+    mixed.per_shard = 2;
+    Write("dataset", "tfrecord-mixed-8x8", DatasetContainer(tmp / "d5", mixed));
+    DatasetSeed lmdb;
+    lmdb.backend = Backend::kLmdb;
+    Write("dataset", "lmdb-rgb-4x4", DatasetContainer(tmp / "d6", lmdb));
+    DatasetSeed overflow;
+    overflow.backend = Backend::kLmdb;
+    overflow.sizes = {{4, 4}, {32, 24}, {6, 5}};
+    overflow.max_side = 32;
+    overflow.samples = 4;
+    overflow.per_shard = 2;
+    overflow.flags |= fuzz::kLoaderReadAhead | fuzz::kLoaderShuffle;
+    Write("dataset", "lmdb-rgb-variable-overflow-pages", DatasetContainer(tmp / "d7", overflow));
+    DatasetSeed lmdb_png;
+    lmdb_png.backend = Backend::kLmdb;
+    lmdb_png.encoding = ImageEncoding::kPng;
+    lmdb_png.sizes = {{6, 6}};
+    lmdb_png.samples = 4;
+    lmdb_png.per_shard = 2;
+    Write("dataset", "lmdb-png-6x6", DatasetContainer(tmp / "d8", lmdb_png));
+    DatasetSeed caffe;
+    caffe.backend = Backend::kLmdb;
+    caffe.schema = LmdbSchema::kCaffe;
+    Write("dataset", "lmdb-caffe-rgb-4x4", DatasetContainer(tmp / "d9", caffe));
+  }
   fs::remove_all(tmp);
 
   // Payloads: aligned and not, gray, long text, an Example serialized another way.

@@ -23,6 +23,7 @@ int index_fuzzer_one_input(const uint8_t* data, size_t size);
 int lmdb_fuzzer_one_input(const uint8_t* data, size_t size);
 int jpeg_fuzzer_one_input(const uint8_t* data, size_t size);
 int png_fuzzer_one_input(const uint8_t* data, size_t size);
+int dataset_fuzzer_one_input(const uint8_t* data, size_t size);
 }
 
 namespace {
@@ -34,8 +35,8 @@ struct Harness {
 constexpr Harness kHarnesses[] = {
     {"record", record_fuzzer_one_input},     {"example", example_fuzzer_one_input},
     {"manifest", manifest_fuzzer_one_input}, {"index", index_fuzzer_one_input},
-    {"lmdb", lmdb_fuzzer_one_input},
-    {"jpeg", jpeg_fuzzer_one_input},         {"png", png_fuzzer_one_input},
+    {"lmdb", lmdb_fuzzer_one_input},         {"jpeg", jpeg_fuzzer_one_input},
+    {"png", png_fuzzer_one_input},           {"dataset", dataset_fuzzer_one_input},
 };
 
 }  // namespace
@@ -46,7 +47,8 @@ int main(int argc, char** argv) {
     if (argc >= 2 && std::strcmp(argv[1], h.name) == 0) harness = &h;
   }
   if (harness == nullptr) {
-    std::fprintf(stderr, "usage: fuzz_replay record|example|manifest|index|jpeg|png PATH...\n");
+    std::fprintf(
+        stderr, "usage: fuzz_replay record|example|manifest|index|lmdb|jpeg|png|dataset PATH...\n");
     return 2;
   }
   namespace fs = std::filesystem;

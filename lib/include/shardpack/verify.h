@@ -8,8 +8,9 @@
 // sequence; index lines matching a scan of the shard; record counts adding up to the
 // manifest. It reports every fault and does not stop at the first.
 //
-// A damaged LMDB file is never opened in this process: when its checksum does not match,
-// its records are read in a child process, so that a crash inside LMDB becomes a fault.
+// An LMDB file is read in this process whatever its checksum (which whoever made the
+// dataset computed): its pages are checked before they are followed (format/lmdb_file.h),
+// and the tree is audited (keys in order, no page reached twice, the meta page's counts).
 #ifndef SHARDPACK_VERIFY_H_
 #define SHARDPACK_VERIFY_H_
 
