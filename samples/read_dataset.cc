@@ -47,19 +47,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "read_dataset: %s\n", st.message().c_str());
       return 1;
     }
-    // The label indexes the per-class tables: one the manifest does not list (a damaged or
-    // hostile record: its checksums are the writer's, not a proof) is an error, never an
-    // index. shardpack verify lists every such record.
-    if (s.label < 0 || static_cast<uint64_t>(s.label) >= manifest.classes.size()) {
-      auto where = (*ds)->Locate(i);
-      std::fprintf(stderr,
-                   "read_dataset: %s: record %llu: label %lld is outside the %zu classes of the "
-                   "manifest\n",
-                   where.ok() ? manifest.shards[where->shard].data.file.c_str() : dir.c_str(),
-                   static_cast<unsigned long long>(where.ok() ? where->record : i),
-                   static_cast<long long>(s.label), manifest.classes.size());
-      return 1;
-    }
+    // The label indexes the per-class tables: Get refuses a record whose label the
+    // manifest does not list (a damaged or hostile record: its checksums are the writer's,
+    // not a proof), so every label it returns is a class index.
     uint64_t total = 0;
     for (uint8_t p : s.pixels) total += p;
     sum[static_cast<size_t>(s.label)] += static_cast<double>(total) / s.pixels.size();
