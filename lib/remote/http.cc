@@ -1,6 +1,7 @@
 #include "remote/http.h"
 
 #include <curl/curl.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -19,6 +20,27 @@
 namespace shardpack::remote {
 
 namespace {
+
+// The system's CA certificates, for a libcurl that knows none of its own: the wheel's is
+// built without a CA path (docs/WHEELS.md) because the distributions it runs on keep the
+// bundle in different places. Empty where libcurl has a default, or no bundle is found.
+const std::string& SystemCaBundle() {
+  static const std::string bundle = [] {
+    const curl_version_info_data* info = curl_version_info(CURLVERSION_NOW);
+    if (info->cainfo != nullptr || info->capath != nullptr) return std::string();
+    for (const char* path : {
+             "/etc/ssl/certs/ca-certificates.crt",                 // Debian, Ubuntu, Arch
+             "/etc/pki/tls/certs/ca-bundle.crt",                   // RHEL, Rocky, Fedora
+             "/etc/pki/ca-trust/extracted/pem/tls-ca-bundle.pem",  // RHEL's source of it
+             "/etc/ssl/ca-bundle.pem",                             // openSUSE
+             "/etc/ssl/cert.pem",                                  // Alpine
+         }) {
+      if (access(path, R_OK) == 0) return std::string(path);
+    }
+    return std::string();
+  }();
+  return bundle;
+}
 
 // No request is sent more often than this, whatever progress its attempts make: a server
 // that hands out a few bytes per connection must not keep a reader busy forever.
@@ -414,6 +436,8 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   std::string ca_bundle = options_.ca_bundle;
   if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = ProcessEnv("AWS_CA_BUNDLE");
   if (ca_bundle.empty()) ca_bundle = ProcessEnv("CURL_CA_BUNDLE");
+  const bool ca_chosen = !ca_bundle.empty();  // by the options or the environment
+  if (!ca_chosen) ca_bundle = SystemCaBundle();
   if (!ca_bundle.empty()) {
     curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
     curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);  // the bundle only, not also the system's
@@ -543,9 +567,9 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   if (rc != CURLE_OK) {
     std::string what = !error_message.empty() ? error_message : curl_easy_strerror(rc);
     if (rc == CURLE_PEER_FAILED_VERIFICATION) {
-      what += ca_bundle.empty() ? " (a server signed by a private CA: set CURL_CA_BUNDLE, or "
-                                  "AWS_CA_BUNDLE for s3://, to its certificate file)"
-                                : " (checked against " + ca_bundle + ")";
+      what += ca_chosen ? " (checked against " + ca_bundle + ")"
+                        : " (a server signed by a private CA: set CURL_CA_BUNDLE, or "
+                          "AWS_CA_BUNDLE for s3://, to its certificate file)";
     }
     return {IOError(what + " (curl error " + std::to_string(static_cast<int>(rc)) + ")"),
             Transient(rc)};

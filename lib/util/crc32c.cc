@@ -129,10 +129,13 @@ struct ShiftTable {
   }
 };
 
+// The target attributes name crc32 beside sse4.2: newer clang (the wheel's, docs/WHEELS.md)
+// treats the crc32 instruction as a feature of its own.
+
 // The last bytes (any number) into the crc32 register c, then the finished CRC.
-__attribute__((target("sse4.2"), always_inline)) inline uint32_t FinishCrc32(uint64_t c,
-                                                                             const uint8_t* p,
-                                                                             size_t n) {
+__attribute__((target("sse4.2,crc32"), always_inline)) inline uint32_t FinishCrc32(uint64_t c,
+                                                                                   const uint8_t* p,
+                                                                                   size_t n) {
   while (n >= 8) {
     c = _mm_crc32_u64(c, LoadLE64(p));
     p += 8;
@@ -145,8 +148,8 @@ __attribute__((target("sse4.2"), always_inline)) inline uint32_t FinishCrc32(uin
   return static_cast<uint32_t>(c) ^ 0xffffffffu;
 }
 
-__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
-                                                          size_t n) {
+__attribute__((target("sse4.2,crc32"))) uint32_t ExtendHardware(uint32_t crc, const uint8_t* p,
+                                                                size_t n) {
   static const ShiftTable long_shift(kLong);
   static const ShiftTable short_shift(kShort);
   uint64_t c0 = crc ^ 0xffffffffu;
@@ -226,15 +229,16 @@ const FoldConstants& Folds() {
   return k;
 }
 
-__attribute__((target("sse4.2,pclmul"))) inline __m128i Fold128(__m128i x, const uint64_t* k) {
+__attribute__((target("sse4.2,crc32,pclmul"))) inline __m128i Fold128(__m128i x,
+                                                                      const uint64_t* k) {
   __m128i kk = _mm_set_epi64x(static_cast<long long>(k[1]), static_cast<long long>(k[0]));
   return _mm_xor_si128(_mm_clmulepi64_si128(x, kk, 0x00), _mm_clmulepi64_si128(x, kk, 0x11));
 }
 
 // Folds 16-byte lanes until fewer than 16 bytes remain; returns the register state after
 // the folded bytes. Needs n >= 64.
-__attribute__((target("sse4.2,pclmul"))) uint32_t FoldTail(__m128i x, const uint8_t*& p,
-                                                           size_t& n) {
+__attribute__((target("sse4.2,crc32,pclmul"))) uint32_t FoldTail(__m128i x, const uint8_t*& p,
+                                                                 size_t& n) {
   const FoldConstants& k = Folds();
   while (n >= 16) {
     x = _mm_xor_si128(Fold128(x, k.d128), _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
@@ -248,9 +252,8 @@ __attribute__((target("sse4.2,pclmul"))) uint32_t FoldTail(__m128i x, const uint
 // The end of every folding engine: the last register state x, then the bytes left after
 // it (fewer than 256), into the finished CRC. Always inlined: a call here cost the loader's
 // fused copy 8% of its samples/s.
-__attribute__((target("sse4.2,pclmul"), always_inline)) inline uint32_t FinishFold(__m128i x,
-                                                                                   const uint8_t* p,
-                                                                                   size_t n) {
+__attribute__((target("sse4.2,crc32,pclmul"), always_inline)) inline uint32_t FinishFold(
+    __m128i x, const uint8_t* p, size_t n) {
   const uint64_t c = FoldTail(x, p, n);
   return FinishCrc32(c, p, n);
 }
@@ -260,7 +263,7 @@ __attribute__((target("sse4.2,pclmul"), always_inline)) inline uint32_t FinishFo
 // Extend folds only with AVX-512 VPCLMULQDQ (the fused copy also with AVX2, below): four
 // 128-bit lanes per register, four registers, 256 bytes a step (47.9 GB/s there;
 // bench/micro_bench BM_Crc32cWith).
-__attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) inline __m512i Fold512(
+__attribute__((target("sse4.2,crc32,pclmul,avx512f,vpclmulqdq"))) inline __m512i Fold512(
     __m512i x, const uint64_t* k) {
   __m512i kk = _mm512_set_epi64(static_cast<long long>(k[1]), static_cast<long long>(k[0]),
                                 static_cast<long long>(k[1]), static_cast<long long>(k[0]),
@@ -270,7 +273,7 @@ __attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) inline __m512i Fold5
                           _mm512_clmulepi64_epi128(x, kk, 0x11));
 }
 
-__attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) uint32_t ExtendClmulAvx512(
+__attribute__((target("sse4.2,crc32,pclmul,avx512f,vpclmulqdq"))) uint32_t ExtendClmulAvx512(
     uint32_t crc, const uint8_t* p, size_t n) {
   const FoldConstants& k = Folds();
   __m512i z0 = _mm512_xor_si512(
@@ -315,7 +318,7 @@ __attribute__((target("avx512f"))) inline void Store64(uint8_t* dst, __m512i v) 
 // ExtendClmulAvx512 that also stores every 64 bytes it loads at `dst`: the copy and the
 // checksum in one pass over the source. Needs n >= 256 (and, streaming, dst aligned to 64).
 template <bool kStream>
-__attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) uint32_t CopyExtendClmulAvx512(
+__attribute__((target("sse4.2,crc32,pclmul,avx512f,vpclmulqdq"))) uint32_t CopyExtendClmulAvx512(
     uint32_t crc, uint8_t* dst, const uint8_t* p, size_t n) {
   const FoldConstants& k = Folds();
   const __m512i l0 = _mm512_loadu_si512(p);
@@ -362,8 +365,8 @@ __attribute__((target("sse4.2,pclmul,avx512f,vpclmulqdq"))) uint32_t CopyExtendC
 
 // The same folding with AVX2 VPCLMULQDQ, for CPUs that have it without AVX-512 (AMD Zen 3,
 // Intel's client cores): two 128-bit lanes per register, eight registers, 256 bytes a step.
-__attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"))) inline __m256i Fold256(__m256i x,
-                                                                                const uint64_t* k) {
+__attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"))) inline __m256i Fold256(
+    __m256i x, const uint64_t* k) {
   __m256i kk = _mm256_set_epi64x(static_cast<long long>(k[1]), static_cast<long long>(k[0]),
                                  static_cast<long long>(k[1]), static_cast<long long>(k[0]));
   return _mm256_xor_si256(_mm256_clmulepi64_epi128(x, kk, 0x00),
@@ -372,8 +375,8 @@ __attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"))) inline __m256i Fold256(
 
 // Eight registers holding the last 256 bytes' state (y[i] at byte 32 i), folded into one
 // 128-bit lane at the last 16 bytes.
-__attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"), always_inline)) inline __m128i FoldEight(
-    const __m256i* y) {
+__attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"), always_inline)) inline __m128i
+FoldEight(const __m256i* y) {
   const FoldConstants& k = Folds();
   const __m256i a =
       _mm256_xor_si256(_mm256_xor_si256(Fold256(y[0], k.d1792), Fold256(y[1], k.d1536)),
@@ -387,9 +390,8 @@ __attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"), always_inline)) inline _
 // Not Extend's engine (the crc32 instruction measured faster without the copy: 20.4
 // against 17.8 GB/s on Zen 3); ExtendWith runs it, so that the tests check the AVX2 fold
 // on every length, apart from the copy.
-__attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"))) uint32_t ExtendClmulAvx2(uint32_t crc,
-                                                                                  const uint8_t* p,
-                                                                                  size_t n) {
+__attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"))) uint32_t ExtendClmulAvx2(
+    uint32_t crc, const uint8_t* p, size_t n) {
   const FoldConstants& k = Folds();
   __m256i y[8];
   for (int i = 0; i < 8; ++i) {
@@ -413,7 +415,7 @@ __attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"))) uint32_t ExtendClmulAvx
 // ExtendClmulAvx2 that also stores every 32 bytes it loads at `dst`, as
 // CopyExtendClmulAvx512. Needs n >= 256 (and, streaming, dst aligned to 32).
 template <bool kStream>
-__attribute__((target("sse4.2,pclmul,avx2,vpclmulqdq"))) uint32_t CopyExtendClmulAvx2(
+__attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"))) uint32_t CopyExtendClmulAvx2(
     uint32_t crc, uint8_t* dst, const uint8_t* p, size_t n) {
   const FoldConstants& k = Folds();
   auto store = [dst](size_t at, __m256i v) __attribute__((target("avx2"), always_inline)) {

@@ -1,0 +1,221 @@
+#!/usr/bin/env bash
+# The wheels as a user installs them (docs/WHEELS.md): in a minimal Debian root that is not
+# this build machine (no compiler, no -dev package, no shardpack build tree, its own glibc
+# and Python), `pip install` of the wheel into a venv, then:
+#   - `shardpack --version`; convert (TFRecord, LMDB, JPEG-encoded) -> verify -> info ->
+#     bench on the JPEG/PNG images that build/samples/make_images writes;
+#   - the shard bytes equal those of the CMake build (build/tools/shardpack) on the same images;
+#   - the Loader's batches (framework="numpy", NumPy alone in the venv) equal those of the
+#     CMake build's extension (pyenv's python3, scripts/install-python.sh) on the same dataset;
+#   - a dataset served over https:// by nginx on loopback: verify and the Loader, with
+#     CURL_CA_BUNDLE and then with the certificate in the system's store only.
+# Roots: Debian 11 (glibc 2.31, Python 3.9: the cp39 wheel) and Debian 13 (glibc 2.41,
+# Python 3.13: the cp312-abi3 wheel), made once by tests/wheel/make_chroot.sh.
+# Usage: bash tests/wheel/wheel_test.sh [SUITE...]   (root; after scripts/build-wheels.sh,
+#        scripts/build.sh and scripts/install-python.sh; default suites: bullseye trixie)
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+repo=$PWD
+suites=${*:-bullseye trixie}
+cache=${SHARDPACK_WHEEL_CACHE:-$HOME/.cache/shardpack-wheel}
+host_cli=$repo/build/tools/shardpack
+[ -x "$host_cli" ] || { echo "wheel_test: $host_cli missing: run scripts/build.sh" >&2; exit 1; }
+python3 -c "import shardpack" 2>/dev/null ||
+  { echo "wheel_test: python3 lacks shardpack: run scripts/install-python.sh" >&2; exit 1; }
+version=$(sed -n 's/^project(shardpack VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+
+work=$(mktemp -d)
+nginx_pid=""
+cleanup() {
+  [ -n "$nginx_pid" ] && kill "$nginx_pid" 2>/dev/null
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The images and the CMake build's shards, made once for every suite.
+"$repo/build/samples/make_images" "$work/images" --classes 4 --per-class 24 > /dev/null
+convert_args() {  # convert_args NAME: the convert options of dataset NAME
+  case $1 in
+    tfrecord) echo "--format tfrecord --size 64x64 --fit crop --shuffle --seed 1 --shard-size 200000" ;;
+    lmdb) echo "--format lmdb --size 64x64 --fit crop --shuffle --seed 1" ;;
+    jpeg) echo "--format tfrecord --encoding jpeg --quality 90 --size 72x60 --fit pad --seed 2" ;;
+  esac
+}
+digest() {  # digest DIR: the sha256 of every file in DIR but rejects.tsv, by name
+  (cd "$1" && find . -type f ! -name rejects.tsv | LC_ALL=C sort | xargs sha256sum)
+}
+for name in tfrecord lmdb jpeg; do
+  # shellcheck disable=SC2046
+  # From the folder, as in the root: the manifest records the source as given ("images").
+  (cd "$work" && "$host_cli" convert images "host-$name" $(convert_args "$name") --threads 2 > /dev/null 2>&1)
+done
+
+# The Loader's batches, as .npz, of a dataset (a path or URL): run by both Pythons.
+cat > "$work/batches.py" <<'PY'
+import sys
+
+import numpy as np
+import shardpack
+
+path, out = sys.argv[1], sys.argv[2]
+loader = shardpack.Loader(path, batch_size=16, seed=7, framework="numpy", output_size=48,
+                          random_crop=True, flip=True, normalize="imagenet", num_threads=2)
+assert loader.framework == "numpy", loader.framework
+images, labels = [], []
+for epoch in range(2):
+    for x, y in loader:
+        images.append(np.array(x))
+        labels.append(np.array(y))
+dataset = shardpack.Dataset(path)
+first = dataset[0]
+np.savez(out, images=np.concatenate(images), labels=np.concatenate(labels),
+         first=np.array(first.pixels), first_label=np.array(first.label))
+print(f"batches: {path}: {sum(len(y) for y in labels)} samples in 2 epochs")
+PY
+for name in tfrecord lmdb jpeg; do
+  python3 "$work/batches.py" "$work/host-$name" "$work/host-$name.npz" > /dev/null
+done
+
+# nginx over TLS on an ephemeral loopback port, serving folder $1: sets port and nginx_pid.
+openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" \
+  > "$work/openssl.log" 2>&1 || { cat "$work/openssl.log"; exit 1; }
+start_nginx() {
+  local root=$1
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$work/nginx"
+  cat > "$work/nginx/nginx.conf" <<CONF
+error_log $work/nginx/error.log warn;
+pid $work/nginx/nginx.pid;
+events { worker_connections 64; }
+http {
+  access_log off;
+  client_body_temp_path $work/nginx/client_body; proxy_temp_path $work/nginx/proxy;
+  fastcgi_temp_path $work/nginx/fastcgi; uwsgi_temp_path $work/nginx/uwsgi; scgi_temp_path $work/nginx/scgi;
+  default_type application/octet-stream;
+  server {
+    listen 127.0.0.1:$port ssl;
+    ssl_certificate $work/cert.pem; ssl_certificate_key $work/key.pem;
+    root $root;
+  }
+}
+CONF
+  /usr/sbin/nginx -c "$work/nginx/nginx.conf" -p "$work/nginx" -g "daemon off; master_process off;" \
+    > "$work/nginx/out.log" 2>&1 &
+  nginx_pid=$!
+  for _ in $(seq 200); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && return
+    sleep 0.05
+  done
+  echo "wheel_test: nginx did not listen: $(cat "$work/nginx/error.log")" >&2
+  exit 1
+}
+
+# in_root ROOT COMMAND...: COMMAND in ROOT with /proc, /dev and the pip cache mounted in a
+# mount namespace of its own (nothing stays mounted), and a clean environment.
+in_root() {
+  local root=$1; shift
+  mkdir -p "$cache/pip" "$root/root/.cache/pip"
+  cp /etc/resolv.conf "$root/etc/resolv.conf"
+  unshare --mount --propagation private -- sh -c '
+    root=$1 pip=$2; shift 2
+    mount -t proc proc "$root/proc" && mount --rbind /dev "$root/dev" &&
+      mount --bind "$pip" "$root/root/.cache/pip" &&
+      exec chroot "$root" /usr/bin/env -i PATH=/work/venv/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+        HOME=/root LANG=C.UTF-8 "$@"' sh "$root" "$cache/pip" "$@"
+}
+
+for suite in $suites; do
+  root=$(bash tests/wheel/make_chroot.sh "$suite" "$cache")
+  py=$(chroot "$root" python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
+  tag=cp${py/./}-cp${py/./}
+  [ "${py#3.}" -ge 12 ] && tag=cp312-abi3
+  wheel=$repo/out/wheels/shardpack-$version-$tag-manylinux_2_28_x86_64.whl
+  [ -f "$wheel" ] || { echo "wheel_test: $wheel missing: run scripts/build-wheels.sh" >&2; exit 1; }
+  glibc=$(chroot "$root" ldd --version | head -1 | awk '{print $NF}')
+  echo "wheel_test: $suite (glibc $glibc, Python $py): $(basename "$wheel")"
+
+  rm -rf "$root/work" && mkdir -p "$root/work"
+  cp "$wheel" "$root/work/"
+  cp -r "$work/images" "$work/batches.py" "$work/cert.pem" "$root/work/"
+  # pip reaches PyPI as this machine's pip does: through the CA bundle it is given, if any
+  # (a network whose proxy signs with its own CA). Only pip is given it.
+  pip_cert=${PIP_CERT:-$(pip config get global.cert 2>/dev/null || true)}
+  pip_env=""
+  if [ -n "$pip_cert" ] && [ -f "$pip_cert" ]; then
+    cp "$pip_cert" "$root/work/pip-ca.pem"
+    pip_env="PIP_CERT=/work/pip-ca.pem"
+  fi
+  rm -f "$root/usr/local/share/ca-certificates/shardpack-test.crt"
+  in_root "$root" update-ca-certificates --fresh > /dev/null 2>&1
+  cat > "$root/work/run.sh" <<EOF
+set -eu
+cd /work
+for compiler in cc gcc g++ c++ clang; do
+  ! command -v \$compiler > /dev/null || { echo "a compiler (\$compiler) is installed here" >&2; exit 1; }
+done
+python3 -m venv /work/venv
+t0=\$(date +%s%N)
+env $pip_env pip install --quiet --disable-pip-version-check /work/$(basename "$wheel")
+echo "pip install: \$(( (\$(date +%s%N) - t0) / 1000000 )) ms"
+pip list --disable-pip-version-check 2>/dev/null | grep -i -E "^(numpy|shardpack|torch) " | tr -s ' ' | tr '\n' ' '; echo
+shardpack --version
+for name in tfrecord lmdb jpeg; do
+  case \$name in
+    tfrecord) args="$(convert_args tfrecord)" ;;
+    lmdb) args="$(convert_args lmdb)" ;;
+    jpeg) args="$(convert_args jpeg)" ;;
+  esac
+  # make_images writes two files convert must reject (a truncated JPEG, a text file)
+  shardpack convert images ds-\$name \$args --threads 2 > convert-\$name.log 2>&1
+  grep -q "96 written, 2 rejected" convert-\$name.log || { cat convert-\$name.log; exit 1; }
+  shardpack verify ds-\$name
+  shardpack info ds-\$name > /dev/null
+  shardpack bench ds-\$name --batch-size 16 --epochs 2 > bench-\$name.log
+  python3 batches.py ds-\$name wheel-\$name.npz
+done
+EOF
+  in_root "$root" sh /work/run.sh
+  for name in tfrecord lmdb jpeg; do
+    diff <(digest "$work/host-$name") <(digest "$root/work/ds-$name") > /dev/null ||
+      { echo "wheel_test: $suite: the wheel's $name shards differ from the CMake build's:" >&2
+        diff <(digest "$work/host-$name") <(digest "$root/work/ds-$name") >&2; exit 1; }
+  done
+  echo "wheel_test: $suite: shard bytes equal the CMake build's (tfrecord, lmdb, jpeg)"
+  python3 - "$work" "$root/work" <<'PY'
+import sys
+import numpy as np
+host, wheel = sys.argv[1], sys.argv[2]
+for name in ("tfrecord", "lmdb", "jpeg"):
+    a, b = np.load(f"{host}/host-{name}.npz"), np.load(f"{wheel}/wheel-{name}.npz")
+    for key in a.files:
+        if not np.array_equal(a[key], b[key]):
+            diff = np.abs(a[key].astype(np.float64) - b[key].astype(np.float64))
+            sys.exit(f"wheel_test: {name}: {key} differs from the CMake build's "
+                     f"(max |diff| {diff.max()}, {np.count_nonzero(diff)} values)")
+print("wheel_test: the Loader's batches equal the CMake build's (tfrecord, lmdb, jpeg)")
+PY
+
+  # Over https: the wheel's libcurl (mbedTLS) against nginx, with the certificate named by
+  # CURL_CA_BUNDLE, then refused without it, then found in the system's store alone.
+  start_nginx "$root/work"
+  url=https://127.0.0.1:$port/ds-tfrecord
+  in_root "$root" sh -c "cd /work && CURL_CA_BUNDLE=/work/cert.pem shardpack verify $url > /dev/null &&
+    CURL_CA_BUNDLE=/work/cert.pem python3 batches.py $url https.npz > /dev/null"
+  cmp <(python3 -c "import numpy as np, sys; d = np.load(sys.argv[1]); sys.stdout.buffer.write(d['images'].tobytes())" "$root/work/https.npz") \
+      <(python3 -c "import numpy as np, sys; d = np.load(sys.argv[1]); sys.stdout.buffer.write(d['images'].tobytes())" "$work/host-tfrecord.npz") ||
+    { echo "wheel_test: $suite: the batches over https differ" >&2; exit 1; }
+  if in_root "$root" sh -c "rm -rf /root/.cache/shardpack; shardpack verify $url" > "$work/untrusted.log" 2>&1; then
+    echo "wheel_test: $suite: an untrusted certificate was accepted" >&2; exit 1
+  fi
+  grep -q "certificate\|SSL\|peer" "$work/untrusted.log" ||
+    { echo "wheel_test: $suite: unexpected error:" >&2; cat "$work/untrusted.log" >&2; exit 1; }
+  cp "$work/cert.pem" "$root/usr/local/share/ca-certificates/shardpack-test.crt"
+  in_root "$root" update-ca-certificates > /dev/null 2>&1
+  in_root "$root" sh -c "rm -rf /root/.cache/shardpack; shardpack verify $url > /dev/null"
+  rm -f "$root/usr/local/share/ca-certificates/shardpack-test.crt"
+  in_root "$root" update-ca-certificates --fresh > /dev/null 2>&1
+  kill "$nginx_pid"; wait "$nginx_pid" 2>/dev/null || true; nginx_pid=""
+  echo "wheel_test: $suite: https:// read with CURL_CA_BUNDLE and with the system's store; refused untrusted"
+done
+echo "wheel_test: passed ($suites)"
