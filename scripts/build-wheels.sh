@@ -91,7 +91,7 @@ CMAKE
 fi
 
 # --- the sources: Debian 12's source packages ------------------------------------------
-packages="zlib libpng1.6 libjpeg-turbo lmdb xxhash liburing mbedtls curl onetbb nlohmann-json3 cli11"
+packages="zlib libpng1.6 libjpeg-turbo lmdb xxhash liburing openssl curl onetbb nlohmann-json3 cli11"
 if ! grep -rqs "^Types: deb-src" /etc/apt/sources.list.d/ && ! grep -qs "^deb-src" /etc/apt/sources.list; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   echo "build-wheels: adding Debian 12's source packages to apt (shardpack-wheel-src.sources)"
@@ -137,11 +137,11 @@ export SHARDPACK_WHEEL_ROOTS="$deps" PKG_CONFIG_LIBDIR="$deps/lib/pkgconfig" PKG
 release=(-G Ninja -DCMAKE_TOOLCHAIN_FILE="$tc/toolchain.cmake" -DCMAKE_BUILD_TYPE=Release
          -DCMAKE_C_FLAGS_RELEASE="-O2 -DNDEBUG" -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG")
 echo "build-wheels: the library and CLI (out/wheel-build/library)"
-# Build folders made with another toolchain (another tools folder) start again.
-for dir in "$work"/library "$work"/ext-*; do
-  [ -f "$dir/CMakeCache.txt" ] && ! grep -q "^CMAKE_TOOLCHAIN_FILE:.*=$tc/toolchain.cmake\$" "$dir/CMakeCache.txt" &&
-    rm -rf "$dir"
-done
+# Build folders made with another toolchain or other libraries (CMake caches where it found
+# them) start again.
+if [ "$(cat "$work/made-with" 2>/dev/null)" != "$tc $deps" ]; then
+  rm -rf "$work" && mkdir -p "$work" && echo "$tc $deps" > "$work/made-with"
+fi
 cmake -S . -B "$work/library" "${release[@]}" -DCMAKE_PREFIX_PATH="$deps" \
   -DSHARDPACK_BUILD_TESTS=OFF -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
   -DSHARDPACK_WITH_CUDA=OFF -DSHARDPACK_WITH_MPI=OFF > "$work/library.log" 2>&1 ||

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the C/C++ libraries the wheel links statically, from Debian 12's source packages
 # (apt-get source), with the manylinux_2_28 toolchain that scripts/build-wheels.sh made:
-#   zlib, libpng, libjpeg-turbo, LMDB, xxHash, liburing, mbedTLS, libcurl (HTTP/HTTPS
+#   zlib, libpng, libjpeg-turbo, LMDB, xxHash, liburing, OpenSSL, libcurl (HTTP/HTTPS
 #   only), oneTBB, and the header-only nlohmann-json and CLI11.
 # Usage (from scripts/build-wheels.sh): deps.sh TOOLCHAIN_DIR SRC_DIR PREFIX
 # TOOLCHAIN_DIR holds bin/cc, bin/c++, bin/ar, bin/ranlib and toolchain.cmake. Everything
@@ -85,20 +85,24 @@ printf 'prefix=%s\nName: liburing\nDescription: io_uring\nVersion: %s\nLibs: -L$
   "$prefix" "$uring_version" > "$prefix/lib/pkgconfig/liburing.pc"
 licences liburing "$src"/liburing-*/LICENSE "$src"/liburing-*/COPYING
 
-cmake_lib mbedtls "$(echo "$src"/mbedtls-*/)" -DENABLE_TESTING=OFF -DENABLE_PROGRAMS=OFF \
-  -DUSE_STATIC_MBEDTLS_LIBRARY=ON -DUSE_SHARED_MBEDTLS_LIBRARY=OFF -DMBEDTLS_FATAL_WARNINGS=OFF
-licences mbedtls "$src"/mbedtls-*/LICENSE
+# OpenSSL: libssl and libcrypto only (build_libs, install_dev), no engines or modules to load.
+echo "wheel deps: openssl"
+cp -a "$src"/openssl-*/ "$work/openssl"
+(cd "$work/openssl" && ./Configure linux-x86_64 no-shared no-tests no-engine no-module no-dso no-legacy \
+   -fPIC --prefix="$prefix" --libdir=lib --openssldir=/etc/ssl &&
+   make -j "$jobs" build_libs && make install_dev) > "$work/openssl.log" 2>&1 ||
+  { tail -40 "$work/openssl.log"; exit 1; }
+licences openssl "$src"/openssl-*/LICENSE.txt
 
-# libcurl: HTTP and HTTPS only (HTTP_ONLY), TLS by mbedTLS, no compiled-in CA bundle: the
+# libcurl: HTTP and HTTPS only (HTTP_ONLY), TLS by OpenSSL, no compiled-in CA bundle: the
 # library finds the system's at run time (lib/remote/http.cc).
 cmake_lib curl "$(echo "$src"/curl-*/)" -DBUILD_CURL_EXE=OFF -DBUILD_TESTING=OFF -DHTTP_ONLY=ON \
-  -DCURL_USE_MBEDTLS=ON -DCURL_USE_OPENSSL=OFF -DUSE_NGHTTP2=OFF -DCURL_USE_LIBSSH2=OFF \
+  -DCURL_USE_OPENSSL=ON -DOPENSSL_ROOT_DIR="$prefix" -DOPENSSL_USE_STATIC_LIBS=ON \
+  -DUSE_NGHTTP2=OFF -DCURL_USE_LIBSSH2=OFF \
   -DCURL_USE_LIBPSL=OFF -DUSE_LIBIDN2=OFF -DCURL_BROTLI=OFF -DCURL_ZSTD=OFF -DCURL_ZLIB=ON \
   -DCURL_DISABLE_LDAP=ON -DENABLE_THREADED_RESOLVER=ON -DCURL_CA_BUNDLE=none -DCURL_CA_PATH=none \
   -DCURL_CA_FALLBACK=OFF -DENABLE_MANUAL=OFF -DCURL_DISABLE_ALTSVC=ON -DCURL_DISABLE_HSTS=ON \
-  -DZLIB_ROOT="$prefix" -DMBEDTLS_INCLUDE_DIRS="$prefix/include" \
-  -DMBEDTLS_LIBRARY="$prefix/lib/libmbedtls.a" -DMBEDX509_LIBRARY="$prefix/lib/libmbedx509.a" \
-  -DMBEDCRYPTO_LIBRARY="$prefix/lib/libmbedcrypto.a"
+  -DZLIB_ROOT="$prefix"
 licences curl "$src"/curl-*/COPYING
 
 cmake_lib onetbb "$(echo "$src"/onetbb-*/)" -DTBB_TEST=OFF -DTBB_EXAMPLES=OFF -DTBB_STRICT=OFF \
