@@ -25,6 +25,9 @@ packages=(
   patchelf
   # tests/xfs_test.sh: the mapped shard writes on a real xfs (a loop device)
   xfsprogs
+  # scripts/build-wheels.sh (docs/WHEELS.md): libjpeg-turbo's SIMD is assembled with nasm;
+  # tests/wheel/wheel_test.sh installs the wheels in Debian roots made with debootstrap
+  nasm debootstrap
 )
 
 missing=()

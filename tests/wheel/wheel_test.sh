@@ -218,4 +218,32 @@ PY
   kill "$nginx_pid"; wait "$nginx_pid" 2>/dev/null || true; nginx_pid=""
   echo "wheel_test: $suite: https:// read with CURL_CA_BUNDLE and with the system's store; refused untrusted"
 done
-echo "wheel_test: passed ($suites)"
+# Beside PyTorch: the wheel of this machine's python3 in a venv that sees its site-packages
+# (torch as scripts/install-python.sh installs it), imported before and after torch.
+py=$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
+tag=cp$py-cp$py
+[ "$py" -ge 312 ] && tag=cp312-abi3
+python3 -m venv --system-site-packages "$work/torch-venv"
+"$work/torch-venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --ignore-installed \
+  "$repo/out/wheels/shardpack-$version-$tag-manylinux_2_28_x86_64.whl"
+for order in "shardpack, torch" "torch, shardpack"; do
+  (cd "$work" && "$work/torch-venv/bin/python" - "$work/host-tfrecord" "$work/host-tfrecord.npz" "$order" <<'PY'
+import sys
+exec(f"import {sys.argv[3]}")
+import numpy as np
+import shardpack
+import torch
+
+assert shardpack.__file__.startswith(sys.prefix), f"not the wheel's shardpack: {shardpack.__file__}"
+loader = shardpack.Loader(sys.argv[1], batch_size=16, seed=7, framework="torch", output_size=48,
+                          random_crop=True, flip=True, normalize="imagenet", num_threads=2)
+images = torch.cat([x.clone() for x, _ in loader])
+expected = np.load(sys.argv[2])["images"][: len(images)]
+assert np.array_equal(images.numpy(), expected), "torch batches differ from the numpy ones"
+model = torch.nn.Conv2d(3, 4, 3)
+model(images[:4]).sum().backward()
+print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equal, a backward pass ran")
+PY
+  )
+done
+echo "wheel_test: passed ($suites; beside torch)"
