@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "image/resize_kernels.h"
+#include "util/cpu.h"
 
 namespace shardpack::image {
 namespace {
@@ -1138,7 +1139,7 @@ namespace internal {
 
 bool HaveAvx2() {
 #if defined(SHARDPACK_RESIZE_AVX2)
-  static const bool have = __builtin_cpu_supports("avx2");
+  static const bool have = cpu::Get().avx2;
   return have;
 #else
   return false;
@@ -1147,9 +1148,8 @@ bool HaveAvx2() {
 
 bool HaveAvx512Vnni() {
 #if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx512.cc is built with resize_avx2.cc
-  static const bool have =
-      HaveAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vnni");
+  static const bool have = HaveAvx2() && cpu::Get().avx512f && cpu::Get().avx512bw &&
+                           cpu::Get().avx512vl && cpu::Get().avx512vnni;
   return have;
 #else
   return false;
@@ -1158,9 +1158,8 @@ bool HaveAvx512Vnni() {
 
 bool HaveAvx512Vbmi() {
 #if defined(SHARDPACK_RESIZE_AVX2)  // resize_avx512vbmi.cc is built with resize_avx2.cc
-  static const bool have =
-      HaveAvx2() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi");
+  static const bool have = HaveAvx2() && cpu::Get().avx512f && cpu::Get().avx512bw &&
+                           cpu::Get().avx512vl && cpu::Get().avx512vbmi;
   return have;
 #else
   return false;

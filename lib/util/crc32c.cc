@@ -10,6 +10,8 @@
 #include <wmmintrin.h>
 #endif
 
+#include "util/cpu.h"
+
 namespace shardpack::crc32c {
 namespace {
 
@@ -189,7 +191,7 @@ __attribute__((target("sse4.2,crc32"))) uint32_t ExtendHardware(uint32_t crc, co
 }
 
 bool CpuHasSse42() {
-  static const bool has = __builtin_cpu_supports("sse4.2");
+  static const bool has = cpu::Get().sse42;
   return has;
 }
 
@@ -448,13 +450,12 @@ __attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"))) uint32_t CopyExte
 
 Engine BestEngine() {
   static const Engine e = [] {
-    if (!__builtin_cpu_supports("sse4.2")) return Engine::kPortable;
-    if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx512f") &&
-        __builtin_cpu_supports("vpclmulqdq")) {
+    const cpu::Features& has = cpu::Get();
+    if (!has.sse42) return Engine::kPortable;
+    if (has.pclmul && has.avx512f && has.vpclmulqdq) {
       return Engine::kClmulAvx512;
     }
-    if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx2") &&
-        __builtin_cpu_supports("vpclmulqdq")) {
+    if (has.pclmul && has.avx2 && has.vpclmulqdq) {
       return Engine::kClmulAvx2;
     }
     return Engine::kCrc32;

@@ -1,5 +1,7 @@
 #include "util/hash.h"
 
+#include "util/cpu.h"
+
 namespace shardpack {
 
 namespace xxh3_detail {
@@ -39,7 +41,7 @@ constexpr Ops kAvx2{avx2::NewState, avx2::FreeState, avx2::Reset,
 // the same digest.
 const Ops& Best() {
 #if defined(__x86_64__)
-  static const Ops& ops = __builtin_cpu_supports("avx2") ? kAvx2 : kBaseline;
+  static const Ops& ops = cpu::Get().avx2 ? kAvx2 : kBaseline;
   return ops;
 #else
   return kBaseline;
