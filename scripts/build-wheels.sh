@@ -48,6 +48,7 @@ if [ ! -f "$tools/.done" ]; then
   touch "$tools/.done"
 fi
 export PATH="$tools/bin:$PATH"  # its cmake and ninja
+echo "build-wheels: tools ready ($((SECONDS - started)) s)"
 # nanobind 3 needs Python 3.10: the 3.9 extension is built with nanobind 2.12, the last
 # release for 3.9, whose API the bindings keep to.
 nanobind_39=$cache/nanobind-2.12.0
@@ -116,7 +117,7 @@ for pkg in $packages; do
   [ -n "$got" ] || { echo "build-wheels: apt-get source $pkg failed for every version apt knows" >&2; exit 1; }
   versions="$versions $pkg=$got"
 done
-echo "build-wheels: sources:$versions"
+echo "build-wheels: sources ($((SECONDS - started)) s):$versions"
 
 # --- the libraries, built once per (zig, sources, deps.sh) -----------------------------
 deps=$cache/deps-$( (echo "$zig_version$versions"; cat scripts/wheel/deps.sh) | key)
@@ -150,6 +151,7 @@ cmake --build "$work/library" -j "$jobs" >> "$work/library.log" 2>&1 || { tail -
 rm -rf "$work/stage"
 cmake --install "$work/library" --prefix "$work/stage" >> "$work/library.log" 2>&1
 strip -o "$work/shardpack" "$work/stage/bin/shardpack"
+echo "build-wheels: library and CLI built ($((SECONDS - started)) s)"
 
 # --- the licences of everything linked in --------------------------------------------
 licences=$work/licences
