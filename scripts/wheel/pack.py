@@ -9,7 +9,8 @@ Usage (Python 3.11+: tomllib):
   python pack.py --repo . --extension _shardpack....so --cli shardpack \
       --tag cp39-cp39-manylinux_2_28_x86_64 --licenses DIR --out DIST
 
-The archive is reproducible: entries sorted, fixed timestamps and permissions.
+The archive adds nothing that varies from run to run: entries sorted, fixed timestamps and
+permissions.
 """
 
 import argparse
