@@ -15,19 +15,22 @@
 # in folders keyed by the versions that went into them: the tools, the Debian sources and
 # the built libraries. A machine that built them once builds only shardpack itself again.
 #
-# Usage: bash scripts/build-wheels.sh [--python "3.9 3.10 3.11 3.12"] [--out DIR]
+# Usage: bash scripts/build-wheels.sh [--python "3.9 3.10 3.11 3.12"] [--out DIR] [--skip-missing]
 # Each Python X.Y is found as pythonX.Y on PATH or in ~/.pyenv/versions/X.Y.*; set
 # SHARDPACK_PYTHON_X_Y (e.g. SHARDPACK_PYTHON_3_9=/opt/py39/bin/python3.9) to choose one.
+# A Python not found is an error, or with --skip-missing a warning and no wheel for it.
 # Runs as root on Debian 12 (apt-get source, and build tools from scripts/install-deps.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
 pythons="3.9 3.10 3.11 3.12"
 out=$repo/out/wheels
+skip_missing=0
 while [ $# -gt 0 ]; do
   case $1 in
     --python) pythons=$2; shift 2 ;;
     --out) out=$(realpath -m "$2"); shift 2 ;;
+    --skip-missing) skip_missing=1; shift ;;
     *) echo "build-wheels: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -165,19 +168,30 @@ cp "$tools"/lib/python3*/site-packages/nanobind-*.dist-info/licenses/LICENSE "$l
 # --- an extension and a wheel per Python ----------------------------------------------
 find_python() {  # find_python X.Y: the interpreter's path
   local v=$1 var="SHARDPACK_PYTHON_${1//./_}"
-  if [ -n "${!var:-}" ]; then echo "${!var}"; return; fi
+  if [ -n "${!var:-}" ]; then
+    [ -x "${!var}" ] || { echo "build-wheels: $var=${!var} is not an executable" >&2; return 1; }
+    echo "${!var}"; return
+  fi
   local p
   for p in $(command -v "python$v" 2>/dev/null) "$HOME"/.pyenv/versions/"$v".*/bin/python"$v"; do
     [ -x "$p" ] && "$p" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null &&
       { echo "$p"; return; }
   done
   echo "build-wheels: no Python $v with its headers (Python.h): set $var to one, or leave $v out with --python" >&2
-  exit 1
+  return 1
 }
 rm -f "$out"/shardpack-*.whl
 mkdir -p "$out"
 for v in $pythons; do
-  py=$(find_python "$v")
+  case $v in
+    3.9|3.10|3.11|3.12) ;;
+    *) echo "build-wheels: Python $v: the wheels are cp39, cp310, cp311 and cp312-abi3 (3.12 and later)" >&2; exit 2 ;;
+  esac
+  if ! py=$(find_python "$v"); then
+    [ "$skip_missing" = 1 ] || exit 1
+    echo "build-wheels: WARNING: no wheel for Python $v (--skip-missing)" >&2
+    continue
+  fi
   tag=cp${v/./}
   nanobind=$("$tools/bin/python" -m nanobind --cmake_dir)
   stable=OFF

@@ -17,7 +17,7 @@ python3 -m pytest python/tests -q
 echo "test: Python package passed ($((SECONDS - start)) s)"
 # The wheels (docs/WHEELS.md) of the test roots' Pythons (3.9, 3.12+) and of python3 (3.11),
 # installed as a user installs them
-bash scripts/build-wheels.sh --python "3.9 3.11 3.12"
+bash scripts/build-wheels.sh --python "3.9 3.11 3.12" --skip-missing
 bash tests/wheel/wheel_test.sh
 echo "test: wheels passed ($((SECONDS - start)) s)"
 bash tests/device_kit_test.sh

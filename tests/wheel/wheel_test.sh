@@ -125,13 +125,19 @@ in_root() {
         HOME=/root LANG=C.UTF-8 "$@"' sh "$root" "$cache/pip" "$@"
 }
 
+tested=""
 for suite in $suites; do
   root=$(bash tests/wheel/make_chroot.sh "$suite" "$cache")
   py=$(chroot "$root" python3 -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')
   tag=cp${py/./}-cp${py/./}
   [ "${py#3.}" -ge 12 ] && tag=cp312-abi3
   wheel=$repo/out/wheels/shardpack-$version-$tag-manylinux_2_28_x86_64.whl
-  [ -f "$wheel" ] || { echo "wheel_test: $wheel missing: run scripts/build-wheels.sh" >&2; exit 1; }
+  if [ ! -f "$wheel" ]; then
+    # scripts/test.sh builds with --skip-missing: a machine without that Python tests the rest
+    echo "wheel_test: WARNING: $suite not tested: $wheel missing (scripts/build-wheels.sh --python $py)" >&2
+    continue
+  fi
+  tested="$tested $suite"
   glibc=$(chroot "$root" ldd --version | head -1 | awk '{print $NF}')
   echo "wheel_test: $suite (glibc $glibc, Python $py): $(basename "$wheel")"
 
@@ -218,6 +224,8 @@ PY
   kill "$nginx_pid"; wait "$nginx_pid" 2>/dev/null || true; nginx_pid=""
   echo "wheel_test: $suite: https:// read with CURL_CA_BUNDLE and with the system's store; refused untrusted"
 done
+[ -n "$tested" ] || { echo "wheel_test: no root was tested: no wheel of their Pythons" >&2; exit 1; }
+
 # Beside PyTorch: the wheel of this machine's python3 in a venv that sees its site-packages
 # (torch as scripts/install-python.sh installs it), imported before and after torch.
 py=$(python3 -c 'import sys; print(f"{sys.version_info[0]}{sys.version_info[1]}")')
@@ -246,4 +254,4 @@ print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equa
 PY
   )
 done
-echo "wheel_test: passed ($suites; beside torch)"
+echo "wheel_test: passed ($tested; beside torch)"
