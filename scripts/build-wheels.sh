@@ -3,7 +3,8 @@
 # into out/wheels/: one per CPython 3.9, 3.10 and 3.11, and one cp312-abi3 wheel (Python's
 # stable ABI) for 3.12 and every later CPython. Each holds the Python package, its
 # extension, the `shardpack` CLI and the licences of what is linked into them; nothing but
-# glibc (2.28 or newer) is needed at run time. docs/WHEELS.md describes the design.
+# glibc (2.28 or newer) is needed at run time. Beside them, the source distribution
+# shardpack-<version>.tar.gz (scripts/wheel/sdist.py). docs/WHEELS.md describes the design.
 #
 # How: Zig's clang from PyPI (`ziglang`) compiles for glibc 2.28 with its own libc++,
 # linked statically; the libraries shardpack uses are built the same way from Debian 12's
@@ -180,7 +181,7 @@ find_python() {  # find_python X.Y: the interpreter's path
   echo "build-wheels: no Python $v with its headers (Python.h): set $var to one, or leave $v out with --python" >&2
   return 1
 }
-rm -f "$out"/shardpack-*.whl
+rm -f "$out"/shardpack-*.whl "$out"/shardpack-*.tar.gz
 mkdir -p "$out"
 for v in $pythons; do
   case $v in
@@ -232,3 +233,6 @@ for wheel in "$out"/shardpack-*.whl; do
   fi
 done
 echo "build-wheels: $(ls "$out"/*.whl | wc -l) wheels in $out, checked by auditwheel ($((SECONDS - started)) s)"
+
+# --- the source distribution, beside them: pip builds it where no wheel fits ------------
+"$tools/bin/python" scripts/wheel/sdist.py --repo . --out "$out"

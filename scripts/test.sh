@@ -2,7 +2,7 @@
 # Installs, builds and runs every test: the C++ suite (ctest, with the fuzz corpus
 # replayed), the Python package's (pytest, after scripts/install-python.sh installs it into
 # pyenv's python3), the wheels' (scripts/build-wheels.sh, then tests/wheel/wheel_test.sh
-# installs them in Debian 11 and 13 roots), the GPU check kit's (tests/device_kit_test.sh: it builds, its programs
+# installs them in Debian 11 and 13 roots) and the sdist's (tests/wheel/sdist_test.sh), the GPU check kit's (tests/device_kit_test.sh: it builds, its programs
 # and extension stand alone; docs/GPU.md), and the interoperability tests against
 # TensorFlow, DALI and python-lmdb (scripts/test-interop.sh, in the venv out/venv-interop).
 # Run as root on a fresh Debian 12 machine: bash scripts/test.sh
@@ -19,7 +19,8 @@ echo "test: Python package passed ($((SECONDS - start)) s)"
 # installed as a user installs them
 bash scripts/build-wheels.sh --python "3.9 3.11 3.12" --skip-missing
 bash tests/wheel/wheel_test.sh
-echo "test: wheels passed ($((SECONDS - start)) s)"
+bash tests/wheel/sdist_test.sh
+echo "test: wheels and sdist passed ($((SECONDS - start)) s)"
 bash tests/device_kit_test.sh
 echo "test: GPU check kit passed ($((SECONDS - start)) s)"
 bash scripts/test-interop.sh
