@@ -225,8 +225,8 @@ done
 # --- the manylinux check: auditwheel must give each wheel the tag it carries -----------
 for wheel in "$out"/shardpack-*.whl; do
   report=$("$tools/bin/python" -m auditwheel show "$wheel" 2>&1)
-  if ! tr -s ' \n' '  ' <<< "$report" |
-       grep -q 'consistent with the following platform tag: "manylinux_2_28_x86_64"'; then
+  flat=$(tr -s ' \n' '  ' <<< "$report")  # auditwheel wraps its lines
+  if [[ "$flat" != *'consistent with the following platform tag: "manylinux_2_28_x86_64"'* ]]; then
     echo "build-wheels: auditwheel does not give $(basename "$wheel") manylinux_2_28_x86_64:" >&2
     echo "$report" >&2
     exit 1

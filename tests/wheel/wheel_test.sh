@@ -138,7 +138,7 @@ for suite in $suites; do
     continue
   fi
   tested="$tested $suite"
-  glibc=$(chroot "$root" ldd --version | head -1 | awk '{print $NF}')
+  glibc=$(chroot "$root" ldd --version | awk 'NR == 1 {print $NF}')  # reads all: no SIGPIPE
   echo "wheel_test: $suite (glibc $glibc, Python $py): $(basename "$wheel")"
 
   rm -rf "$root/work" && mkdir -p "$root/work"
