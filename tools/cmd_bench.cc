@@ -19,9 +19,31 @@
 #include "shardpack/status.h"
 #include "tools/commands.h"
 #include "tools/output.h"
+#include "util/cpu.h"
 
 namespace shardpack::cli {
 namespace {
+
+// The CPU features the kernels dispatch on (util/cpu.h), as bench prints them: a build that
+// lost its SIMD kernels (the wheel once did) shows here, not only in its rates.
+std::string CpuFeatures() {
+  const cpu::Features& f = cpu::Get();
+  std::string names;
+  for (const auto& [has, name] : {std::pair{f.sse42, "sse4.2"},
+                                  {f.pclmul, "pclmul"},
+                                  {f.avx2, "avx2"},
+                                  {f.vpclmulqdq, "vpclmulqdq"},
+                                  {f.avx512f, "avx512f"},
+                                  {f.avx512bw, "avx512bw"},
+                                  {f.avx512vl, "avx512vl"},
+                                  {f.avx512vnni, "avx512vnni"},
+                                  {f.avx512vbmi, "avx512vbmi"}}) {
+    if (!has) continue;
+    if (!names.empty()) names += ' ';
+    names += name;
+  }
+  return names.empty() ? "none (the portable kernels)" : names;
+}
 
 using Clock = std::chrono::steady_clock;
 
@@ -298,6 +320,7 @@ int Run(const Args& a) {
         static_cast<unsigned long long>(ds->size()), m.image.height, m.image.width,
         m.image.channels, gb, a.batch_size, a.prefetch, ring_bytes / 1e6, a.no_crc ? "off" : "on",
         a.epochs);
+  Print(stdout, "CPU features the kernels use: %s\n", CpuFeatures());
   Print(stdout,
         "\n| shuffle | threads | loader samples/s | loader GB/s | memcpy GB/s | ratio | "
         "first epoch GB/s | RSS anon growth (MB) over epochs | RSS file (MB) | I/O path |\n"

@@ -188,6 +188,13 @@ EOF
         diff <(digest "$work/host-$name") <(digest "$root/work/ds-$name") >&2; exit 1; }
   done
   echo "wheel_test: $suite: shard bytes equal the CMake build's (tfrecord, lmdb, jpeg)"
+  # The wheel dispatches to the same SIMD kernels as the CMake build on this CPU.
+  features() { grep "^CPU features the kernels use:" "$1" || echo "no CPU features line in $1"; }
+  "$host_cli" bench "$work/host-tfrecord" --batch-size 16 --epochs 2 > "$work/bench-host.log"
+  [ "$(features "$work/bench-host.log")" = "$(features "$root/work/bench-tfrecord.log")" ] ||
+    { echo "wheel_test: $suite: the wheel's kernels differ: $(features "$root/work/bench-tfrecord.log")," \
+        "the CMake build's: $(features "$work/bench-host.log")" >&2; exit 1; }
+  echo "wheel_test: $suite: $(features "$work/bench-host.log"), as the CMake build"
   python3 - "$work" "$root/work" <<'PY'
 import sys
 import numpy as np
