@@ -131,8 +131,8 @@ StatusOr<LmdbFile> LmdbFile::Open(const uint8_t* data, uint64_t size) {
   LmdbMeta metas[2];
   uint64_t offset = 0;
   for (int i = 0; i < 2; ++i) {
-    const std::string where = "meta page " + std::to_string(i) + " (offset " +
-                              std::to_string(offset) + ")";
+    const std::string where =
+        "meta page " + std::to_string(i) + " (offset " + std::to_string(offset) + ")";
     if (offset > size || size - offset < kPageHeaderBytes + kMetaBytes) {
       return CorruptionError("the file is " + std::to_string(size) + " bytes: too short for " +
                              where + " of an LMDB file");
@@ -193,21 +193,20 @@ StatusOr<LmdbFile> LmdbFile::Open(const uint8_t* data, uint64_t size) {
   const uint64_t pages_in_file = size / m.page_size;
   if (m.last_page < 1 || m.last_page >= pages_in_file) {
     const bool too_few = m.last_page >= 1;
-    std::string holds =
-        m.last_page < (uint64_t{1} << 40)
-            ? std::to_string(m.last_page + 1) + " pages of " + std::to_string(m.page_size) +
-                  " bytes (" + std::to_string((m.last_page + 1) * m.page_size) + " bytes)"
-            : "last page " + std::to_string(m.last_page);
-    return CorruptionError(too_few ? "the file is " + std::to_string(size) +
-                                         " bytes, but its " + where + " says it holds " + holds +
-                                         ": it is truncated"
+    std::string holds = m.last_page < (uint64_t{1} << 40)
+                            ? std::to_string(m.last_page + 1) + " pages of " +
+                                  std::to_string(m.page_size) + " bytes (" +
+                                  std::to_string((m.last_page + 1) * m.page_size) + " bytes)"
+                            : "last page " + std::to_string(m.last_page);
+    return CorruptionError(too_few ? "the file is " + std::to_string(size) + " bytes, but its " +
+                                         where + " says it holds " + holds + ": it is truncated"
                                    : where + ": last page " + std::to_string(m.last_page) +
                                          ", but pages 0 and 1 are the meta pages");
   }
   // Every entry takes a node of at least 8 bytes and its 2-byte offset in a leaf page: a
   // count beyond that is a claim the file cannot back (readers size things by it).
-  const uint64_t most_entries = (m.last_page - 1) * ((m.page_size - kPageHeaderBytes) /
-                                                     (kNodeHeaderBytes + 2));
+  const uint64_t most_entries =
+      (m.last_page - 1) * ((m.page_size - kPageHeaderBytes) / (kNodeHeaderBytes + 2));
   if (m.entries > most_entries) {
     return CorruptionError(where + ": the main database claims " + std::to_string(m.entries) +
                            " entries, more than its " + std::to_string(m.last_page - 1) +
@@ -225,8 +224,8 @@ StatusOr<LmdbFile> LmdbFile::Open(const uint8_t* data, uint64_t size) {
                              " is outside pages 2.." + std::to_string(m.last_page));
     }
     if (m.depth < 1 || m.depth > kMaxDepth) {
-      return CorruptionError(where + ": tree depth " + std::to_string(m.depth) +
-                             ", not in 1.." + std::to_string(kMaxDepth));
+      return CorruptionError(where + ": tree depth " + std::to_string(m.depth) + ", not in 1.." +
+                             std::to_string(kMaxDepth));
     }
   }
   return LmdbFile(data, m);
@@ -240,8 +239,8 @@ std::string LmdbFile::PageName(uint64_t pgno) const {
 
 Status LmdbFile::ReadPage(uint64_t pgno, uint16_t want, Page* page) const {
   if (pgno < 2 || pgno > meta_.last_page) {
-    return CorruptionError("a reference to page " + std::to_string(pgno) +
-                           ", outside pages 2.." + std::to_string(meta_.last_page));
+    return CorruptionError("a reference to page " + std::to_string(pgno) + ", outside pages 2.." +
+                           std::to_string(meta_.last_page));
   }
   const uint32_t psize = meta_.page_size;
   const uint8_t* p = data_ + pgno * psize;  // Open proved (last_page + 1) * psize <= the size
@@ -258,8 +257,8 @@ Status LmdbFile::ReadPage(uint64_t pgno, uint16_t want, Page* page) const {
   const uint32_t upper = Load16(p + 14);
   if (lower < kPageHeaderBytes || (lower - kPageHeaderBytes) % 2 != 0 || lower > upper ||
       upper > psize) {
-    return CorruptionError(PageName(pgno) + ": free space bounds " + std::to_string(lower) +
-                           ".." + std::to_string(upper) + " do not fit a page of " +
+    return CorruptionError(PageName(pgno) + ": free space bounds " + std::to_string(lower) + ".." +
+                           std::to_string(upper) + " do not fit a page of " +
                            std::to_string(psize) + " bytes");
   }
   page->pgno = pgno;
@@ -302,10 +301,10 @@ Status LmdbFile::ReadNode(const Page& page, uint32_t i, std::string_view* key,
   }
   const uint64_t data_size = lo | (uint64_t{hi} << 16);
   if ((flags & (kSubData | kDupData)) != 0) {
-    return NotSupportedError(PageName(page.pgno) + ": node " + std::to_string(i) + " (key " +
-                             ShowKey(*key) + ") holds " +
-                             ((flags & kDupData) != 0 ? "duplicate values" : "a named database") +
-                             " (node flags " + Hex(flags) + "), which shardpack's shards never have");
+    return NotSupportedError(
+        PageName(page.pgno) + ": node " + std::to_string(i) + " (key " + ShowKey(*key) +
+        ") holds " + ((flags & kDupData) != 0 ? "duplicate values" : "a named database") +
+        " (node flags " + Hex(flags) + "), which shardpack's shards never have");
   }
   if ((flags & ~kBigData) != 0) return fault("unknown node flags " + Hex(flags));
   if ((flags & kBigData) == 0) {
@@ -364,7 +363,8 @@ Status LmdbFile::ReadNode(const Page& page, uint32_t i, std::string_view* key,
 }
 
 Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
-  if (meta_.root == kNoPage) return NotFoundError("key " + ShowKey(key) + ": the database is empty");
+  if (meta_.root == kNoPage)
+    return NotFoundError("key " + ShowKey(key) + ": the database is empty");
   uint64_t pgno = meta_.root;
   for (int level = 0; level < meta_.depth; ++level) {
     const bool leaf = level + 1 == meta_.depth;
@@ -389,8 +389,9 @@ Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
         const int c = CompareKeys(k, key);
         if (c == 0) {
           SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, value, &child));
-          if (k != key) return CorruptionError(PageName(pgno) + ": node " + std::to_string(mid) +
-                                               " changed while it was read");
+          if (k != key)
+            return CorruptionError(PageName(pgno) + ": node " + std::to_string(mid) +
+                                   " changed while it was read");
           return Status::Ok();
         }
         if (c < 0) {
@@ -437,8 +438,7 @@ Status LmdbFile::First(std::string_view* key) const {
 class LmdbFile::Walker {
  public:
   using Fn = std::function<Status(std::string_view, std::string_view)>;
-  Walker(const LmdbFile& file, const Fn& fn, bool audit)
-      : file_(file), fn_(fn), audit_(audit) {
+  Walker(const LmdbFile& file, const Fn& fn, bool audit) : file_(file), fn_(fn), audit_(audit) {
     if (audit_) used_.assign(file.meta_.last_page / 64 + 1, 0);
   }
 
@@ -469,8 +469,8 @@ class LmdbFile::Walker {
       for (uint32_t i = 0; i < page.keys; ++i) {
         SHARDPACK_RETURN_IF_ERROR(file_.ReadNode(page, i, &key, &value, &child));
         if (i >= 2 && CompareKeys(key, previous) <= 0) {
-          return CorruptionError(file_.PageName(pgno) + ": node " + std::to_string(i) +
-                                 "'s key " + ShowKey(key) + " is not above the key before it");
+          return CorruptionError(file_.PageName(pgno) + ": node " + std::to_string(i) + "'s key " +
+                                 ShowKey(key) + " is not above the key before it");
         }
         const bool last = i + 1 == page.keys;
         if (!last) SHARDPACK_RETURN_IF_ERROR(file_.ReadNode(page, i + 1, &next, &value, &ignored));
@@ -488,13 +488,14 @@ class LmdbFile::Walker {
       SHARDPACK_RETURN_IF_ERROR(outside(i, key));
       if (has_last_ && CompareKeys(key, last_) <= 0) {
         return CorruptionError(file_.PageName(pgno) + ": node " + std::to_string(i) + "'s key " +
-                               ShowKey(key) + " is not above the key before it, " +
-                               ShowKey(last_) + " (a page reached twice, or keys out of order)");
+                               ShowKey(key) + " is not above the key before it, " + ShowKey(last_) +
+                               " (a page reached twice, or keys out of order)");
       }
       last_ = key;
       has_last_ = true;
       if (run_pages > 0) {
-        SHARDPACK_RETURN_IF_ERROR(Use(run, run_pages, "the overflow run at " + file_.PageName(run)));
+        SHARDPACK_RETURN_IF_ERROR(
+            Use(run, run_pages, "the overflow run at " + file_.PageName(run)));
         counts.overflow_pages += run_pages;
       }
       ++counts.entries;

@@ -210,31 +210,6 @@ Json ManifestJson(const Manifest& m) {
   return j;
 }
 
-// The deepest nesting of objects and arrays in JSON text (brackets inside strings do not
-// count); for text that is not JSON, some number the parser then refuses anyway.
-int NestingDepth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false, escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 }  // namespace
 
 std::string ManifestChecksum(const Manifest& m) {
@@ -499,7 +474,7 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
   // The depth is measured by a scan of its own: a parser callback made nlohmann's parser
   // quadratic in the length of an array of objects (1,000,000 classes took 170 s).
   constexpr int kMaxDepth = 100;
-  if (NestingDepth(text) > kMaxDepth) {
+  if (JsonNestingDepth(text) > kMaxDepth) {
     return CorruptionError(std::string(source) + ": nested deeper than " +
                            std::to_string(kMaxDepth) + " levels");
   }

@@ -35,6 +35,11 @@ std::string TerminalText(std::string_view text);
 // (a backslash aside, which it doubles).
 bool IsPrintableUtf8(std::string_view bytes);
 
+// The deepest nesting of objects and arrays in JSON text (brackets inside strings do not
+// count); for text that is not JSON, some number the parser then refuses anyway. Checked
+// before parsing, since nlohmann::json's parser and dump() recurse.
+int JsonNestingDepth(std::string_view text);
+
 }  // namespace shardpack
 
 #endif  // SHARDPACK_UTIL_TEXT_H_

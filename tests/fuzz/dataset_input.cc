@@ -10,6 +10,7 @@
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
+#include "util/text.h"
 
 namespace shardpack::fuzz {
 
@@ -397,31 +398,10 @@ std::vector<LmdbValue> LmdbValues(std::string_view file) {
 
 namespace {
 
-// Nesting depth of JSON text, strings skipped: dump() recurses, so deeper manifests are
-// left alone (the library refuses more than 100 levels anyway).
-int Depth(std::string_view text) {
-  int depth = 0, deepest = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      deepest = std::max(deepest, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return deepest;
-}
-
 bool ParseJson(std::string_view text, Json* j) {
-  if (Depth(text) > 64) return false;
+  // dump() recurses too: deeper manifests are left alone (the library refuses more
+  // than 100 levels anyway).
+  if (JsonNestingDepth(text) > 64) return false;
   *j = Json::parse(text, nullptr, /*allow_exceptions=*/false);
   return !j->is_discarded() && j->is_object();
 }

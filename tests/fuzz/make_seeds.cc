@@ -343,7 +343,8 @@ std::string DatasetContainer(const fs::path& dir, const DatasetSeed& seed) {
 std::string TwoLevelLmdb(const fs::path& dir) {
   fs::create_directories(dir);
   const fs::path path = dir / "two-level.lmdb";
-  auto writer = Must(format::LmdbShardWriter::Create(path.string(), {.initial_map_bytes = 1 << 20}));
+  auto writer =
+      Must(format::LmdbShardWriter::Create(path.string(), {.initial_map_bytes = 1 << 20}));
   const std::string small = format::EncodeFeatureEntries({2, 2, 3, 0, "c", ""}, 0);
   const std::string large = format::EncodeFeatureEntries({40, 40, 3, 1, "d", ""}, 0);
   for (int i = 0; i < 160; ++i) {

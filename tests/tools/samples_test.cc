@@ -94,9 +94,9 @@ TEST(SamplesTest, ReadDatasetRefusesALabelOutsideTheClassListNamingTheRecord) {
     EXPECT_EQ(r.code, 1) << "label " << label << ": " << r.out;
     // Dataset::Get refuses the record, naming it.
     EXPECT_NE(r.out.find("part-0.tfrecord: record 2 at offset "), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("label " + std::to_string(label) +
-                         " is outside the 2 classes of the manifest"),
-              std::string::npos)
+    EXPECT_NE(
+        r.out.find("label " + std::to_string(label) + " is outside the 2 classes of the manifest"),
+        std::string::npos)
         << r.out;
   }
 #endif
