@@ -147,10 +147,19 @@ echo "build-wheels: the library and CLI (out/wheel-build/library)"
 if [ "$(cat "$work/made-with" 2>/dev/null)" != "$tc $deps" ]; then
   rm -rf "$work" && mkdir -p "$work" && echo "$tc $deps" > "$work/made-with"
 fi
-cmake -S . -B "$work/library" "${release[@]}" -DCMAKE_PREFIX_PATH="$deps" \
+# The CUDA layer: nvcc compiles the kernels (device code only) and the library reads cuda.h's
+# declarations; it links nothing of CUDA's and loads the driver at run time (docs/WHEELS.md).
+# The toolkit's folder joins the roots the toolchain file searches, for cuda.h alone.
+nvcc=$(command -v nvcc || ls /usr/local/cuda/bin/nvcc 2>/dev/null || true)
+[ -n "$nvcc" ] || { echo "build-wheels: no nvcc (the CUDA toolkit): the wheels carry the CUDA kernels" >&2; exit 1; }
+cuda_root=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
+SHARDPACK_WHEEL_ROOTS="$deps;$cuda_root" cmake -S . -B "$work/library" "${release[@]}" \
+  -DCMAKE_PREFIX_PATH="$deps" -DCUDAToolkit_ROOT="$cuda_root" \
   -DSHARDPACK_BUILD_TESTS=OFF -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
-  -DSHARDPACK_WITH_CUDA=OFF -DSHARDPACK_WITH_MPI=OFF > "$work/library.log" 2>&1 ||
+  -DSHARDPACK_WITH_CUDA=ON -DSHARDPACK_WITH_MPI=OFF > "$work/library.log" 2>&1 ||
   { cat "$work/library.log"; exit 1; }
+grep -q "shardpack: CUDA toolkit ON" "$work/library.log" ||
+  { grep -i cuda "$work/library.log"; echo "build-wheels: CMake did not find the CUDA toolkit at $cuda_root" >&2; exit 1; }
 cmake --build "$work/library" -j "$jobs" >> "$work/library.log" 2>&1 || { tail -50 "$work/library.log"; exit 1; }
 rm -rf "$work/stage"
 cmake --install "$work/library" --prefix "$work/stage" >> "$work/library.log" 2>&1

@@ -6,18 +6,17 @@
 #             first_touch, write_scaling and micro_bench (stripped), with an $ORIGIN/../lib
 #             rpath; lib/ their shared libraries (the ldd closure minus glibc and the C++
 #             runtime).
-#   python/   the package's Python files and tests, the extension's sources, the public
-#             headers and the library built with -fPIC, and a CMake project that builds
-#             the extension there, against that machine's Python and nanobind.
+#   python/tests/  the package's tests, run there against the wheel.
 #   samples/  the Python samples (train_torch.py); gpu-check/ the ImageFolder + DataLoader
 #             reference and the loader's throughput on the GPU.
 #   photos/   set A's photos (bench/convert_bench.sh) for convert-scaling: every tenth of
 #             those of at most 128 KiB and all the larger ones (LARGE, SET_A_COUNTS), where
 #             out/bench-images is here (PHOTOS=DIR names another corpus's scale/).
+#   shardpack-wheel/  the cp312-abi3 wheel of scripts/build-wheels.sh (step wheel).
 #   gpu-check.sh, which runs the check and writes report.md and report.json.
-# Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/) and the PIC
-# library of scripts/install-python.sh (python/build/), brought up to date first, or made
-# when missing.
+# Runs here (no GPU needed). Uses the CUDA build of scripts/build.sh (build/), brought up
+# to date first, or made when missing, and scripts/build-wheels.sh (its cache makes a
+# second build take about a minute).
 # Usage: bash scripts/device-kit.sh OUT      (OUT must not exist, or be an empty folder)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,19 +35,10 @@ if [ -f build/CMakeCache.txt ]; then
 else
   bash scripts/build.sh
 fi
-if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
+if [ ! -f build/lib/shardpack_kernels.fatbin ]; then
   echo "device-kit: build/ has no CUDA (no nvcc found by CMake): the kit would have no GPU code" >&2
   exit 2
 fi
-pic_build=$(ls -d python/build/*/ 2>/dev/null | head -1 || true)
-if [ -n "$pic_build" ]; then
-  cmake --build "$pic_build" --target shardpack
-else
-  bash scripts/install-python.sh
-  pic_build=$(ls -d python/build/*/ | head -1)
-fi
-pic_lib=${pic_build}shardpack/lib/libshardpack.a
-
 mkdir -p "$out"/{bin,lib,python,samples,gpu-check}
 for program in build/tools/shardpack build/tests/shardpack_tests build/samples/make_images \
                build/bench/decode_floor build/samples/write_synthetic build/bench/first_touch \
@@ -72,17 +62,9 @@ done
 for program in "$out"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$program"; done
 for so in "$out"/lib/*; do patchelf --set-rpath '$ORIGIN' "$so"; done
 
-# The Python extension is built on the GPU machine (its Python 3.12 and nanobind): the
-# sources, the public headers, the static library and the libraries it links.
-cp -r python/shardpack python/src "$out/python/"
-mkdir -p "$out/python/tests" "$out/python/include"
+# The Python package reaches the GPU machine as the wheel (below); its tests travel here.
+mkdir -p "$out/python/tests"
 cp python/tests/*.py "$out/python/tests/"
-cp -r lib/include/shardpack "$out/python/include/"
-cp "$pic_lib" "$out/python/libshardpack.a"
-cudart_static=$(sed -n 's/^CUDA_cudart_static_LIBRARY:FILEPATH=//p' "${pic_build}CMakeCache.txt")
-cp "${cudart_static:-/usr/local/cuda/lib64/libcudart_static.a}" "$out/python/libcudart_static.a"
-[ -e "$out/lib/libxxhash.so.0" ] || cp -L /usr/lib/x86_64-linux-gnu/libxxhash.so.0 "$out/lib/"
-cp tools/gpu-check/CMakeLists.txt "$out/python/CMakeLists.txt"
 find "$out/python" -name __pycache__ -prune -exec rm -rf {} +
 cp samples/*.py "$out/samples/"
 cp tools/gpu-check/imagefolder_reference.py tools/gpu-check/loader_throughput.py "$out/gpu-check/"
@@ -136,6 +118,11 @@ if [ -d "$photos" ]; then
 else
   echo "device-kit: no $photos (../shared/tools/make-bench-images.sh): convert-scaling will use synthetic pictures" >&2
 fi
+# The binary wheel for the machine's Python 3.12 (and later: cp312-abi3), which the check
+# pip-installs beside that machine's torch (step wheel).
+bash scripts/build-wheels.sh --python 3.12 --out "$out/shardpack-wheel" > "$out/wheel.log" 2>&1 ||
+  { tail -30 "$out/wheel.log" >&2; echo "device-kit: the wheel did not build" >&2; exit 1; }
+rm -f "$out"/shardpack-wheel/*.tar.gz "$out/wheel.log"
 git rev-parse --short HEAD > "$out/REVISION" 2>/dev/null || echo unknown > "$out/REVISION"
 # The version of the library and the package (the root project() line, as python/pyproject.toml
 # reads it).

@@ -4,11 +4,11 @@
 #     programs packed, and the check unpacks them;
 #   - its programs resolve every library from the kit, glibc and the C++ runtime aside,
 #     and convert, verify and read a small dataset with an empty environment;
-#   - the Python extension builds from the kit alone (this machine's Python and nanobind),
-#     exports its initialiser only and imports;
+#   - the kit's wheel installs with pip (step python-install), its extension exports its
+#     initialiser only, and the package imports and opens a dataset;
 #   - gpu-check.sh without a GPU says so and exits with 3, with its report written; a
 #     failing step makes it exit with 1 and the steps after it still run.
-# Run by scripts/test.sh after the Python package's tests (it uses their PIC library).
+# Run by scripts/test.sh after the wheels' tests (the kit's wheel reuses their build cache).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tmp=$(mktemp -d /tmp/shardpack-kit-test.XXXXXX)
@@ -16,7 +16,7 @@ trap 'rm -rf "$tmp"' EXIT
 fail() { echo "device_kit_test: FAILED: $*" >&2; exit 1; }
 
 # The kit carries GPU code: without the CUDA toolkit (nvcc) there is none to carry.
-if ! grep -q '^CMAKE_CUDA_COMPILER:[A-Z]*=/' build/CMakeCache.txt; then
+if [ ! -f build/lib/shardpack_kernels.fatbin ]; then
   echo "device_kit_test: skipped: build/ was made without the CUDA toolkit (no nvcc)"
   exit 0
 fi
@@ -32,12 +32,13 @@ grep -q '^| libraries | passed | [0-9]* | every program resolves its libraries' 
   fail "the unpacked programs do not resolve their libraries: $(cat "$tmp/report-libraries/report.md")"
 echo "device_kit_test: the kit's programs unpack and resolve their libraries"
 for f in bin/shardpack bin/shardpack_tests bin/make_images bin/decode_floor bin/write_synthetic \
-         bin/first_touch bin/write_scaling bin/micro_bench gpu-check.sh python/libshardpack.a \
-         python/libcudart_static.a python/CMakeLists.txt python/shardpack/__init__.py \
+         bin/first_touch bin/write_scaling bin/micro_bench gpu-check.sh python/tests/conftest.py \
          samples/train_torch.py gpu-check/imagefolder_reference.py \
          gpu-check/loader_throughput.py REVISION; do
   [ -e "$kit/$f" ] || fail "the kit has no $f"
 done
+ls "$kit"/shardpack-wheel/shardpack-*-cp312-abi3-manylinux_2_28_x86_64.whl > /dev/null 2>&1 ||
+  fail "the kit has no cp312-abi3 wheel: $(ls "$kit/shardpack-wheel" 2>&1)"
 
 system='^(linux-vdso|ld-linux.*|libc|libm|libpthread|libdl|librt|libresolv|libutil|libmvec|libstdc\+\+|libgcc_s)\.so'
 for program in "$kit"/bin/*; do
@@ -61,15 +62,25 @@ quietly "$kit/bin/shardpack" bench --threads 1 --epochs 2 --batch-size 4 "$tmp/d
 quietly "$kit/bin/shardpack_tests" --gtest_filter='CudaTest.*'
 echo "device_kit_test: the kit's programs convert, verify and read a dataset"
 
-STEPS="python-build" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-python" ||
-  fail "the extension did not build from the kit: $(tail -20 "$tmp/work/logs/python-build.log")"
-PYTHONPATH="$kit/python" python3 -c "import shardpack; print(shardpack.Dataset('$tmp/ds'))" > /dev/null
+# The kit's wheel is the cp312-abi3 one (the GPU machine's Python is 3.12): installed with
+# a Python 3.12 (as scripts/build-wheels.sh finds it) in a venv with NumPy.
+py312=""
+for candidate in ${SHARDPACK_PYTHON_3_12:-} $(command -v python3.12 || true) "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do
+  [ -x "$candidate" ] && "$candidate" -c 'import venv' 2>/dev/null && { py312=$candidate; break; }
+done
+[ -n "$py312" ] || fail "no Python 3.12 (the kit's wheel could not have been built either)"
+"$py312" -m venv "$tmp/venv312"
+"$tmp/venv312/bin/pip" install --quiet --disable-pip-version-check numpy ||
+  fail "NumPy did not install into a Python 3.12 venv"
+PYTHON="$tmp/venv312/bin/python" STEPS="python-install" WORK="$tmp/work" bash "$kit/gpu-check.sh" "$tmp/report-python" ||
+  fail "the wheel did not install from the kit: $(tail -20 "$tmp/work/logs/python-install.log")"
+PYTHONPATH="$tmp/work/wheel-site" "$tmp/venv312/bin/python" -c "import shardpack; print(shardpack.Dataset('$tmp/ds'))" > /dev/null
 # It exports its initialiser only (python/src/exports.map): on the GPU machine, whose
 # toolchain links libstdc++ into it, the exported std::locale crashed torch's import.
-exported=$(nm -D --defined-only "$kit"/python/shardpack/_shardpack*.so | awk '{print $3}' | sort -u)
+exported=$(nm -D --defined-only "$tmp"/work/wheel-site/shardpack/_shardpack*.so | awk '{print $3}' | sort -u)
 [ "$exported" = PyInit__shardpack ] ||
-  fail "the kit's extension exports more than PyInit__shardpack: $(echo "$exported" | head -5)"
-echo "device_kit_test: the Python extension builds from the kit, exports its initialiser only and imports"
+  fail "the wheel's extension exports more than PyInit__shardpack: $(echo "$exported" | head -5)"
+echo "device_kit_test: the kit's wheel installs, exports its initialiser only and imports"
 
 # run_step STEP: runs one step of the check (no GPU needed) into $tmp/report-STEP, or fails
 # with its log. expect STEP WHAT PATTERN: its report row matches PATTERN, or the test fails

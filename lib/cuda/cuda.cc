@@ -1,171 +1,184 @@
-// The CUDA layer over the CUDA runtime (builds with the toolkit; cuda_none.cc otherwise).
+// The CUDA layer over the CUDA driver API (driver.h: libcuda.so.1, loaded at run time) and
+// the kernels' fatbin (kernels.cu); cuda_none.cc where the toolkit was not found.
+//
+// Contexts. Every device is used through its primary context, the one the CUDA runtime
+// uses, so streams, events and memory are shared with the runtime's users in the process
+// (PyTorch, JAX, CuPy) both ways. "The current device" is the calling thread's current
+// context, as cudaSetDevice makes it; calls that need a context but name no device (pinned
+// memory, the legacy default stream) take the current one, else device 0's, as the runtime
+// does.
 #include "cuda/cuda.h"
 
-#include <cuda_runtime_api.h>
-
+#include <algorithm>
+#include <map>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
-#include "cuda/cuda_internal.h"
+#include "cuda/driver.h"
+#include "cuda/kernels.h"
 
 namespace shardpack::cuda {
 namespace {
 
-cudaStream_t AsStream(void* stream) { return static_cast<cudaStream_t>(stream); }
-cudaEvent_t AsEvent(void* event) { return static_cast<cudaEvent_t>(event); }
+using driver::Api;
+using driver::Check;
+
+CUstream AsStream(void* stream) { return static_cast<CUstream>(stream); }
+CUevent AsEvent(void* event) { return static_cast<CUevent>(event); }
+CUdeviceptr AsDevicePointer(const void* pointer) { return reinterpret_cast<CUdeviceptr>(pointer); }
 
 std::string DeviceName(int device) { return "CUDA device " + std::to_string(device); }
 
-StatusCode CodeOf(cudaError_t error) {
-  switch (error) {
-    // This machine cannot run the work: callers fall back to the host.
-    case cudaErrorInitializationError:
-    case cudaErrorStubLibrary:
-    case cudaErrorInsufficientDriver:
-    case cudaErrorCallRequiresNewerDriver:
-    case cudaErrorDevicesUnavailable:
-    case cudaErrorNoDevice:
-    case cudaErrorInvalidDevice:
-    case cudaErrorDeviceNotLicensed:
-    case cudaErrorDeviceUninitialized:
-    case cudaErrorNoKernelImageForDevice:
-    case cudaErrorInvalidPtx:
-    case cudaErrorJitCompilerNotFound:
-    case cudaErrorUnsupportedPtxVersion:
-    case cudaErrorJitCompilationDisabled:
-    case cudaErrorSystemNotReady:
-    case cudaErrorSystemDriverMismatch:
-    case cudaErrorCompatNotSupportedOnDevice:
-      return StatusCode::kUnavailable;
-    case cudaErrorMemoryAllocation:
-      return StatusCode::kResourceExhausted;
-    case cudaErrorInvalidValue:
-    case cudaErrorInvalidDevicePointer:
-    case cudaErrorInvalidResourceHandle:
-    case cudaErrorInvalidMemcpyDirection:
-    case cudaErrorInvalidConfiguration:
-      return StatusCode::kInvalidArgument;
-    case cudaErrorNotReady:
-      return StatusCode::kFailedPrecondition;
-    default:
-      return StatusCode::kInternal;
-  }
+// The loaded driver, for destructors: they run only on objects made through it.
+const Api& Loaded() { return *driver::Load().value(); }
+
+// Device `device`'s primary context, retained on first use and kept for the process's life
+// (as the CUDA runtime keeps it).
+StatusOr<CUcontext> PrimaryContext(const Api& cu, int device) {
+  static std::mutex mutex;
+  static std::map<int, CUcontext> contexts;
+  std::lock_guard lock(mutex);
+  if (const auto it = contexts.find(device); it != contexts.end()) return it->second;
+  CUdevice handle = 0;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuDeviceGet(&handle, device), "cuDeviceGet"));
+  CUcontext context = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(
+      Check(cu, cu.cuDevicePrimaryCtxRetain(&context, handle), "cuDevicePrimaryCtxRetain"));
+  contexts.emplace(device, context);
+  return context;
 }
 
-Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind, void* stream,
-            std::string_view what) {
-  if (bytes == 0) return Status::Ok();
-  if (dst == nullptr || src == nullptr) {
-    return InvalidArgumentError(std::string(what) + ": null pointer");
+Status MakeCurrent(const Api& cu, CUcontext context) {
+  CUcontext current = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"));
+  if (current == context) return Status::Ok();
+  return Check(cu, cu.cuCtxSetCurrent(context), "cuCtxSetCurrent");
+}
+
+Status UseDevice(const Api& cu, int device) {
+  SHARDPACK_ASSIGN_OR_RETURN(CUcontext context, PrimaryContext(cu, device));
+  return MakeCurrent(cu, context);
+}
+
+// A current context for calls that name no device: the thread's, else device 0's.
+Status EnsureContext(const Api& cu) {
+  CUcontext current = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"));
+  if (current != nullptr) return Status::Ok();
+  return UseDevice(cu, 0).WithPrefix(DeviceName(0));
+}
+
+// Makes the context of `stream` (nullptr: the legacy default stream, of the current
+// context) the calling thread's current one, as work queued on it needs.
+Status UseContextOf(const Api& cu, CUstream stream) {
+  if (stream == nullptr) return EnsureContext(cu);
+  CUcontext context = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuStreamGetCtx(stream, &context), "cuStreamGetCtx"));
+  return MakeCurrent(cu, context);
+}
+
+// The kernel `name` of the fatbin in the current context; the module is loaded into each
+// context once, on its first launch there.
+StatusOr<CUfunction> Kernel(const Api& cu, const char* name) {
+  CUcontext context = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
+  static std::mutex mutex;
+  static std::map<CUcontext, CUmodule> modules;
+  static std::map<std::pair<CUcontext, std::string>, CUfunction> functions;
+  std::lock_guard lock(mutex);
+  const auto key = std::make_pair(context, std::string(name));
+  if (const auto it = functions.find(key); it != functions.end()) return it->second;
+  auto module = modules.find(context);
+  if (module == modules.end()) {
+    CUmodule loaded = nullptr;
+    SHARDPACK_RETURN_IF_ERROR(
+        Check(cu, cu.cuModuleLoadData(&loaded, kKernelsFatbin), "cuModuleLoadData")
+            .WithPrefix("the kernels (built for compute capability " +
+                        std::to_string(SHARDPACK_CUDA_MIN_ARCH / 10) + "." +
+                        std::to_string(SHARDPACK_CUDA_MIN_ARCH % 10) + " and newer with CUDA " +
+                        std::to_string(CUDA_VERSION / 1000) + "." +
+                        std::to_string(CUDA_VERSION % 1000 / 10) + "; this driver: CUDA " +
+                        std::to_string(cu.version / 1000) + "." +
+                        std::to_string(cu.version % 1000 / 10) + ")"));
+    module = modules.emplace(context, loaded).first;
   }
-  return CudaStatus(cudaMemcpyAsync(dst, src, bytes, kind, AsStream(stream)), "cudaMemcpyAsync")
-      .WithPrefix(std::string(what) + " of " + std::to_string(bytes) + " bytes");
+  CUfunction function = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(
+      Check(cu, cu.cuModuleGetFunction(&function, module->second, name), "cuModuleGetFunction")
+          .WithPrefix(name));
+  functions.emplace(key, function);
+  return function;
+}
+
+Status Launch(const Api& cu, const char* name, unsigned grid_x, unsigned grid_y, unsigned block_x,
+              CUstream stream, void** args) {
+  SHARDPACK_RETURN_IF_ERROR(UseContextOf(cu, stream));
+  SHARDPACK_ASSIGN_OR_RETURN(CUfunction function, Kernel(cu, name));
+  return Check(
+      cu, cu.cuLaunchKernel(function, grid_x, grid_y, 1, block_x, 1, 1, 0, stream, args, nullptr),
+      "cuLaunchKernel");
 }
 
 }  // namespace
 
-Status CudaStatus(cudaError_t error, std::string_view call) {
-  if (error == cudaSuccess) return Status::Ok();
-  // The errors that mean "this machine has no GPU to offer" say so first, in words; the
-  // CUDA name follows for searching.
-  const char* no_device = nullptr;
-  switch (error) {
-    case cudaErrorNoDevice:
-      no_device = "no CUDA device: none is visible to this process (CUDA_VISIBLE_DEVICES?)";
-      break;
-    case cudaErrorInsufficientDriver:
-    case cudaErrorStubLibrary:
-    case cudaErrorSystemDriverMismatch:
-      no_device =
-          "no CUDA device: no NVIDIA driver is loaded, or it is older than this build's CUDA "
-          "runtime";
-      break;
-    case cudaErrorInitializationError:
-    case cudaErrorSystemNotReady:
-      no_device = "no CUDA device: the CUDA driver could not be initialised";
-      break;
-    default:
-      break;
-  }
-  std::string message = no_device != nullptr ? std::string(no_device) + " (" : "";
-  message += call;
-  message += ": ";
-  message += cudaGetErrorName(error);
-  message += ": ";
-  message += cudaGetErrorString(error);
-  if (no_device != nullptr) message += ")";
-  return Status(CodeOf(error), std::move(message));
-}
-
-Status UseDeviceOf(cudaStream_t stream) {
-  int device = 0;
-  SHARDPACK_RETURN_IF_ERROR(
-      CudaStatus(cudaStreamGetDevice(stream, &device), "cudaStreamGetDevice"));
-  int current = 0;
-  SHARDPACK_RETURN_IF_ERROR(CudaStatus(cudaGetDevice(&current), "cudaGetDevice"));
-  if (current == device) return Status::Ok();
-  return CudaStatus(cudaSetDevice(device), "cudaSetDevice").WithPrefix(DeviceName(device));
-}
-
 bool BuiltWithCuda() { return true; }
 
 int DeviceCount() {
+  const StatusOr<const Api*> cu = driver::Load();
+  if (!cu.ok()) return 0;
   int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) {
-    // No driver or no device: an answer, not an error, so it must not linger as the
-    // thread's last error for code that checks cudaGetLastError() after its own launches.
-    (void)cudaGetLastError();
-    return 0;
-  }
+  if ((*cu)->cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
   return count;
 }
 
 Status CheckDevice(int device) {
-  // Attributes are read without creating a context, so checking leaves no trace.
-  int major = 0;
-  int minor = 0;
-  Status status =
-      CudaStatus(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-                 "cudaDeviceGetAttribute");
-  if (status.ok()) {
-    status = CudaStatus(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
-                        "cudaDeviceGetAttribute");
-  }
-  int mode = 0;
-  if (status.ok()) {
-    status = CudaStatus(cudaDeviceGetAttribute(&mode, cudaDevAttrComputeMode, device),
-                        "cudaDeviceGetAttribute");
-  }
-  if (!status.ok()) {
-    (void)cudaGetLastError();
-    return status.WithPrefix(DeviceName(device));
-  }
-  if (mode == cudaComputeModeProhibited) {
-    return UnavailableError(DeviceName(device) + ": compute mode is prohibited");
-  }
-  // SHARDPACK_CUDA_MIN_ARCH is the lowest of CMAKE_CUDA_ARCHITECTURES (cuda.cmake), e.g. 75;
-  // an older device has no code for the kernels.
-  if (major * 10 + minor < SHARDPACK_CUDA_MIN_ARCH) {
-    return UnavailableError(DeviceName(device) + ": compute capability " + std::to_string(major) +
-                            "." + std::to_string(minor) + ", this build needs " +
-                            std::to_string(SHARDPACK_CUDA_MIN_ARCH / 10) + "." +
-                            std::to_string(SHARDPACK_CUDA_MIN_ARCH % 10) + " or newer");
-  }
-  return Status::Ok();
+  const auto check = [device]() -> Status {
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    // Attributes are read without creating a context, so checking leaves no trace.
+    CUdevice handle = 0;
+    SHARDPACK_RETURN_IF_ERROR(Check(*cu, cu->cuDeviceGet(&handle, device), "cuDeviceGet"));
+    int major = 0;
+    int minor = 0;
+    int mode = 0;
+    for (auto [attribute, value] : {std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &major},
+                                    std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &minor},
+                                    std::pair{CU_DEVICE_ATTRIBUTE_COMPUTE_MODE, &mode}}) {
+      SHARDPACK_RETURN_IF_ERROR(
+          Check(*cu, cu->cuDeviceGetAttribute(value, attribute, handle), "cuDeviceGetAttribute"));
+    }
+    if (mode == CU_COMPUTEMODE_PROHIBITED) return UnavailableError("compute mode is prohibited");
+    // SHARDPACK_CUDA_MIN_ARCH is the lowest of SHARDPACK_CUDA_ARCHITECTURES (cuda.cmake),
+    // e.g. 75; an older device has no code for the kernels.
+    if (major * 10 + minor < SHARDPACK_CUDA_MIN_ARCH) {
+      return UnavailableError("compute capability " + std::to_string(major) + "." +
+                              std::to_string(minor) + ", this build needs " +
+                              std::to_string(SHARDPACK_CUDA_MIN_ARCH / 10) + "." +
+                              std::to_string(SHARDPACK_CUDA_MIN_ARCH % 10) + " or newer");
+    }
+    return Status::Ok();
+  };
+  return check().WithPrefix(DeviceName(device));
 }
 
 Status SetDevice(int device) {
-  return CudaStatus(cudaSetDevice(device), "cudaSetDevice").WithPrefix(DeviceName(device));
+  const auto set = [device]() -> Status {
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    return UseDevice(*cu, device);
+  };
+  return set().WithPrefix(DeviceName(device));
 }
 
 // ---- Stream ----
 
 StatusOr<Stream> Stream::Create(int device) {
   SHARDPACK_RETURN_IF_ERROR(SetDevice(device));
-  cudaStream_t stream = nullptr;
-  SHARDPACK_RETURN_IF_ERROR(CudaStatus(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                                       "cudaStreamCreateWithFlags")
-                                .WithPrefix(DeviceName(device)));
+  const Api& cu = Loaded();
+  CUstream stream = nullptr;
+  SHARDPACK_RETURN_IF_ERROR(
+      Check(cu, cu.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+          .WithPrefix(DeviceName(device)));
   return Stream(device, stream);
 }
 
@@ -181,10 +194,10 @@ Stream& Stream::operator=(Stream&& other) noexcept {
   return *this;
 }
 
-// The stream is released once its queued work is done; a failure here (a runtime already
-// unloaded at exit) has nothing left to release.
+// The stream is released once its queued work is done; a failure here (a driver already
+// shut down at exit) has nothing left to release.
 Stream::~Stream() {
-  if (stream_ != nullptr) (void)cudaStreamDestroy(AsStream(stream_));
+  if (stream_ != nullptr) (void)Loaded().cuStreamDestroy(AsStream(stream_));
 }
 
 // ---- Event ----
@@ -193,22 +206,22 @@ namespace {
 
 StatusOr<void*> CreateEvent(int device, unsigned flags) {
   SHARDPACK_RETURN_IF_ERROR(SetDevice(device));
-  cudaEvent_t event = nullptr;
+  const Api& cu = Loaded();
+  CUevent event = nullptr;
   SHARDPACK_RETURN_IF_ERROR(
-      CudaStatus(cudaEventCreateWithFlags(&event, flags), "cudaEventCreateWithFlags")
-          .WithPrefix(DeviceName(device)));
+      Check(cu, cu.cuEventCreate(&event, flags), "cuEventCreate").WithPrefix(DeviceName(device)));
   return static_cast<void*>(event);
 }
 
 }  // namespace
 
 StatusOr<Event> Event::Create(int device) {
-  SHARDPACK_ASSIGN_OR_RETURN(void* event, CreateEvent(device, cudaEventDisableTiming));
+  SHARDPACK_ASSIGN_OR_RETURN(void* event, CreateEvent(device, CU_EVENT_DISABLE_TIMING));
   return Event(device, event);
 }
 
 StatusOr<Event> Event::CreateTimed(int device) {
-  SHARDPACK_ASSIGN_OR_RETURN(void* event, CreateEvent(device, cudaEventDefault));
+  SHARDPACK_ASSIGN_OR_RETURN(void* event, CreateEvent(device, CU_EVENT_DEFAULT));
   return Event(device, event);
 }
 
@@ -226,37 +239,43 @@ Event& Event::operator=(Event&& other) noexcept {
 
 // A pending record still completes; the event is released after it.
 Event::~Event() {
-  if (event_ != nullptr) (void)cudaEventDestroy(AsEvent(event_));
+  if (event_ != nullptr) (void)Loaded().cuEventDestroy(AsEvent(event_));
 }
 
 Status Event::Record(void* stream) {
-  if (event_ == nullptr) return FailedPreconditionError("cudaEventRecord: empty event");
-  return CudaStatus(cudaEventRecord(AsEvent(event_), AsStream(stream)), "cudaEventRecord")
+  if (event_ == nullptr) return FailedPreconditionError("cuEventRecord: empty event");
+  const Api& cu = Loaded();
+  // The legacy default stream is the current context's: the event's device's, here.
+  if (stream == nullptr) SHARDPACK_RETURN_IF_ERROR(SetDevice(device_));
+  return Check(cu, cu.cuEventRecord(AsEvent(event_), AsStream(stream)), "cuEventRecord")
       .WithPrefix(DeviceName(device_));
 }
 
 Status Event::Synchronize() {
-  if (event_ == nullptr) return FailedPreconditionError("cudaEventSynchronize: empty event");
-  return CudaStatus(cudaEventSynchronize(AsEvent(event_)), "cudaEventSynchronize")
+  if (event_ == nullptr) return FailedPreconditionError("cuEventSynchronize: empty event");
+  const Api& cu = Loaded();
+  return Check(cu, cu.cuEventSynchronize(AsEvent(event_)), "cuEventSynchronize")
       .WithPrefix(DeviceName(device_));
 }
 
 StatusOr<bool> Event::Done() {
-  if (event_ == nullptr) return FailedPreconditionError("cudaEventQuery: empty event");
-  const cudaError_t error = cudaEventQuery(AsEvent(event_));
-  if (error == cudaSuccess) return true;
-  if (error == cudaErrorNotReady) return false;
-  return CudaStatus(error, "cudaEventQuery").WithPrefix(DeviceName(device_));
+  if (event_ == nullptr) return FailedPreconditionError("cuEventQuery: empty event");
+  const Api& cu = Loaded();
+  const CUresult result = cu.cuEventQuery(AsEvent(event_));
+  if (result == CUDA_SUCCESS) return true;
+  if (result == CUDA_ERROR_NOT_READY) return false;
+  return Check(cu, result, "cuEventQuery").WithPrefix(DeviceName(device_));
 }
 
 StatusOr<float> ElapsedMs(const Event& start, const Event& end) {
   if (start.get() == nullptr || end.get() == nullptr) {
-    return FailedPreconditionError("cudaEventElapsedTime: empty event");
+    return FailedPreconditionError("cuEventElapsedTime: empty event");
   }
+  const Api& cu = Loaded();
   float ms = 0;
   SHARDPACK_RETURN_IF_ERROR(
-      CudaStatus(cudaEventElapsedTime(&ms, AsEvent(start.get()), AsEvent(end.get())),
-                 "cudaEventElapsedTime")
+      Check(cu, cu.cuEventElapsedTime(&ms, AsEvent(start.get()), AsEvent(end.get())),
+            "cuEventElapsedTime")
           .WithPrefix(DeviceName(end.device())));
   return ms;
 }
@@ -265,12 +284,18 @@ StatusOr<float> ElapsedMs(const Event& start, const Event& end) {
 
 StatusOr<PinnedBuffer> PinnedBuffer::Allocate(size_t bytes) {
   const std::string what = "pinned buffer of " + std::to_string(bytes) + " bytes";
-  if (bytes == 0) return InvalidArgumentError(what + ": size must be positive");
-  void* data = nullptr;
-  SHARDPACK_RETURN_IF_ERROR(
-      CudaStatus(cudaHostAlloc(&data, bytes, cudaHostAllocPortable), "cudaHostAlloc")
-          .WithPrefix(what));
-  return PinnedBuffer(data, bytes);
+  const auto allocate = [bytes]() -> StatusOr<void*> {
+    if (bytes == 0) return InvalidArgumentError("size must be positive");
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    SHARDPACK_RETURN_IF_ERROR(EnsureContext(*cu));
+    void* data = nullptr;
+    SHARDPACK_RETURN_IF_ERROR(
+        Check(*cu, cu->cuMemHostAlloc(&data, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc"));
+    return data;
+  };
+  StatusOr<void*> data = allocate();
+  if (!data.ok()) return data.status().WithPrefix(what);
+  return PinnedBuffer(*data, bytes);
 }
 
 PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept
@@ -285,8 +310,11 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
   return *this;
 }
 
+// cuMemFreeHost needs a current context, any (the memory is portable).
 PinnedBuffer::~PinnedBuffer() {
-  if (data_ != nullptr) (void)cudaFreeHost(data_);
+  if (data_ == nullptr) return;
+  const Api& cu = Loaded();
+  if (EnsureContext(cu).ok()) (void)cu.cuMemFreeHost(data_);
 }
 
 // ---- DeviceBuffer ----
@@ -296,9 +324,10 @@ StatusOr<DeviceBuffer> DeviceBuffer::Allocate(int device, size_t bytes) {
       DeviceName(device) + ": device buffer of " + std::to_string(bytes) + " bytes";
   if (bytes == 0) return InvalidArgumentError(what + ": size must be positive");
   SHARDPACK_RETURN_IF_ERROR(SetDevice(device));
-  void* data = nullptr;
-  SHARDPACK_RETURN_IF_ERROR(CudaStatus(cudaMalloc(&data, bytes), "cudaMalloc").WithPrefix(what));
-  return DeviceBuffer(device, data, bytes);
+  const Api& cu = Loaded();
+  CUdeviceptr data = 0;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuMemAlloc(&data, bytes), "cuMemAlloc").WithPrefix(what));
+  return DeviceBuffer(device, reinterpret_cast<void*>(data), bytes);
 }
 
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
@@ -316,29 +345,101 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   return *this;
 }
 
-// cudaFree finds the device from the pointer, whatever the current device is.
+// Freed in its device's context (cuMemFree waits for the device to be idle first).
 DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) (void)cudaFree(data_);
+  if (data_ == nullptr) return;
+  const Api& cu = Loaded();
+  if (UseDevice(cu, device_).ok()) (void)cu.cuMemFree(AsDevicePointer(data_));
 }
 
 // ---- Copies and ordering ----
 
+namespace {
+
+Status Copy(void* dst, const void* src, size_t bytes, bool to_device, void* stream,
+            std::string_view what) {
+  if (bytes == 0) return Status::Ok();
+  const std::string prefix = std::string(what) + " of " + std::to_string(bytes) + " bytes";
+  if (dst == nullptr || src == nullptr) return InvalidArgumentError(prefix + ": null pointer");
+  const auto copy = [&]() -> Status {
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+    if (to_device) {
+      return Check(*cu, cu->cuMemcpyHtoDAsync(AsDevicePointer(dst), src, bytes, AsStream(stream)),
+                   "cuMemcpyHtoDAsync");
+    }
+    return Check(*cu, cu->cuMemcpyDtoHAsync(dst, AsDevicePointer(src), bytes, AsStream(stream)),
+                 "cuMemcpyDtoHAsync");
+  };
+  return copy().WithPrefix(prefix);
+}
+
+}  // namespace
+
 Status CopyToDeviceAsync(void* dst, const void* src, size_t bytes, void* stream) {
-  return Copy(dst, src, bytes, cudaMemcpyHostToDevice, stream, "copy to device");
+  return Copy(dst, src, bytes, /*to_device=*/true, stream, "copy to device");
 }
 
 Status CopyToHostAsync(void* dst, const void* src, size_t bytes, void* stream) {
-  return Copy(dst, src, bytes, cudaMemcpyDeviceToHost, stream, "copy to host");
+  return Copy(dst, src, bytes, /*to_device=*/false, stream, "copy to host");
 }
 
 Status StreamWaitEvent(void* stream, void* event) {
-  if (event == nullptr) return InvalidArgumentError("cudaStreamWaitEvent: null event");
-  return CudaStatus(cudaStreamWaitEvent(AsStream(stream), AsEvent(event), 0),
-                    "cudaStreamWaitEvent");
+  if (event == nullptr) return InvalidArgumentError("cuStreamWaitEvent: null event");
+  SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+  SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+  return Check(*cu, cu->cuStreamWaitEvent(AsStream(stream), AsEvent(event), 0),
+               "cuStreamWaitEvent");
 }
 
 Status StreamSynchronize(void* stream) {
-  return CudaStatus(cudaStreamSynchronize(AsStream(stream)), "cudaStreamSynchronize");
+  SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+  SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+  return Check(*cu, cu->cuStreamSynchronize(AsStream(stream)), "cuStreamSynchronize");
+}
+
+// ---- Kernels ----
+
+Status NormalizeAsync(const uint8_t* device_nhwc, int n, int h, int w, int c,
+                      const NormalizeParams& p, NormalizeType type, void* device_out,
+                      void* stream) {
+  const std::string what = "normalize " + std::to_string(n) + "x" + std::to_string(h) + "x" +
+                           std::to_string(w) + "x" + std::to_string(c);
+  if (c != 1 && c != 3) return InvalidArgumentError(what + ": channels must be 1 or 3");
+  if (n < 0 || h < 0 || w < 0) return InvalidArgumentError(what + ": negative size");
+  if (n == 0 || h == 0 || w == 0) return Status::Ok();
+  if (device_nhwc == nullptr || device_out == nullptr) {
+    return InvalidArgumentError(what + ": null pointer");
+  }
+  const auto launch = [&]() -> Status {
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    NormalizeCoefficients k;
+    for (int ch = 0; ch < 3; ++ch) {
+      k.scale[ch] = p.scale[ch];
+      k.bias[ch] = p.bias[ch];
+    }
+    int64_t pixels = static_cast<int64_t>(h) * w;
+    const uint8_t* in = device_nhwc;
+    void* out = device_out;
+    void* args[] = {&in, &pixels, &n, &k, &out};
+    const char* name = type == NormalizeType::kFloat16
+                           ? (c == 1 ? kNormalizeF16C1 : kNormalizeF16C3)
+                           : (c == 1 ? kNormalizeF32C1 : kNormalizeF32C3);
+    constexpr int64_t kThreads = 256;
+    const int64_t blocks_x = std::min<int64_t>((pixels + kThreads - 1) / kThreads, 4096);
+    return Launch(*cu, name, static_cast<unsigned>(blocks_x),
+                  static_cast<unsigned>(std::min(n, 65535)), kThreads, AsStream(stream), args);
+  };
+  return launch().WithPrefix(what);
+}
+
+Status SpinAsync(void* stream, uint64_t nanoseconds) {
+  const auto launch = [&]() -> Status {
+    SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
+    void* args[] = {&nanoseconds};
+    return Launch(*cu, kSpin, 1, 1, 1, AsStream(stream), args);
+  };
+  return launch().WithPrefix("spin " + std::to_string(nanoseconds) + " ns");
 }
 
 }  // namespace shardpack::cuda

@@ -11,13 +11,14 @@
 //   SHARDPACK_RETURN_IF_ERROR(cuda::NormalizeAsync(...));
 //
 // Builds. Where the toolkit was found at configure time (SHARDPACK_WITH_CUDA=ON, the
-// default) this is the CUDA runtime, linked statically, so binaries start on machines
-// without libcudart or a driver. Otherwise BuiltWithCuda() is false, DeviceCount() is 0 and
-// every fallible call returns Unavailable "... built without CUDA".
+// default) this calls the CUDA driver, libcuda.so.1, loaded at run time (driver.h), and
+// launches kernels compiled into the library: binaries start on machines without a driver
+// and need no CUDA runtime of any version. Otherwise BuiltWithCuda() is false, DeviceCount()
+// is 0 and every fallible call returns Unavailable "... built without CUDA".
 //
-// Errors. CUDA errors are translated where they occur, named: "CUDA device 0:
-// cudaSetDevice: cudaErrorInsufficientDriver: CUDA driver version is insufficient for CUDA
-// runtime version". The codes:
+// Errors. CUDA errors are translated where they occur, named: "CUDA device 0: no CUDA
+// device: no NVIDIA driver is installed (libcuda.so.1 not found: ...)", "cuMemAlloc:
+// CUDA_ERROR_OUT_OF_MEMORY: out of memory". The codes:
 //   Unavailable        no driver or device, a device that cannot run this build's kernels,
 //                      or a build without CUDA: the caller falls back to the host.
 //   ResourceExhausted  out of device or pinned memory.
@@ -25,9 +26,10 @@
 //   Internal           anything else: a failed kernel, a lost device. After a fault in a
 //                      kernel the device's context is unusable; later calls fail too.
 //
-// Current device. Calls that take a device (Stream::Create, Event::Create,
-// DeviceBuffer::Allocate, SetDevice) make it the calling thread's current device, as
-// cudaSetDevice does; NormalizeAsync and SpinAsync switch to their stream's device. No call
+// Current device. Every device is used through its primary context, the CUDA runtime's
+// (so PyTorch's and this layer's streams, events and memory mix freely). Calls that take a
+// device (Stream::Create, Event::Create, DeviceBuffer::Allocate, SetDevice) make it the
+// calling thread's current device, as cudaSetDevice does; NormalizeAsync and SpinAsync switch to their stream's device. No call
 // restores a previous device: doing so would create a context on device 0 in processes
 // that never use it.
 //

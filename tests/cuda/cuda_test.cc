@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -32,8 +33,8 @@ T ValueOrDie(StatusOr<T> result) {
 
 TEST(CudaTest, WithoutDeviceEveryCallIsUnavailable) {
   if (DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
-  // Where the library has CUDA the message says so in words and the runtime names its error
-  // (no driver, no device); without it, the build is named.
+  // Where the library has CUDA the message says so in words and names what is missing (the
+  // driver's library, or the device); without it, the build is named.
   const std::string expected = BuiltWithCuda() ? "no CUDA device" : "built without CUDA";
   const Status checks[] = {
       CheckDevice(0),
@@ -65,6 +66,38 @@ TEST(CudaTest, BuildWithoutCudaHasNoDevice) {
                                        NormalizeType::kFloat32, nullptr, nullptr);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
   EXPECT_NE(status.message().find("built without CUDA"), std::string::npos) << status.ToString();
+}
+
+TEST(CudaTest, WithoutDriverTheLibraryIsNamed) {
+  if (!BuiltWithCuda()) GTEST_SKIP() << "built without CUDA";
+  if (DeviceCount() > 0) GTEST_SKIP() << "a CUDA device is present";
+  // No NVIDIA driver on this machine: the library that was looked for is named; with a
+  // driver and no device, the driver's own error.
+  const Status status = SetDevice(0);
+  const std::string& message = status.message();
+  EXPECT_TRUE(message.find("libcuda.so.1") != std::string::npos ||
+              message.find("cuInit: CUDA_ERROR_") != std::string::npos)
+      << status.ToString();
+}
+
+// Run by the ctest entry CudaDriverTest.TheToolkitsStubDriver (tests/CMakeLists.txt), with
+// the toolkit's stub as libcuda.so.1 on LD_LIBRARY_PATH: every function of the driver table
+// is found (a missing one would be named instead), cuInit is called and its answer named.
+TEST(CudaDriverTest, StubDriverIsFoundWholeAndNamedAsTheStub) {
+  if (std::getenv("SHARDPACK_TEST_CUDA_STUB") == nullptr) {
+    GTEST_SKIP() << "run by the ctest entry CudaDriverTest.TheToolkitsStubDriver";
+  }
+  EXPECT_EQ(DeviceCount(), 0);
+  const Status status = CheckDevice(0);
+  EXPECT_EQ(status.code(), StatusCode::kUnavailable);
+  EXPECT_EQ(status.message().rfind("CUDA device 0: no CUDA device: the libcuda.so.1 found is "
+                                   "the CUDA toolkit's stub, not an NVIDIA driver (cuInit: "
+                                   "CUDA_ERROR_STUB_LIBRARY",
+                                   0),
+            0u)
+      << status.ToString();
+  EXPECT_EQ(PinnedBuffer::Allocate(64).status().code(), StatusCode::kUnavailable);
+  EXPECT_EQ(SpinAsync(nullptr, 1000).code(), StatusCode::kUnavailable);
 }
 
 TEST(CudaTest, DeviceThatDoesNotExistIsUnavailable) {
@@ -114,7 +147,7 @@ TEST(CudaDeviceTest, DeviceThatDoesNotExistNamesTheCudaError) {
   SKIP_WITHOUT_DEVICE();
   const Status status = CheckDevice(9999);
   EXPECT_EQ(status.code(), StatusCode::kUnavailable);
-  EXPECT_NE(status.message().find("cudaErrorInvalidDevice"), std::string::npos)
+  EXPECT_NE(status.message().find("cuDeviceGet: CUDA_ERROR_INVALID_DEVICE"), std::string::npos)
       << status.ToString();
 }
 
@@ -191,7 +224,7 @@ TEST(CudaDeviceTest, ElapsedTimeNeedsTimedEvents) {
   ASSERT_OK(end.Synchronize());
   const StatusOr<float> ms = ElapsedMs(start, end);
   EXPECT_EQ(ms.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_NE(ms.status().message().find("cudaEventElapsedTime: cudaError"), std::string::npos)
+  EXPECT_NE(ms.status().message().find("cuEventElapsedTime: CUDA_ERROR_"), std::string::npos)
       << ms.status().ToString();
 }
 
@@ -199,7 +232,7 @@ TEST(CudaDeviceTest, HugeDeviceBufferIsResourceExhausted) {
   SKIP_WITHOUT_DEVICE();
   const auto buffer = DeviceBuffer::Allocate(0, size_t{1} << 52);
   EXPECT_EQ(buffer.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(buffer.status().message().find("cudaMalloc: cudaErrorMemoryAllocation"),
+  EXPECT_NE(buffer.status().message().find("cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY"),
             std::string::npos)
       << buffer.status().ToString();
 }

@@ -8,7 +8,9 @@
 #   - the Loader's batches (framework="numpy", NumPy alone in the venv) equal those of the
 #     CMake build's extension (pyenv's python3, scripts/install-python.sh) on the same dataset;
 #   - a dataset served over https:// by nginx on loopback: verify and the Loader, with
-#     CURL_CA_BUNDLE and then with the certificate in the system's store only.
+#     CURL_CA_BUNDLE and then with the certificate in the system's store only;
+#   - the CUDA layer without a driver, and with the CUDA toolkit's stub as the driver;
+#   - beside PyTorch (this machine's python3 and its torch), imported in both orders.
 # Roots: Debian 11 (glibc 2.31, Python 3.9: the cp39 wheel) and Debian 13 (glibc 2.41,
 # Python 3.13: the cp312-abi3 wheel), made once by tests/wheel/make_chroot.sh.
 # Usage: bash tests/wheel/wheel_test.sh [SUITE...]   (root; after scripts/build-wheels.sh,
@@ -23,6 +25,14 @@ host_cli=$repo/build/tools/shardpack
 python3 -c "import shardpack" 2>/dev/null ||
   { echo "wheel_test: python3 lacks shardpack: run scripts/install-python.sh" >&2; exit 1; }
 version=$(sed -n 's/^project(shardpack VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)
+# The CUDA toolkit's stub of the driver library (the wheels are built with the toolkit).
+nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda_root=$(dirname "$(dirname "$(readlink -f "$nvcc")")")
+cuda_stub=""
+for f in "$cuda_root"/lib64/stubs/libcuda.so "$cuda_root"/targets/x86_64-linux/lib/stubs/libcuda.so; do
+  [ -f "$f" ] && { cuda_stub=$f; break; }
+done
+[ -n "$cuda_stub" ] || { echo "wheel_test: no libcuda.so stub under $cuda_root (the CUDA toolkit)" >&2; exit 1; }
 
 work=$(mktemp -d)
 nginx_pid=""
@@ -180,7 +190,23 @@ for name in tfrecord lmdb jpeg; do
   shardpack bench ds-\$name --batch-size 16 --epochs 2 > bench-\$name.log
   python3 batches.py ds-\$name wheel-\$name.npz
 done
+# The CUDA layer, which loads the driver at run time: none here, so the GPU half of bench
+# says what is missing; then the CUDA toolkit's stub as libcuda.so.1, which has every
+# function of the driver and no device: each one the wheel calls is found and cuInit answered.
+if shardpack bench ds-tfrecord --device 0 --batch-size 16 --epochs 1 > cuda.log 2>&1; then
+  echo "bench --device 0 passed where there is no GPU" >&2; exit 1
+fi
+grep -q "CUDA device 0: no CUDA device: no NVIDIA driver is installed (dlopen: libcuda.so.1" cuda.log ||
+  { cat cuda.log; exit 1; }
+if LD_LIBRARY_PATH=/work/cuda-stub shardpack bench ds-tfrecord --device 0 --batch-size 16 --epochs 1 > cuda-stub.log 2>&1; then
+  echo "bench --device 0 passed on the stub driver" >&2; exit 1
+fi
+grep -q "the libcuda.so.1 found is the CUDA toolkit's stub, not an NVIDIA driver (cuInit: CUDA_ERROR_STUB_LIBRARY)" cuda-stub.log ||
+  { cat cuda-stub.log; exit 1; }
+echo "CUDA: no driver and the stub driver named"
 EOF
+  mkdir -p "$root/work/cuda-stub"
+  cp "$cuda_stub" "$root/work/cuda-stub/libcuda.so.1"
   in_root "$root" sh /work/run.sh
   for name in tfrecord lmdb jpeg; do
     diff <(digest "$work/host-$name") <(digest "$root/work/ds-$name") > /dev/null ||
@@ -257,6 +283,13 @@ expected = np.load(sys.argv[2])["images"][: len(images)]
 assert np.array_equal(images.numpy(), expected), "torch batches differ from the numpy ones"
 model = torch.nn.Conv2d(3, 4, 3)
 model(images[:4]).sum().backward()
+if not torch.cuda.is_available():
+    # The wheel's CUDA layer, on a machine without a driver: a clear error, not a crash.
+    try:
+        shardpack.Loader(sys.argv[1], batch_size=16, framework="torch", device="cuda:0")
+        sys.exit("wheel_test: Loader(device='cuda:0') worked without a GPU")
+    except shardpack.UnavailableError as error:
+        assert "no CUDA device: no NVIDIA driver is installed" in str(error), str(error)
 print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equal, a backward pass ran")
 PY
   )

@@ -11,11 +11,14 @@
 #   cuda-tests   the CUDA gtests: ring, streams and events, H2D, kernels against the CPU
 #                reference, CUDA errors as Status
 #   dataset      make_images + shardpack convert (224x224) + verify
+#   python-install  the binary wheel of the kit (cp312-abi3, scripts/build-wheels.sh, the
+#                wheel users install) pip-installed into a folder of its own, beside the
+#                machine's torch: the package and CLI that the later steps use
 #   bench        shardpack bench --device 0: H2D against a bare pinned cudaMemcpyAsync,
 #                the overlap of batch k+1's copy with work on batch k; on the dataset and
-#                on 10,000 synthetic samples of 256x256 (longer epochs)
-#   python-build the extension, with this machine's Python and nanobind
-#   python-tests the package's tests (torch on cuda among them)
+#                on 10,000 synthetic samples of 256x256 (longer epochs); and the wheel's
+#                CLI on the dataset beside the CMake build's
+#   python-tests the package's tests (torch on cuda among them), against the wheel
 #   loader       the Python loader: host, cuda (uint8) and cuda + the normalise kernel,
 #                samples/s each, and the kernel's batches against the CPU normaliser's
 #   train        samples/train_torch.py on the GPU against torchvision ImageFolder +
@@ -65,7 +68,7 @@ py=${PYTHON:-python3}
 per_class=${PER_CLASS:-300}
 cores=$(nproc)
 budget=${BUDGET:-540}
-all_steps="gpu libraries cuda-tests dataset bench python-build python-tests loader train convert-scaling write-scaling memcheck racecheck first-epoch"
+all_steps="gpu libraries cuda-tests dataset python-install bench python-tests loader train convert-scaling write-scaling memcheck racecheck first-epoch"
 steps=${STEPS:-$all_steps}
 rm -rf "$work" && mkdir -p "$work/logs"
 : > "$work/results"
@@ -91,6 +94,8 @@ sanitizer_filter="$cuda_filter-CudaTest.DeviceThatDoesNotExistIsUnavailable:Cuda
 # A crash in Python prints its Python stack; prints reach the logs as they happen.
 export PYTHONFAULTHANDLER=1 PYTHONUNBUFFERED=1
 sp="$kit/bin/shardpack"
+# Where step python-install puts the wheel's package and CLI (bin/).
+pkg_site=$work/wheel-site
 
 # summary TEXT: the one line a step's report row shows.
 summary() { echo "$*" > "$work/summary"; }
@@ -198,7 +203,15 @@ step_bench() {
   else
     rc=1
   fi
-  summary "$(grep -i -E 'cudaMemcpyAsync|overlap' "$work/bench" | tr '\n' ' ' | cut -c1-400)$large"
+  # The wheel's CLI on the same dataset, right after (step python-install).
+  local wheel=""
+  if [ -x "$pkg_site/bin/shardpack" ]; then
+    "$pkg_site/bin/shardpack" bench --device 0 --threads "$cores" --epochs 3 "$work/ds" |
+      tee "$work/bench-wheel"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
+    wheel="; the wheel's CLI: $(grep -E 'cudaMemcpyAsync' "$work/bench-wheel" | tr '\n' ' ' | cut -c1-200)"
+  fi
+  summary "$(grep -i -E 'cudaMemcpyAsync|overlap' "$work/bench" | tr '\n' ' ' | cut -c1-400)$large$wheel"
   return "$rc"
 }
 
@@ -589,33 +602,32 @@ step_first_epoch() {
   summary "free page reporting $order; first touch $(awk '{print $5}' "$work/first-touch" | tr '\n' ' ')GB/s; $copies; first/later epoch: $ratios; huge pages auto: $auto; cold GB/s and next process's first/later: $cold"
 }
 
-step_python_build() {
+step_python_install() {
+  local whl
+  whl=$(ls "$kit"/shardpack-wheel/shardpack-*.whl 2>/dev/null | head -1)
+  [ -n "$whl" ] || { echo "the kit has no wheel (shardpack-wheel/)"; return 1; }
   command -v "$py" >/dev/null || { skip "no $py"; return; }
-  "$py" -m nanobind --cmake_dir >/dev/null 2>&1 || { skip "nanobind is not installed for $py"; return; }
-  cmake -S "$kit/python" -B "$work/python-build" -DPython_EXECUTABLE="$(command -v "$py")" &&
-    cmake --build "$work/python-build" -j "$cores" || return 1
-  PYTHONPATH="$kit/python" "$py" -c "import shardpack; print(shardpack.__file__)" || return 1
-  summary "built with $("$py" --version 2>&1)"
+  rm -rf "$pkg_site"
+  "$py" -m pip install -q --no-index --no-deps --no-compile --target "$pkg_site" "$whl" || return 1
+  PYTHONPATH="$pkg_site" "$py" -c 'import sys, shardpack
+assert shardpack.__file__.startswith(sys.argv[1]), shardpack.__file__
+print(shardpack.__file__, shardpack.__version__)' "$pkg_site" || return 1
+  "$pkg_site/bin/shardpack" --version || return 1
+  summary "$(basename "$whl"), pip-installed for $("$py" --version 2>&1)"
 }
 
 step_python_tests() {
-  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  [ -d "$pkg_site/shardpack" ] || { skip "no package (step python-install)"; return; }
   # pytest from the kit's wheels, into a folder of its own (the machine's packages stay).
-  # The package is imported through a link in a folder of its own: conftest.py takes the
-  # tests' parent folder (the kit's python/, where it was built) off sys.path.
-  local site="$work/site" pkg="$work/package"
-  # Beside it, the distribution's metadata as pip would install it (the kit's VERSION, the
-  # root project() line): the tests check the version against it.
-  mkdir -p "$pkg" && ln -sfn "$kit/python/shardpack" "$pkg/shardpack"
-  mkdir -p "$pkg/shardpack-$(cat "$kit/VERSION").dist-info"
-  printf 'Metadata-Version: 2.1\nName: shardpack\nVersion: %s\n' "$(cat "$kit/VERSION")" \
-    > "$pkg/shardpack-$(cat "$kit/VERSION").dist-info/METADATA"
+  # conftest.py takes the tests' parent folder (the kit's python/) off sys.path; the
+  # package and its distribution's metadata (the tests check the version) are the wheel's.
+  local site="$work/site"
   if ls "$kit"/wheels/*.whl >/dev/null 2>&1; then
     "$py" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$kit"/wheels/*.whl ||
       return 1
   fi
   PYTHONPATH="$site" "$py" -c "import pytest" 2>/dev/null || { skip "no pytest for $py"; return; }
-  (cd "$kit/python" && PYTHONPATH="$pkg:$site" "$py" -m pytest -q -p no:cacheprovider tests) |
+  (cd "$kit/python" && PYTHONPATH="$pkg_site:$site" "$py" -m pytest -q -p no:cacheprovider tests) |
     tee "$work/pytest"
   local rc=${PIPESTATUS[0]}
   summary "$(tail -1 "$work/pytest")"
@@ -623,9 +635,9 @@ step_python_tests() {
 }
 
 step_loader() {
-  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  [ -d "$pkg_site/shardpack" ] || { skip "no package (step python-install)"; return; }
   [ -f "$work/ds/manifest.json" ] || { skip "no dataset (step dataset)"; return; }
-  PYTHONPATH="$kit/python" "$py" "$kit/gpu-check/loader_throughput.py" "$work/ds" \
+  PYTHONPATH="$pkg_site" "$py" "$kit/gpu-check/loader_throughput.py" "$work/ds" \
     --threads "$cores" | tee "$work/loader"
   local rc=${PIPESTATUS[0]}
   summary "$(tr '\n' ';' < "$work/loader" | cut -c1-400)"
@@ -646,10 +658,10 @@ with_utilisation() {
 }
 
 step_train() {
-  ls "$kit"/python/shardpack/_shardpack*.so >/dev/null 2>&1 || { skip "no extension (step python-build)"; return; }
+  [ -d "$pkg_site/shardpack" ] || { skip "no package (step python-install)"; return; }
   [ -f "$work/ds/manifest.json" ] || { skip "no dataset (step dataset)"; return; }
   echo "== shardpack.Loader, samples/train_torch.py"
-  PYTHONPATH="$kit/python" with_utilisation "$py" "$kit/samples/train_torch.py" "$work/ds" \
+  PYTHONPATH="$pkg_site" with_utilisation "$py" "$kit/samples/train_torch.py" "$work/ds" \
     --device cuda --epochs 3 --batch-size 256 --size 224 --threads "$cores" | tee "$work/train"
   local rc=${PIPESTATUS[0]}
   echo "== torchvision ImageFolder + DataLoader"
@@ -691,11 +703,11 @@ PY
 write_logs() { tar -C "$work" -czf "$report/logs.tar.gz" logs; }
 
 declare -A limits=([gpu]=60 [libraries]=60 [cuda-tests]=300 [memcheck]=480 [racecheck]=480
-                   [dataset]=300 [bench]=300 [python-build]=400 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=360 [write-scaling]=90
+                   [dataset]=300 [bench]=300 [python-install]=120 [python-tests]=400 [loader]=300 [train]=600 [convert-scaling]=360 [write-scaling]=90
                    [first-epoch]=240)
 # What the steps' subshells (bash -c, below) see.
 export -f $(declare -F | awk '{print $3}')
-export kit report work py cores cuda_filter sanitizer_filter sp per_class
+export kit report work py cores pkg_site cuda_filter sanitizer_filter sp per_class
 failed=0
 for name in $steps; do
   fn=step_${name//-/_}
