@@ -156,7 +156,7 @@ cuda_root=$(cd "$(dirname "$(readlink -f "$nvcc")")/.." && pwd)
 SHARDPACK_WHEEL_ROOTS="$deps;$cuda_root" cmake -S . -B "$work/library" "${release[@]}" \
   -DCMAKE_PREFIX_PATH="$deps" -DCUDAToolkit_ROOT="$cuda_root" \
   -DSHARDPACK_BUILD_TESTS=OFF -DSHARDPACK_BUILD_BENCH=OFF -DSHARDPACK_BUILD_SAMPLES=OFF \
-  -DSHARDPACK_WITH_CUDA=ON -DSHARDPACK_WITH_MPI=OFF > "$work/library.log" 2>&1 ||
+  -DSHARDPACK_WITH_CUDA=ON > "$work/library.log" 2>&1 ||
   { cat "$work/library.log"; exit 1; }
 grep -q "shardpack: CUDA toolkit ON" "$work/library.log" ||
   { grep -i cuda "$work/library.log"; echo "build-wheels: CMake did not find the CUDA toolkit at $cuda_root" >&2; exit 1; }

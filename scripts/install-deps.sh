@@ -15,10 +15,11 @@ packages=(
   clang-format clang-tidy
   # scripts/fuzz.sh: clang with libFuzzer and the sanitizer runtimes, llvm-symbolizer
   clang libclang-rt-14-dev llvm
-  # scale-out (docs/SCALE.md): convert --mpi and the mpirun tests; shards over HTTP
-  # (libcurl) and the tests that serve a dataset with a real nginx on loopback (openssl
-  # makes the HTTPS test's certificate)
-  libopenmpi-dev openmpi-bin libcurl4-openssl-dev nginx-light openssl
+  # scale-out (docs/SCALE.md): the MPI launchers of the convert --mpi tests, Open MPI's and
+  # MPICH's (the CLI loads either's library at run time: no MPI is needed to build); shards
+  # over HTTP (libcurl) and the tests that serve a dataset with a real nginx on loopback
+  # (openssl makes the HTTPS test's certificate)
+  openmpi-bin mpich libcurl4-openssl-dev nginx-light openssl
   # the loader's read-ahead path (docs/LOADER.md): io_uring
   liburing-dev
   # scripts/device-kit.sh (docs/GPU.md): the kit's programs find their libraries beside them

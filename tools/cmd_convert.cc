@@ -448,6 +448,9 @@ int RunMpi(const ConvertArgs& a, ConvertOptions o) {
   }
   MpiSession& session = **mpi;
   const int rank = session.rank(), size = session.size();
+  if (rank == 0 && o.progress != nullptr) {
+    Print(stdout, "MPI: %d ranks, %s\n", size, session.library().c_str());
+  }
   // Resuming a conversion that was merged already: nothing to do on any rank.
   const bool merged = ::access((a.dst + "/manifest.json").c_str(), F_OK) == 0 &&
                       ::access((a.dst + "/parts").c_str(), F_OK) != 0;

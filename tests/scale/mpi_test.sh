@@ -2,6 +2,8 @@
 # Scale-out under a real launcher (issue 8, docs/SCALE.md), run by ctest:
 #   1. `mpirun -np 2 shardpack convert --mpi` gives the same bytes, every file, as one
 #      process (shard boundaries included: --shard-records, no rejects), and passes verify;
+#      so does `mpiexec.mpich -n 2` (the MPICH ABI, where Debian's mpich is installed); an
+#      MPI library that is not the launcher's, and none at all, are refused with the reason;
 #   2. a job-array style run (--part I/3 as separate processes, then shardpack merge) too;
 #   3. the loader's ranks under `mpirun -np 4`, and as 4 processes with the variables
 #      torchrun sets: every sample read exactly once per epoch, equal batches per rank.
@@ -28,6 +30,28 @@ echo "== mpirun -np 2 shardpack convert --mpi"
 "${mpi[@]}" 2 "$shardpack" convert "$tmp/src" "$tmp/mpi" "${opts[@]}" --mpi
 diff -r "$tmp/single" "$tmp/mpi"
 "$shardpack" verify "$tmp/mpi"
+
+# The MPI library is loaded at run time (tools/mpi_session.h): under MPICH's launcher the
+# same binary takes MPICH's library (the other ABI). Debian: the mpich package.
+if command -v mpiexec.mpich > /dev/null; then
+  echo "== mpiexec.mpich -n 2 shardpack convert --mpi (the MPICH ABI)"
+  mpiexec.mpich -n 2 "$shardpack" convert "$tmp/src" "$tmp/mpich" "${opts[@]}" --mpi
+  diff -r "$tmp/single" "$tmp/mpich"
+else
+  echo "== no mpiexec.mpich (Debian: mpich): the MPICH ABI is not tested here"
+fi
+echo "== the launcher's rank count and the library's disagree: refused, nothing written"
+rc=0
+OMPI_COMM_WORLD_SIZE=3 SHARDPACK_MPI_LIBRARY=libmpi.so.40 "$shardpack" convert "$tmp/src" \
+  "$tmp/wrong" "${opts[@]}" --mpi > "$tmp/wrong.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "sees 1 rank(s) where the launcher started 3" "$tmp/wrong.log" &&
+  [ ! -e "$tmp/wrong" ] || { echo "mpi_test: a mismatched MPI gave exit $rc:"; cat "$tmp/wrong.log"; exit 1; }
+echo "== no MPI library: named, with the way without MPI"
+rc=0
+SHARDPACK_MPI_LIBRARY=/nonexistent/libmpi.so "$shardpack" convert "$tmp/src" "$tmp/none" \
+  "${opts[@]}" --mpi > "$tmp/none.log" 2>&1 || rc=$?
+[ "$rc" -eq 2 ] && grep -q "no MPI library found.*--part I/N.*/nonexistent/libmpi.so" "$tmp/none.log" ||
+  { echo "mpi_test: without MPI, exit $rc:"; cat "$tmp/none.log"; exit 1; }
 
 echo "== a rank that fails: nothing merged, every rank exits 2; --resume redoes only it"
 mkdir -p "$tmp/fail/parts"

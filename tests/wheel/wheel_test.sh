@@ -10,7 +10,8 @@
 #   - a dataset served over https:// by nginx on loopback: verify and the Loader, with
 #     CURL_CA_BUNDLE and then with the certificate in the system's store only;
 #   - the CUDA layer without a driver, and with the CUDA toolkit's stub as the driver;
-#   - beside PyTorch (this machine's python3 and its torch), imported in both orders.
+#   - beside PyTorch (this machine's python3 and its torch), imported in both orders;
+#   - the wheel's CLI under this machine's MPI launchers (tests/scale/mpi_test.sh).
 # Roots: Debian 11 (glibc 2.31, Python 3.9: the cp39 wheel) and Debian 13 (glibc 2.41,
 # Python 3.13: the cp312-abi3 wheel), made once by tests/wheel/make_chroot.sh.
 # Usage: bash tests/wheel/wheel_test.sh [SUITE...]   (root; after scripts/build-wheels.sh,
@@ -294,4 +295,13 @@ print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equa
 PY
   )
 done
-echo "wheel_test: passed ($tested; beside torch)"
+
+# convert --mpi with the wheel's CLI, which loads the MPI library at run time: under Open
+# MPI's mpirun and MPICH's mpiexec (scripts/install-deps.sh installs both).
+[ -x "$repo/build/tests/scale_tool" ] || { echo "wheel_test: build/tests/scale_tool missing: run scripts/build.sh" >&2; exit 1; }
+bash tests/scale/mpi_test.sh "$work/torch-venv/bin/shardpack" "$repo/build/tests/scale_tool" > "$work/mpi.log" 2>&1 ||
+  { cat "$work/mpi.log" >&2; echo "wheel_test: the wheel's convert --mpi failed" >&2; exit 1; }
+grep -q "mpiexec.mpich -n 2 shardpack convert --mpi" "$work/mpi.log" ||
+  { echo "wheel_test: MPICH's launcher was not tested (Debian: mpich)" >&2; exit 1; }
+echo "wheel_test: the wheel's convert --mpi under Open MPI and MPICH: $(grep -c '^==' "$work/mpi.log") checks of tests/scale/mpi_test.sh passed"
+echo "wheel_test: passed ($tested; beside torch; MPI)"
