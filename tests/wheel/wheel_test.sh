@@ -87,6 +87,35 @@ for name in tfrecord lmdb jpeg; do
   python3 "$work/batches.py" "$work/host-$name" "$work/host-$name.npz" > /dev/null
 done
 
+# The wheel beside PyTorch (ARGS: DATASET NPZ ORDER): imported in ORDER ("shardpack, torch"
+# or "torch, shardpack"), the batches as torch tensors equal the NumPy ones of NPZ, a
+# backward pass runs on them, and without a GPU Loader(device="cuda:0") says why.
+cat > "$work/torch_check.py" <<'PY'
+import sys
+exec(f"import {sys.argv[3]}")
+import numpy as np
+import shardpack
+import torch
+
+assert shardpack.__file__.startswith(sys.prefix), f"not the wheel's shardpack: {shardpack.__file__}"
+loader = shardpack.Loader(sys.argv[1], batch_size=16, seed=7, framework="torch", output_size=48,
+                          random_crop=True, flip=True, normalize="imagenet", num_threads=2)
+images = torch.cat([x.clone() for x, _ in loader])
+expected = np.load(sys.argv[2])["images"][: len(images)]
+assert np.array_equal(images.numpy(), expected), "torch batches differ from the numpy ones"
+model = torch.nn.Conv2d(3, 4, 3)
+model(images[:4]).sum().backward()
+if not torch.cuda.is_available():
+    # The wheel's CUDA layer, on a machine without a driver: a clear error, not a crash.
+    try:
+        shardpack.Loader(sys.argv[1], batch_size=16, framework="torch", device="cuda:0")
+        sys.exit("wheel_test: Loader(device='cuda:0') worked without a GPU")
+    except shardpack.UnavailableError as error:
+        assert "no CUDA device: no NVIDIA driver is installed" in str(error), str(error)
+print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equal, a backward pass ran")
+PY
+torch_pin=$(grep '^torch==' python/requirements-torch.txt)
+
 # nginx over TLS on an ephemeral loopback port, serving folder $1: sets port and nginx_pid.
 openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$work/key.pem" -out "$work/cert.pem" \
@@ -209,6 +238,20 @@ EOF
   mkdir -p "$root/work/cuda-stub"
   cp "$cuda_stub" "$root/work/cuda-stub/libcuda.so.1"
   in_root "$root" sh /work/run.sh
+  # PyTorch in the root, installed from PyPI as a user does (its CUDA build and the nvidia-*
+  # wheels, about 5 GB, from the shared pip cache after the first time) in a venv beside
+  # the wheel, where PyPI has it for the root's Python: imported before and after shardpack.
+  if [ "$suite" = trixie ]; then
+    cp "$work/torch_check.py" "$root/work/torch_check.py"
+    in_root "$root" sh -c "cd /work && rm -rf /work/torch-venv && python3 -m venv /work/torch-venv &&
+      env $pip_env /work/torch-venv/bin/pip install --quiet --disable-pip-version-check \
+        $torch_pin /work/$(basename "$wheel") &&
+      /work/torch-venv/bin/python torch_check.py ds-tfrecord wheel-tfrecord.npz 'shardpack, torch' &&
+      /work/torch-venv/bin/python torch_check.py ds-tfrecord wheel-tfrecord.npz 'torch, shardpack';
+      rc=\$?; rm -rf /work/torch-venv; exit \$rc" 2>&1 |
+      sed "s/^/  $suite: /"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || { echo "wheel_test: $suite: the wheel beside torch failed" >&2; exit 1; }
+  fi
   for name in tfrecord lmdb jpeg; do
     diff <(digest "$work/host-$name") <(digest "$root/work/ds-$name") > /dev/null ||
       { echo "wheel_test: $suite: the wheel's $name shards differ from the CMake build's:" >&2
@@ -269,31 +312,7 @@ python3 -m venv --system-site-packages "$work/torch-venv"
 "$work/torch-venv/bin/pip" install --quiet --disable-pip-version-check --no-deps --ignore-installed \
   "$repo/out/wheels/shardpack-$version-$tag-manylinux_2_28_x86_64.whl"
 for order in "shardpack, torch" "torch, shardpack"; do
-  (cd "$work" && "$work/torch-venv/bin/python" - "$work/host-tfrecord" "$work/host-tfrecord.npz" "$order" <<'PY'
-import sys
-exec(f"import {sys.argv[3]}")
-import numpy as np
-import shardpack
-import torch
-
-assert shardpack.__file__.startswith(sys.prefix), f"not the wheel's shardpack: {shardpack.__file__}"
-loader = shardpack.Loader(sys.argv[1], batch_size=16, seed=7, framework="torch", output_size=48,
-                          random_crop=True, flip=True, normalize="imagenet", num_threads=2)
-images = torch.cat([x.clone() for x, _ in loader])
-expected = np.load(sys.argv[2])["images"][: len(images)]
-assert np.array_equal(images.numpy(), expected), "torch batches differ from the numpy ones"
-model = torch.nn.Conv2d(3, 4, 3)
-model(images[:4]).sum().backward()
-if not torch.cuda.is_available():
-    # The wheel's CUDA layer, on a machine without a driver: a clear error, not a crash.
-    try:
-        shardpack.Loader(sys.argv[1], batch_size=16, framework="torch", device="cuda:0")
-        sys.exit("wheel_test: Loader(device='cuda:0') worked without a GPU")
-    except shardpack.UnavailableError as error:
-        assert "no CUDA device: no NVIDIA driver is installed" in str(error), str(error)
-print(f"wheel_test: import {sys.argv[3]}: torch {torch.__version__} batches equal, a backward pass ran")
-PY
-  )
+  (cd "$work" && "$work/torch-venv/bin/python" "$work/torch_check.py" "$work/host-tfrecord" "$work/host-tfrecord.npz" "$order")
 done
 
 # convert --mpi with the wheel's CLI, which loads the MPI library at run time: under Open
