@@ -17,7 +17,7 @@ python3 -m pytest python/tests -q
 echo "test: Python package passed ($((SECONDS - start)) s)"
 # The wheels (docs/WHEELS.md) of the test roots' Pythons (3.9, 3.12+) and of python3 (3.11),
 # installed as a user installs them
-bash scripts/build-wheels.sh --python "3.9 3.11 3.12" --skip-missing
+bash scripts/build-wheels.sh --python "3.9 3.10 3.11 3.12" --skip-missing
 bash tests/wheel/wheel_test.sh
 bash tests/wheel/sdist_test.sh
 echo "test: wheels and sdist passed ($((SECONDS - start)) s)"

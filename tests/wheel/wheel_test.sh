@@ -10,16 +10,19 @@
 #   - a dataset served over https:// by nginx on loopback: verify and the Loader, with
 #     CURL_CA_BUNDLE and then with the certificate in the system's store only;
 #   - the CUDA layer without a driver, and with the CUDA toolkit's stub as the driver;
-#   - beside PyTorch (this machine's python3 and its torch), imported in both orders;
+#   - beside PyTorch (from PyPI in the Debian 13 root; this machine's python3 and its torch),
+#     imported in both orders;
 #   - the wheel's CLI under this machine's MPI launchers (tests/scale/mpi_test.sh).
-# Roots: Debian 11 (glibc 2.31, Python 3.9: the cp39 wheel) and Debian 13 (glibc 2.41,
-# Python 3.13: the cp312-abi3 wheel), made once by tests/wheel/make_chroot.sh.
+# Roots: Debian 11 (glibc 2.31, Python 3.9: the cp39 wheel), Debian 13 (glibc 2.41, Python
+# 3.13: the cp312-abi3 wheel; PyTorch from PyPI beside it) and Debian 14, testing (Python
+# 3.14: the abi3 wheel again), made once by tests/wheel/make_chroot.sh. The cp310 wheel with
+# this machine's Python 3.10.
 # Usage: bash tests/wheel/wheel_test.sh [SUITE...]   (root; after scripts/build-wheels.sh,
-#        scripts/build.sh and scripts/install-python.sh; default suites: bullseye trixie)
+#        scripts/build.sh and scripts/install-python.sh; default suites: bullseye trixie forky)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 repo=$PWD
-suites=${*:-bullseye trixie}
+suites=${*:-bullseye trixie forky}
 cache=${SHARDPACK_WHEEL_CACHE:-$HOME/.cache/shardpack-wheel}
 host_cli=$repo/build/tools/shardpack
 [ -x "$host_cli" ] || { echo "wheel_test: $host_cli missing: run scripts/build.sh" >&2; exit 1; }
@@ -302,6 +305,36 @@ PY
   echo "wheel_test: $suite: https:// read with CURL_CA_BUNDLE and with the system's store; refused untrusted"
 done
 [ -n "$tested" ] || { echo "wheel_test: no root was tested: no wheel of their Pythons" >&2; exit 1; }
+
+# The cp310 wheel, which no root's Python takes (Ubuntu 22.04's 3.10): in a venv of this
+# machine's Python 3.10 (pyenv), convert writes the CMake build's bytes and the Loader's
+# batches equal its batches.
+wheel310=$repo/out/wheels/shardpack-$version-cp310-cp310-manylinux_2_28_x86_64.whl
+if [ -f "$wheel310" ]; then
+  py310=""
+  for candidate in ${SHARDPACK_PYTHON_3_10:-} "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 /usr/bin/python3.10; do
+    [ -x "$candidate" ] && "$candidate" -c 'import venv' 2>/dev/null && { py310=$candidate; break; }
+  done
+  [ -n "$py310" ] || { echo "wheel_test: $wheel310 built, but no Python 3.10 to install it" >&2; exit 1; }
+  "$py310" -m venv "$work/venv310"
+  "$work/venv310/bin/pip" install --quiet --disable-pip-version-check "$wheel310"
+  # shellcheck disable=SC2046
+  (cd "$work" && venv310/bin/shardpack convert images cp310-tfrecord $(convert_args tfrecord) --threads 2 > /dev/null 2>&1)
+  diff <(digest "$work/host-tfrecord") <(digest "$work/cp310-tfrecord") > /dev/null ||
+    { echo "wheel_test: cp310: the shards differ from the CMake build's" >&2; exit 1; }
+  "$work/venv310/bin/python" "$work/batches.py" "$work/cp310-tfrecord" "$work/cp310.npz" > /dev/null
+  python3 - "$work/host-tfrecord.npz" "$work/cp310.npz" <<'PY'
+import sys
+import numpy as np
+a, b = np.load(sys.argv[1]), np.load(sys.argv[2])
+for key in a.files:
+    assert np.array_equal(a[key], b[key]), f"wheel_test: cp310: {key} differs from the CMake build's"
+PY
+  echo "wheel_test: cp310 ($("$py310" --version 2>&1), this machine): shard bytes and batches equal the CMake build's"
+  tested="$tested cp310"
+else
+  echo "wheel_test: WARNING: cp310 not tested: $wheel310 missing (scripts/build-wheels.sh --python 3.10)" >&2
+fi
 
 # Beside PyTorch: the wheel of this machine's python3 in a venv that sees its site-packages
 # (torch as scripts/install-python.sh installs it), imported before and after torch.
