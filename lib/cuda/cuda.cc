@@ -62,22 +62,59 @@ Status UseDevice(const Api& cu, int device) {
   return MakeCurrent(cu, context);
 }
 
-// A current context for calls that name no device: the thread's, else device 0's.
-Status EnsureContext(const Api& cu) {
-  CUcontext current = nullptr;
-  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&current), "cuCtxGetCurrent"));
-  if (current != nullptr) return Status::Ok();
-  return UseDevice(cu, 0).WithPrefix(DeviceName(0));
+bool IsDefaultStream(CUstream stream) {
+  return stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
 }
 
-// Makes the context of `stream` (nullptr: the legacy default stream, of the current
-// context) the calling thread's current one, as work queued on it needs.
-Status UseContextOf(const Api& cu, CUstream stream) {
-  if (stream == nullptr) return EnsureContext(cu);
+// The context of `stream`. The default streams (nullptr or CU_STREAM_LEGACY: the legacy
+// one; CU_STREAM_PER_THREAD) belong to whichever context is current: the thread's, else
+// device 0's (as the CUDA runtime starts it).
+StatusOr<CUcontext> ContextOf(const Api& cu, CUstream stream) {
   CUcontext context = nullptr;
-  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuStreamGetCtx(stream, &context), "cuStreamGetCtx"));
-  return MakeCurrent(cu, context);
+  if (!IsDefaultStream(stream)) {
+    SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuStreamGetCtx(stream, &context), "cuStreamGetCtx"));
+    return context;
+  }
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
+  if (context != nullptr) return context;
+  StatusOr<CUcontext> device_zero = PrimaryContext(cu, 0);
+  if (!device_zero.ok()) return device_zero.status().WithPrefix(DeviceName(0));
+  return device_zero;
 }
+
+// Makes a context current for a call on an object of it (a stream, an event, memory), and
+// the caller's own current context current again after: such calls leave the caller's
+// current device as they found it, as the CUDA runtime's do. Where the thread had none,
+// the context stays current (the runtime, too, leaves the context it started current).
+class ContextScope {
+ public:
+  static StatusOr<ContextScope> Enter(const Api& cu, StatusOr<CUcontext> context) {
+    if (!context.ok()) return context.status();
+    CUcontext previous = nullptr;
+    SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&previous), "cuCtxGetCurrent"));
+    if (previous != *context) {
+      SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxSetCurrent(*context), "cuCtxSetCurrent"));
+    }
+    return ContextScope(&cu, previous, *context);
+  }
+  ContextScope(ContextScope&& other) noexcept
+      : cu_(std::exchange(other.cu_, nullptr)),
+        previous_(other.previous_),
+        entered_(other.entered_) {}
+  ContextScope& operator=(ContextScope&&) = delete;
+  ~ContextScope() {
+    if (cu_ != nullptr && previous_ != nullptr && previous_ != entered_) {
+      (void)cu_->cuCtxSetCurrent(previous_);
+    }
+  }
+
+ private:
+  ContextScope(const Api* cu, CUcontext previous, CUcontext entered)
+      : cu_(cu), previous_(previous), entered_(entered) {}
+  const Api* cu_;
+  CUcontext previous_;
+  CUcontext entered_;
+};
 
 // The kernel `name` of the fatbin in the current context; the module is loaded into each
 // context once, on its first launch there.
@@ -114,7 +151,8 @@ StatusOr<CUfunction> Kernel(const Api& cu, const char* name) {
 
 Status Launch(const Api& cu, const char* name, unsigned grid_x, unsigned grid_y, unsigned block_x,
               CUstream stream, void** args) {
-  SHARDPACK_RETURN_IF_ERROR(UseContextOf(cu, stream));
+  SHARDPACK_ASSIGN_OR_RETURN(CUcontext context, ContextOf(cu, stream));
+  SHARDPACK_RETURN_IF_ERROR(MakeCurrent(cu, context));
   SHARDPACK_ASSIGN_OR_RETURN(CUfunction function, Kernel(cu, name));
   return Check(
       cu, cu.cuLaunchKernel(function, grid_x, grid_y, 1, block_x, 1, 1, 0, stream, args, nullptr),
@@ -195,9 +233,13 @@ Stream& Stream::operator=(Stream&& other) noexcept {
 }
 
 // The stream is released once its queued work is done; a failure here (a driver already
-// shut down at exit) has nothing left to release.
+// shut down at exit) has nothing left to release. Destructors, like every call, run in
+// their object's device's context, as the CUDA runtime would make current.
 Stream::~Stream() {
-  if (stream_ != nullptr) (void)Loaded().cuStreamDestroy(AsStream(stream_));
+  if (stream_ == nullptr) return;
+  const Api& cu = Loaded();
+  auto scope = ContextScope::Enter(cu, PrimaryContext(cu, device_));
+  if (scope.ok()) (void)cu.cuStreamDestroy(AsStream(stream_));
 }
 
 // ---- Event ----
@@ -239,14 +281,20 @@ Event& Event::operator=(Event&& other) noexcept {
 
 // A pending record still completes; the event is released after it.
 Event::~Event() {
-  if (event_ != nullptr) (void)Loaded().cuEventDestroy(AsEvent(event_));
+  if (event_ == nullptr) return;
+  const Api& cu = Loaded();
+  auto scope = ContextScope::Enter(cu, PrimaryContext(cu, device_));
+  if (scope.ok()) (void)cu.cuEventDestroy(AsEvent(event_));
 }
 
 Status Event::Record(void* stream) {
   if (event_ == nullptr) return FailedPreconditionError("cuEventRecord: empty event");
   const Api& cu = Loaded();
-  // The legacy default stream is the current context's: the event's device's, here.
-  if (stream == nullptr) SHARDPACK_RETURN_IF_ERROR(SetDevice(device_));
+  // On a default stream: the event's device's.
+  SHARDPACK_ASSIGN_OR_RETURN(
+      auto scope,
+      ContextScope::Enter(cu, IsDefaultStream(AsStream(stream)) ? PrimaryContext(cu, device_)
+                                                                : ContextOf(cu, AsStream(stream))));
   return Check(cu, cu.cuEventRecord(AsEvent(event_), AsStream(stream)), "cuEventRecord")
       .WithPrefix(DeviceName(device_));
 }
@@ -254,6 +302,7 @@ Status Event::Record(void* stream) {
 Status Event::Synchronize() {
   if (event_ == nullptr) return FailedPreconditionError("cuEventSynchronize: empty event");
   const Api& cu = Loaded();
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, PrimaryContext(cu, device_)));
   return Check(cu, cu.cuEventSynchronize(AsEvent(event_)), "cuEventSynchronize")
       .WithPrefix(DeviceName(device_));
 }
@@ -261,6 +310,7 @@ Status Event::Synchronize() {
 StatusOr<bool> Event::Done() {
   if (event_ == nullptr) return FailedPreconditionError("cuEventQuery: empty event");
   const Api& cu = Loaded();
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, PrimaryContext(cu, device_)));
   const CUresult result = cu.cuEventQuery(AsEvent(event_));
   if (result == CUDA_SUCCESS) return true;
   if (result == CUDA_ERROR_NOT_READY) return false;
@@ -272,6 +322,7 @@ StatusOr<float> ElapsedMs(const Event& start, const Event& end) {
     return FailedPreconditionError("cuEventElapsedTime: empty event");
   }
   const Api& cu = Loaded();
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, PrimaryContext(cu, end.device())));
   float ms = 0;
   SHARDPACK_RETURN_IF_ERROR(
       Check(cu, cu.cuEventElapsedTime(&ms, AsEvent(start.get()), AsEvent(end.get())),
@@ -287,7 +338,7 @@ StatusOr<PinnedBuffer> PinnedBuffer::Allocate(size_t bytes) {
   const auto allocate = [bytes]() -> StatusOr<void*> {
     if (bytes == 0) return InvalidArgumentError("size must be positive");
     SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
-    SHARDPACK_RETURN_IF_ERROR(EnsureContext(*cu));
+    SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(*cu, ContextOf(*cu, nullptr)));
     void* data = nullptr;
     SHARDPACK_RETURN_IF_ERROR(
         Check(*cu, cu->cuMemHostAlloc(&data, bytes, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc"));
@@ -314,7 +365,8 @@ PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
 PinnedBuffer::~PinnedBuffer() {
   if (data_ == nullptr) return;
   const Api& cu = Loaded();
-  if (EnsureContext(cu).ok()) (void)cu.cuMemFreeHost(data_);
+  auto scope = ContextScope::Enter(cu, ContextOf(cu, nullptr));
+  if (scope.ok()) (void)cu.cuMemFreeHost(data_);
 }
 
 // ---- DeviceBuffer ----
@@ -349,7 +401,8 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 DeviceBuffer::~DeviceBuffer() {
   if (data_ == nullptr) return;
   const Api& cu = Loaded();
-  if (UseDevice(cu, device_).ok()) (void)cu.cuMemFree(AsDevicePointer(data_));
+  auto scope = ContextScope::Enter(cu, PrimaryContext(cu, device_));
+  if (scope.ok()) (void)cu.cuMemFree(AsDevicePointer(data_));
 }
 
 // ---- Copies and ordering ----
@@ -363,7 +416,8 @@ Status Copy(void* dst, const void* src, size_t bytes, bool to_device, void* stre
   if (dst == nullptr || src == nullptr) return InvalidArgumentError(prefix + ": null pointer");
   const auto copy = [&]() -> Status {
     SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
-    SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+    SHARDPACK_ASSIGN_OR_RETURN(auto scope,
+                               ContextScope::Enter(*cu, ContextOf(*cu, AsStream(stream))));
     if (to_device) {
       return Check(*cu, cu->cuMemcpyHtoDAsync(AsDevicePointer(dst), src, bytes, AsStream(stream)),
                    "cuMemcpyHtoDAsync");
@@ -387,14 +441,16 @@ Status CopyToHostAsync(void* dst, const void* src, size_t bytes, void* stream) {
 Status StreamWaitEvent(void* stream, void* event) {
   if (event == nullptr) return InvalidArgumentError("cuStreamWaitEvent: null event");
   SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
-  SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope,
+                             ContextScope::Enter(*cu, ContextOf(*cu, AsStream(stream))));
   return Check(*cu, cu->cuStreamWaitEvent(AsStream(stream), AsEvent(event), 0),
                "cuStreamWaitEvent");
 }
 
 Status StreamSynchronize(void* stream) {
   SHARDPACK_ASSIGN_OR_RETURN(const Api* cu, driver::Load());
-  SHARDPACK_RETURN_IF_ERROR(UseContextOf(*cu, AsStream(stream)));
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope,
+                             ContextScope::Enter(*cu, ContextOf(*cu, AsStream(stream))));
   return Check(*cu, cu->cuStreamSynchronize(AsStream(stream)), "cuStreamSynchronize");
 }
 

@@ -29,9 +29,11 @@
 // Current device. Every device is used through its primary context, the CUDA runtime's
 // (so PyTorch's and this layer's streams, events and memory mix freely). Calls that take a
 // device (Stream::Create, Event::Create, DeviceBuffer::Allocate, SetDevice) make it the
-// calling thread's current device, as cudaSetDevice does; NormalizeAsync and SpinAsync switch to their stream's device. No call
-// restores a previous device: doing so would create a context on device 0 in processes
-// that never use it.
+// calling thread's current device, as cudaSetDevice does; NormalizeAsync and SpinAsync
+// switch to their stream's device. The other calls (copies, waits, events, destructors) run
+// in their object's device's context and then make the caller's current device current
+// again; on a thread that had none, they leave theirs (device 0's for the default streams
+// and pinned memory), as the CUDA runtime does.
 //
 // Thread-safety: the functions are thread-safe; an object (Stream, Event, buffer) is used
 // by one thread at a time, or only through its const methods.
