@@ -31,14 +31,20 @@ CUdeviceptr AsDevicePointer(const void* pointer) { return reinterpret_cast<CUdev
 
 std::string DeviceName(int device) { return "CUDA device " + std::to_string(device); }
 
+// 13000 -> "13.0".
+std::string CudaVersionName(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
 // The loaded driver, for destructors: they run only on objects made through it.
 const Api& Loaded() { return *driver::Load().value(); }
 
 // Device `device`'s primary context, retained on first use and kept for the process's life
 // (as the CUDA runtime keeps it).
 StatusOr<CUcontext> PrimaryContext(const Api& cu, int device) {
-  static std::mutex mutex;
-  static std::map<int, CUcontext> contexts;
+  // Never destroyed: a Stream or buffer may be released after static destructors ran.
+  static auto& mutex = *new std::mutex;
+  static auto& contexts = *new std::map<int, CUcontext>;
   std::lock_guard lock(mutex);
   if (const auto it = contexts.find(device); it != contexts.end()) return it->second;
   CUdevice handle = 0;
@@ -116,18 +122,22 @@ class ContextScope {
   CUcontext entered_;
 };
 
-// The kernel `name` of the fatbin in the current context; the module is loaded into each
-// context once, on its first launch there.
+// The kernel `name` (one of kernels.h's constants) of the fatbin in the current context;
+// the module is loaded into each context once, on its first launch there. The caches are
+// keyed by the context's ID, which a reset of the context (cudaDeviceReset elsewhere in the
+// process, which unloads modules) changes.
 StatusOr<CUfunction> Kernel(const Api& cu, const char* name) {
   CUcontext context = nullptr;
   SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetCurrent(&context), "cuCtxGetCurrent"));
-  static std::mutex mutex;
-  static std::map<CUcontext, CUmodule> modules;
-  static std::map<std::pair<CUcontext, std::string>, CUfunction> functions;
+  unsigned long long id = 0;
+  SHARDPACK_RETURN_IF_ERROR(Check(cu, cu.cuCtxGetId(context, &id), "cuCtxGetId"));
+  static auto& mutex = *new std::mutex;
+  static auto& modules = *new std::map<unsigned long long, CUmodule>;
+  static auto& functions = *new std::map<std::pair<unsigned long long, const char*>, CUfunction>;
   std::lock_guard lock(mutex);
-  const auto key = std::make_pair(context, std::string(name));
+  const auto key = std::make_pair(id, name);
   if (const auto it = functions.find(key); it != functions.end()) return it->second;
-  auto module = modules.find(context);
+  auto module = modules.find(id);
   if (module == modules.end()) {
     CUmodule loaded = nullptr;
     SHARDPACK_RETURN_IF_ERROR(
@@ -135,11 +145,9 @@ StatusOr<CUfunction> Kernel(const Api& cu, const char* name) {
             .WithPrefix("the kernels (built for compute capability " +
                         std::to_string(SHARDPACK_CUDA_MIN_ARCH / 10) + "." +
                         std::to_string(SHARDPACK_CUDA_MIN_ARCH % 10) + " and newer with CUDA " +
-                        std::to_string(CUDA_VERSION / 1000) + "." +
-                        std::to_string(CUDA_VERSION % 1000 / 10) + "; this driver: CUDA " +
-                        std::to_string(cu.version / 1000) + "." +
-                        std::to_string(cu.version % 1000 / 10) + ")"));
-    module = modules.emplace(context, loaded).first;
+                        CudaVersionName(CUDA_VERSION) + "; this driver: CUDA " +
+                        CudaVersionName(cu.version) + ")"));
+    module = modules.emplace(id, loaded).first;
   }
   CUfunction function = nullptr;
   SHARDPACK_RETURN_IF_ERROR(
@@ -187,6 +195,14 @@ Status CheckDevice(int device) {
           Check(*cu, cu->cuDeviceGetAttribute(value, attribute, handle), "cuDeviceGetAttribute"));
     }
     if (mode == CU_COMPUTEMODE_PROHIBITED) return UnavailableError("compute mode is prohibited");
+    // The kernels are built with this CUDA's compiler: a driver of an older major version
+    // cannot load them (as the CUDA runtime of that version would refuse it).
+    if (cu->version / 1000 < CUDA_VERSION / 1000) {
+      return UnavailableError("the NVIDIA driver supports CUDA " + CudaVersionName(cu->version) +
+                              "; this build's kernels need CUDA " +
+                              std::to_string(CUDA_VERSION / 1000) +
+                              ".0 or newer (update the driver)");
+    }
     // SHARDPACK_CUDA_MIN_ARCH is the lowest of SHARDPACK_CUDA_ARCHITECTURES (cuda.cmake),
     // e.g. 75; an older device has no code for the kernels.
     if (major * 10 + minor < SHARDPACK_CUDA_MIN_ARCH) {
@@ -290,11 +306,18 @@ Event::~Event() {
 Status Event::Record(void* stream) {
   if (event_ == nullptr) return FailedPreconditionError("cuEventRecord: empty event");
   const Api& cu = Loaded();
-  // On a default stream: the event's device's.
-  SHARDPACK_ASSIGN_OR_RETURN(
-      auto scope,
-      ContextScope::Enter(cu, IsDefaultStream(AsStream(stream)) ? PrimaryContext(cu, device_)
-                                                                : ContextOf(cu, AsStream(stream))));
+  // A default stream is the current context's (as cudaEventRecord takes the current
+  // device's): it must be the event's device's.
+  if (IsDefaultStream(AsStream(stream))) {
+    SHARDPACK_ASSIGN_OR_RETURN(CUcontext current, ContextOf(cu, AsStream(stream)));
+    SHARDPACK_ASSIGN_OR_RETURN(CUcontext own, PrimaryContext(cu, device_));
+    if (current != own) {
+      return InvalidArgumentError(DeviceName(device_) +
+                                  ": cuEventRecord: the default stream given is another "
+                                  "device's (the calling thread's current device)");
+    }
+  }
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, ContextOf(cu, AsStream(stream))));
   return Check(cu, cu.cuEventRecord(AsEvent(event_), AsStream(stream)), "cuEventRecord")
       .WithPrefix(DeviceName(device_));
 }

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 namespace shardpack::cuda::driver {
@@ -94,6 +95,9 @@ StatusCode CodeOf(CUresult result) {
     case CUDA_ERROR_INVALID_DEVICE:
     case CUDA_ERROR_DEVICE_NOT_LICENSED:
     case CUDA_ERROR_NO_BINARY_FOR_GPU:
+    case CUDA_ERROR_INVALID_IMAGE:
+    case CUDA_ERROR_INVALID_CONTEXT:
+    case CUDA_ERROR_CONTEXT_IS_DESTROYED:
     case CUDA_ERROR_INVALID_PTX:
     case CUDA_ERROR_UNSUPPORTED_PTX_VERSION:
     case CUDA_ERROR_JIT_COMPILER_NOT_FOUND:
@@ -106,7 +110,6 @@ StatusCode CodeOf(CUresult result) {
       return StatusCode::kResourceExhausted;
     case CUDA_ERROR_INVALID_VALUE:
     case CUDA_ERROR_INVALID_HANDLE:
-    case CUDA_ERROR_INVALID_CONTEXT:
       return StatusCode::kInvalidArgument;
     case CUDA_ERROR_NOT_READY:
       return StatusCode::kFailedPrecondition;

@@ -17,6 +17,12 @@
 
 #include <cuda.h>
 
+// The table holds the entry points of the legacy default stream; with per-thread default
+// streams cuda.h would rename them (_ptsz) and nullptr would mean another stream.
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+#error "lib/cuda is built for the legacy default stream (no --default-stream per-thread)"
+#endif
+
 #include <string_view>
 
 #include "shardpack/status.h"
@@ -35,6 +41,7 @@ namespace shardpack::cuda::driver {
   X(cuDevicePrimaryCtxRetain)              \
   X(cuCtxGetCurrent)                       \
   X(cuCtxSetCurrent)                       \
+  X(cuCtxGetId)                            \
   X(cuStreamCreate)                        \
   X(cuStreamDestroy)                       \
   X(cuStreamGetCtx)                        \
