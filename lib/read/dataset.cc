@@ -162,6 +162,12 @@ Status Dataset::ReserveReaders(int threads) const {
   return Status::Ok();
 }
 
+void Dataset::Prefetch(uint64_t index, int stage) const {
+  if (index >= size()) return;
+  const size_t s = impl_->ShardOf(index);
+  impl_->shards[s]->Prefetch(index - impl_->first_sample[s], stage);
+}
+
 void Dataset::WillNeed(std::span<const uint64_t> indices) const {
   for (const uint64_t index : indices) {
     if (index >= size()) continue;

@@ -155,6 +155,10 @@ struct Batch::Slot {
   int status_position = -1;
 };
 
+// How far ahead of the sample being filled the mapped path prefetches (Work).
+constexpr int kPrefetchIndexAhead = 16;
+constexpr int kPrefetchRecordAhead = 8;
+
 class Loader::Impl {
  public:
   std::shared_ptr<const Dataset> dataset;
@@ -377,6 +381,18 @@ class Loader::Impl {
       int finished = begin;
       if (error.ok()) {
         for (int i = begin; i < end; ++i) {
+          // Mapped path: the index line of the sample 16 ahead, the first bytes of the
+          // one 8 ahead (whose index line came 8 samples ago), so that the memory's
+          // latency of a random record is waited for while earlier samples are copied
+          // (docs/LOADER.md, "Small samples").
+          if (reads == nullptr) {
+            if (i + kPrefetchIndexAhead < end) {
+              dataset->Prefetch(slot->indices[i + kPrefetchIndexAhead], 0);
+            }
+            if (i + kPrefetchRecordAhead < end) {
+              dataset->Prefetch(slot->indices[i + kPrefetchRecordAhead], 1);
+            }
+          }
           Status s = FillSample(*slot, i, &worker);
           if (reads != nullptr) FinishReads(*slot, i, finished = i + 1, unit_starts);
           if (s.ok()) continue;

@@ -71,6 +71,11 @@ class ShardReader {
     return Get(record, verify_crc, out, nullptr);
   }
   virtual void WillNeed(uint64_t record) const = 0;
+  // Brings the CPU caches what a Get of `record` reads first, without waiting: at stage 0
+  // where the record is (its index line), at stage 1 the record's first bytes (which
+  // reads the index line: call it a few records after stage 0). Mapped pages only; a
+  // hint that never faults or fails. The default does nothing.
+  virtual void Prefetch(uint64_t record, int stage) const {}
   // Maps record `record`'s pages now, reading those not cached; it waits for the reads
   // (for threads that read ahead of the ones calling Get). A hint: it never fails.
   virtual void Populate(uint64_t record) const = 0;

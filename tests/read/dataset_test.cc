@@ -169,7 +169,7 @@ TEST(DatasetTest, AFifoInPlaceOfTheManifestOrAShardIsRefusedWithoutBlocking) {
       << ds.status().ToString();
 }
 
-TEST(DatasetTest, WillNeedIsAHintThatChangesNothingForBothBackends) {
+TEST(DatasetTest, WillNeedAndPrefetchAreHintsThatChangeNothingForBothBackends) {
   for (Backend backend : {Backend::kTfrecord, Backend::kLmdb}) {
     TempDir dir;
     testing::WriteTestDataset(
@@ -185,6 +185,10 @@ TEST(DatasetTest, WillNeedIsAHintThatChangesNothingForBothBackends) {
     }
     const std::vector<uint64_t> all = {8, 0, 3, 3, 7, 1, 2, 4, 5, 6, 9, 1000};  // past the end too
     (*ds)->WillNeed(all);
+    for (const uint64_t i : all) {
+      (*ds)->Prefetch(i, 0);
+      (*ds)->Prefetch(i, 1);
+    }
     for (uint64_t i = 0; i < 9; ++i) {
       SampleView s;
       ASSERT_OK((*ds)->Get(i, &s));

@@ -61,6 +61,18 @@ TEST(Crc32cTest, CombineEqualsValueOfConcatenation) {
   }
 }
 
+// Combine keeps the power of the last length a thread asked for: lengths repeated,
+// alternated and returned to give the same answers as fresh ones.
+TEST(Crc32cTest, CombineOfRepeatedAndAlternatingLengths) {
+  std::mt19937_64 rng(12);
+  for (size_t lb : {5, 5, 4097, 5, 196608, 196608, 1, 4097, 4097, 5}) {
+    std::string a(1 + rng() % 300, '\0'), b(lb, '\0');
+    for (auto& c : a) c = static_cast<char>(rng());
+    for (auto& c : b) c = static_cast<char>(rng());
+    EXPECT_EQ(Combine(Value(a), Value(b), b.size()), Value(a + b)) << a.size() << "+" << lb;
+  }
+}
+
 TEST(Crc32cTest, MaskRoundTripsAndDiffers) {
   uint32_t crc = Value(std::string_view("foo"));
   EXPECT_NE(Mask(crc), crc);

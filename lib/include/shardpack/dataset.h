@@ -130,6 +130,9 @@ class Dataset {
   // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
   // the end are ignored. Thread-safe.
   void WillNeed(std::span<const uint64_t> indices) const;
+  // Starts bringing sample `index`'s record into the CPU caches (read::ShardReader::Prefetch:
+  // stage 0 its location, stage 1 its first bytes). A hint; out of range: nothing.
+  void Prefetch(uint64_t index, int stage) const;
   // For a dataset the page cache holds nearly whole (a proactive reclaimer took a folio
   // here and there): finds the 2 MiB blocks of the shards that it lacks (two mincore
   // probes each) and asks the kernel to read them all in the background (MADV_WILLNEED).
