@@ -34,10 +34,10 @@ class Dataset::Impl {
   // it is the record's Corruption (verify reports the same).
   Status CheckLabel(const read::ShardReader& shard, uint64_t record, int64_t label) const {
     if (label >= 0 && static_cast<uint64_t>(label) < manifest.classes.size()) return Status::Ok();
-    return shard.Fault(record, CorruptionError("label " + std::to_string(label) +
-                                               " is outside the " +
-                                               std::to_string(manifest.classes.size()) +
-                                               " classes of the manifest"));
+    return shard.Fault(
+        record,
+        CorruptionError("label " + std::to_string(label) + " is outside the " +
+                        std::to_string(manifest.classes.size()) + " classes of the manifest"));
   }
 
   Status OutOfRange(uint64_t index) const {

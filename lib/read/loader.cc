@@ -167,7 +167,7 @@ class Loader::Impl {
   std::vector<uint64_t> shard_records;
   uint64_t shard_layout = 0;  // ShardLayoutDigest
   read::SampleTransformer transformer;
-  size_t sample_bytes = 0;  // uint8 HWC bytes of one output sample
+  size_t sample_bytes = 0;   // uint8 HWC bytes of one output sample
   uint64_t num_classes = 0;  // the manifest's: labels are 0..num_classes - 1
   bool gpu = false;
   bool normalize = false;
