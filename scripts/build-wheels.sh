@@ -176,20 +176,6 @@ cp "$zig_pkg/LICENSE" "$licences/zig/LICENSE"  # compiler-rt and the glibc start
 cp "$tools"/lib/python3*/site-packages/nanobind-*.dist-info/licenses/LICENSE "$licences/nanobind/LICENSE"
 
 # --- an extension and a wheel per Python ----------------------------------------------
-find_python() {  # find_python X.Y: the interpreter's path
-  local v=$1 var="SHARDPACK_PYTHON_${1//./_}"
-  if [ -n "${!var:-}" ]; then
-    [ -x "${!var}" ] || { echo "build-wheels: $var=${!var} is not an executable" >&2; return 1; }
-    echo "${!var}"; return
-  fi
-  local p
-  for p in $(command -v "python$v" 2>/dev/null) "$HOME"/.pyenv/versions/"$v".*/bin/python"$v"; do
-    [ -x "$p" ] && "$p" -c 'import sysconfig, os, sys; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' 2>/dev/null &&
-      { echo "$p"; return; }
-  done
-  echo "build-wheels: no Python $v with its headers (Python.h): set $var to one, or leave $v out with --python" >&2
-  return 1
-}
 rm -f "$out"/shardpack-*.whl "$out"/shardpack-*.tar.gz
 mkdir -p "$out"
 for v in $pythons; do
@@ -197,8 +183,8 @@ for v in $pythons; do
     3.9|3.10|3.11|3.12) ;;
     *) echo "build-wheels: Python $v: the wheels are cp39, cp310, cp311 and cp312-abi3 (3.12 and later)" >&2; exit 2 ;;
   esac
-  if ! py=$(find_python "$v"); then
-    [ "$skip_missing" = 1 ] || exit 1
+  if ! py=$(bash scripts/wheel/find_python.sh "$v"); then
+    [ "$skip_missing" = 1 ] || { echo "build-wheels: or leave $v out with --python" >&2; exit 1; }
     echo "build-wheels: WARNING: no wheel for Python $v (--skip-missing)" >&2
     continue
   fi

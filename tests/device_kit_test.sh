@@ -64,11 +64,8 @@ echo "device_kit_test: the kit's programs convert, verify and read a dataset"
 
 # The kit's wheel is the cp312-abi3 one (the GPU machine's Python is 3.12): installed with
 # a Python 3.12 (as scripts/build-wheels.sh finds it) in a venv with NumPy.
-py312=""
-for candidate in ${SHARDPACK_PYTHON_3_12:-} $(command -v python3.12 || true) "$HOME"/.pyenv/versions/3.12.*/bin/python3.12; do
-  [ -x "$candidate" ] && "$candidate" -c 'import venv' 2>/dev/null && { py312=$candidate; break; }
-done
-[ -n "$py312" ] || fail "no Python 3.12 (the kit's wheel could not have been built either)"
+py312=$(bash scripts/wheel/find_python.sh 3.12 --venv) ||
+  fail "no Python 3.12 (the kit's wheel could not have been built either)"
 "$py312" -m venv "$tmp/venv312"
 "$tmp/venv312/bin/pip" install --quiet --disable-pip-version-check numpy ||
   fail "NumPy did not install into a Python 3.12 venv"

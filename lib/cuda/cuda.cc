@@ -14,7 +14,6 @@
 #include <mutex>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "cuda/driver.h"
 #include "cuda/kernels.h"
@@ -30,11 +29,6 @@ CUevent AsEvent(void* event) { return static_cast<CUevent>(event); }
 CUdeviceptr AsDevicePointer(const void* pointer) { return reinterpret_cast<CUdeviceptr>(pointer); }
 
 std::string DeviceName(int device) { return "CUDA device " + std::to_string(device); }
-
-// 13000 -> "13.0".
-std::string CudaVersionName(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
 
 // The loaded driver, for destructors: they run only on objects made through it.
 const Api& Loaded() { return *driver::Load().value(); }
@@ -145,8 +139,8 @@ StatusOr<CUfunction> Kernel(const Api& cu, const char* name) {
             .WithPrefix("the kernels (built for compute capability " +
                         std::to_string(SHARDPACK_CUDA_MIN_ARCH / 10) + "." +
                         std::to_string(SHARDPACK_CUDA_MIN_ARCH % 10) + " and newer with CUDA " +
-                        CudaVersionName(CUDA_VERSION) + "; this driver: CUDA " +
-                        CudaVersionName(cu.version) + ")"));
+                        driver::VersionName(CUDA_VERSION) + "; this driver: CUDA " +
+                        driver::VersionName(cu.version) + ")"));
     module = modules.emplace(id, loaded).first;
   }
   CUfunction function = nullptr;
@@ -198,10 +192,10 @@ Status CheckDevice(int device) {
     // The kernels are built with this CUDA's compiler: a driver of an older major version
     // cannot load them (as the CUDA runtime of that version would refuse it).
     if (cu->version / 1000 < CUDA_VERSION / 1000) {
-      return UnavailableError("the NVIDIA driver supports CUDA " + CudaVersionName(cu->version) +
-                              "; this build's kernels need CUDA " +
-                              std::to_string(CUDA_VERSION / 1000) +
-                              ".0 or newer (update the driver)");
+      return UnavailableError(
+          "the NVIDIA driver supports CUDA " + driver::VersionName(cu->version) +
+          "; this build's kernels need CUDA " + std::to_string(CUDA_VERSION / 1000) +
+          ".0 or newer (update the driver)");
     }
     // SHARDPACK_CUDA_MIN_ARCH is the lowest of SHARDPACK_CUDA_ARCHITECTURES (cuda.cmake),
     // e.g. 75; an older device has no code for the kernels.
@@ -306,18 +300,18 @@ Event::~Event() {
 Status Event::Record(void* stream) {
   if (event_ == nullptr) return FailedPreconditionError("cuEventRecord: empty event");
   const Api& cu = Loaded();
+  SHARDPACK_ASSIGN_OR_RETURN(CUcontext context, ContextOf(cu, AsStream(stream)));
   // A default stream is the current context's (as cudaEventRecord takes the current
   // device's): it must be the event's device's.
   if (IsDefaultStream(AsStream(stream))) {
-    SHARDPACK_ASSIGN_OR_RETURN(CUcontext current, ContextOf(cu, AsStream(stream)));
     SHARDPACK_ASSIGN_OR_RETURN(CUcontext own, PrimaryContext(cu, device_));
-    if (current != own) {
+    if (context != own) {
       return InvalidArgumentError(DeviceName(device_) +
                                   ": cuEventRecord: the default stream given is another "
                                   "device's (the calling thread's current device)");
     }
   }
-  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, ContextOf(cu, AsStream(stream))));
+  SHARDPACK_ASSIGN_OR_RETURN(auto scope, ContextScope::Enter(cu, context));
   return Check(cu, cu.cuEventRecord(AsEvent(event_), AsStream(stream)), "cuEventRecord")
       .WithPrefix(DeviceName(device_));
 }

@@ -43,10 +43,6 @@ const char* KnownName(CUresult result) {
   }
 }
 
-std::string CudaVersion(int version) {
-  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
-}
-
 StatusOr<const Api*> LoadOnce() {
   // RTLD_NOW: every symbol now, not at a first call deep in a loader thread. The driver is
   // never unloaded: CUDA objects may outlive any owner here, up to the process's exit.
@@ -75,10 +71,10 @@ StatusOr<const Api*> LoadOnce() {
   if (api.cuDriverGetVersion != nullptr) (void)api.cuDriverGetVersion(&api.version);
   if (!missing.empty()) {
     return UnavailableError("no CUDA device: the NVIDIA driver's libcuda.so.1 (CUDA " +
-                            CudaVersion(api.version) + ") lacks " + missing +
+                            VersionName(api.version) + ") lacks " + missing +
                             ", which this build calls: the driver is too old (this build "
                             "was made with CUDA " +
-                            CudaVersion(CUDA_VERSION) + ")");
+                            VersionName(CUDA_VERSION) + ")");
   }
   SHARDPACK_RETURN_IF_ERROR(Check(api, api.cuInit(0), "cuInit"));
   return &api;
@@ -119,6 +115,10 @@ StatusCode CodeOf(CUresult result) {
 }
 
 }  // namespace
+
+std::string VersionName(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
 
 StatusOr<const Api*> Load() {
   static const StatusOr<const Api*>* const loaded = new StatusOr<const Api*>(LoadOnce());

@@ -23,6 +23,7 @@
 #error "lib/cuda is built for the legacy default stream (no --default-stream per-thread)"
 #endif
 
+#include <string>
 #include <string_view>
 
 #include "shardpack/status.h"
@@ -76,6 +77,10 @@ struct Api {
 // table (a driver too old: the message names it and the driver's CUDA version), or cuInit
 // fails (no device visible, the toolkit's stub library, a driver not loaded). Thread-safe.
 StatusOr<const Api*> Load();
+
+// A CUDA version as the driver and cuda.h number it (1000 * major + 10 * minor), as text:
+// 13000 -> "13.0".
+std::string VersionName(int version);
 
 // OK for CUDA_SUCCESS; otherwise "<call>: <error name>: <error text>", e.g. "cuMemAlloc:
 // CUDA_ERROR_OUT_OF_MEMORY: out of memory", with the code cuda/cuda.h gives that kind of

@@ -311,11 +311,8 @@ done
 # batches equal its batches.
 wheel310=$repo/out/wheels/shardpack-$version-cp310-cp310-manylinux_2_28_x86_64.whl
 if [ -f "$wheel310" ]; then
-  py310=""
-  for candidate in ${SHARDPACK_PYTHON_3_10:-} "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 /usr/bin/python3.10; do
-    [ -x "$candidate" ] && "$candidate" -c 'import venv' 2>/dev/null && { py310=$candidate; break; }
-  done
-  [ -n "$py310" ] || { echo "wheel_test: $wheel310 built, but no Python 3.10 to install it" >&2; exit 1; }
+  py310=$(bash scripts/wheel/find_python.sh 3.10 --venv) ||
+    { echo "wheel_test: $wheel310 built, but no Python 3.10 to install it" >&2; exit 1; }
   "$py310" -m venv "$work/venv310"
   "$work/venv310/bin/pip" install --quiet --disable-pip-version-check "$wheel310"
   # shellcheck disable=SC2046
