@@ -144,12 +144,11 @@ Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* ou
   if (view.encoding == ImageEncoding::kRaw) {
     std::memcpy(dst.data(), view.pixels.data(), bytes);
   } else {
-    d = image::DecodeExact(view.encoded.data(), view.encoded.size(), view.height, view.width,
-                           view.channels, dst.data());
+    d = read::DecodeSampleInto(view, 1, dst.data());
   }
   // Those reads went through the mapping: a shard that shrank meanwhile gave zeros.
   SHARDPACK_RETURN_IF_ERROR(shard.CheckIntact(record));
-  if (!d.ok()) return shard.Fault(record, CorruptionError("image/encoded: " + d.message()));
+  if (!d.ok()) return shard.Fault(record, d);
   view.pixels = {dst.data(), bytes};
   *out = view;
   return Status::Ok();

@@ -27,6 +27,13 @@ Status ShardReader::Fault(uint64_t record, const Status& s) const {
   return Status(s.code(), Where(record) + ": " + s.message());
 }
 
+Status DecodeSampleInto(const SampleView& view, int denominator, uint8_t* dst) {
+  Status s = image::DecodeExactScaled(view.encoded.data(), view.encoded.size(), view.height,
+                                      view.width, view.channels, denominator, dst);
+  if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+  return Status::Ok();
+}
+
 namespace {
 
 // `out` from a parsed record, which must hold what the shard holds (`expected`); an encoded
@@ -52,10 +59,7 @@ Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* 
                          static_cast<uint64_t>(d.channels);
   if (d.encoding != ImageEncoding::kRaw && copy != nullptr && copy->dst != nullptr &&
       copy->bytes == bytes) {
-    Status s =
-        image::DecodeExact(d.pixels, d.pixel_bytes, static_cast<int>(d.height),
-                           static_cast<int>(d.width), static_cast<int>(d.channels), copy->dst);
-    if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+    SHARDPACK_RETURN_IF_ERROR(DecodeSampleInto(*out, 1, copy->dst));
     copy->copied = true;
   }
   return Status::Ok();

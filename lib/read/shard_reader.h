@@ -138,6 +138,14 @@ class ShardReader {
   ImageEncoding encoding_;
 };
 
+// The pixels of an encoded sample (view.encoded, of view's height x width x channels),
+// decoded at 1/denominator of that size (1, 2, 4 or 8; image::DecodeExactScaled) into
+// `dst`, which holds ScaledSide(height) x ScaledSide(width) x channels bytes. Every reader
+// of encoded samples decodes through here: Corruption "image/encoded: <the decoder's
+// reason>" when the bytes do not decode to that shape, unnamed (callers put the record's
+// place in front: ShardReader::Fault).
+Status DecodeSampleInto(const SampleView& view, int denominator, uint8_t* dst);
+
 struct ShardOpenOptions {
   io::Env* env = nullptr;  // TFRecord files; LMDB always reads real files
   // What every record must hold (the manifest's image.encoding); a record of another kind

@@ -14,16 +14,8 @@ namespace {
 
 // The name users type (Python's transform=, docs/LOADER.md), not the C++ enumerator.
 std::string TransformName(Transform t) {
-  switch (t) {
-    case Transform::kNone:
-      return "\"none\"";
-    case Transform::kCenterCrop:
-      return "\"center_crop\"";
-    case Transform::kRandomResizedCrop:
-      return "\"random_resized_crop\"";
-    case Transform::kRandomCrop:
-      return "\"random_crop\"";
-  }
+  const auto i = static_cast<size_t>(t);
+  if (i < EnumNames<Transform>().size()) return "\"" + std::string(EnumName(t)) + "\"";
   return "Transform(" + std::to_string(static_cast<int>(t)) + ")";
 }
 
@@ -117,6 +109,35 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
   if (!st.pass_through()) SHARDPACK_RETURN_IF_ERROR(image::ResizeKernelsStatus());
   st.filter_ = options.filter;
 
+  SHARDPACK_RETURN_IF_ERROR(st.SetOutputSize(options, spec));
+  switch (t) {
+    case Transform::kNone:
+    case Transform::kRandomCrop:
+      SHARDPACK_RETURN_IF_ERROR(st.CheckStoredWindow(name, spec));
+      break;
+    case Transform::kCenterCrop:
+      if (options.resize_shorter < 0) {
+        return InvalidArgumentError("transform: " + name + ": resize_shorter " +
+                                    std::to_string(options.resize_shorter) +
+                                    " must not be negative (0: 8/7 of the output side)");
+      }
+      // round(m * 8 / 7) in integers: m * 8 / 7 is never a half.
+      st.shorter_side_ =
+          options.resize_shorter > 0
+              ? options.resize_shorter
+              : static_cast<int>((int64_t{std::max(st.out_height_, st.out_width_)} * 8 + 3) / 7);
+      break;
+    case Transform::kRandomResizedCrop:
+      SHARDPACK_RETURN_IF_ERROR(st.SetRandomResizedCrop(options, name));
+      break;
+    default:
+      return InvalidArgumentError("transform: unknown transform " +
+                                  std::to_string(static_cast<int>(t)));
+  }
+  return st;
+}
+
+Status SampleTransformer::SetOutputSize(const LoaderOptions& options, const ImageSpec& spec) {
   int out_h = options.output_height;
   int out_w = options.output_width;
   const std::string requested = "output_height x output_width " + SizeText(out_h, out_w);
@@ -136,80 +157,69 @@ StatusOr<SampleTransformer> SampleTransformer::Create(const LoaderOptions& optio
     return InvalidArgumentError("transform: output size " + SizeText(out_h, out_w) + " exceeds " +
                                 std::to_string(image::kMaxResizeSide) + " on a side");
   }
-  st.out_height_ = out_h;
-  st.out_width_ = out_w;
-  const std::string fixed_text =
-      spec.fixed() ? SizeText(spec.height, spec.width) : std::string("variable");
+  out_height_ = out_h;
+  out_width_ = out_w;
+  return Status::Ok();
+}
 
-  switch (t) {
-    case Transform::kNone:
-      if (!spec.fixed()) {
-        return InvalidArgumentError(
-            "transform: " + name + " needs a fixed-size dataset; this one has variable sizes " +
-            "(use \"center_crop\" or \"random_resized_crop\" with an output size)");
-      }
-      if (out_h != spec.height || out_w != spec.width) {
-        return InvalidArgumentError("transform: " + name + " keeps the stored size " + fixed_text +
-                                    ", but the output size is " + SizeText(out_h, out_w));
-      }
-      break;
-    case Transform::kRandomCrop:
-      if (!spec.fixed()) {
-        return InvalidArgumentError("transform: " + name +
-                                    " needs a fixed-size dataset; this one has variable sizes");
-      }
-      if (out_h > spec.height || out_w > spec.width) {
-        return InvalidArgumentError("transform: " + name + " window " + SizeText(out_h, out_w) +
-                                    " is larger than the stored size " + fixed_text);
-      }
-      break;
-    case Transform::kCenterCrop:
-      if (options.resize_shorter < 0) {
-        return InvalidArgumentError("transform: " + name + ": resize_shorter " +
-                                    std::to_string(options.resize_shorter) +
-                                    " must not be negative (0: 8/7 of the output side)");
-      }
-      // round(m * 8 / 7) in integers: m * 8 / 7 is never a half.
-      st.shorter_side_ = options.resize_shorter > 0
-                             ? options.resize_shorter
-                             : static_cast<int>((int64_t{std::max(out_h, out_w)} * 8 + 3) / 7);
-      break;
-    case Transform::kRandomResizedCrop: {
-      const double smin = options.rrc_scale_min;
-      const double smax = options.rrc_scale_max;
-      const double rmin = options.rrc_ratio_min;
-      const double rmax = options.rrc_ratio_max;
-      const std::string scale =
-          "rrc_scale [" + std::to_string(smin) + ", " + std::to_string(smax) + "]";
-      const std::string ratio =
-          "rrc_ratio [" + std::to_string(rmin) + ", " + std::to_string(rmax) + "]";
-      // Written so that NaN fails every test.
-      if (!(smin <= smax)) {
-        return InvalidArgumentError("transform: " + name + ": " + scale + " has min > max");
-      }
-      if (!(smin > 0.0 && smax <= 1.0)) {
-        return InvalidArgumentError("transform: " + name + ": " + scale + " must lie in (0, 1]");
-      }
-      if (!(rmin > 0.0)) {
-        return InvalidArgumentError("transform: " + name + ": " + ratio + " must be positive");
-      }
-      if (!(rmin <= rmax) || !std::isfinite(rmax)) {
-        return InvalidArgumentError("transform: " + name + ": " + ratio +
-                                    " has min > max or is not finite");
-      }
-      st.scale_min_ = smin;
-      st.scale_max_ = smax;
-      st.ratio_min_ = rmin;
-      st.ratio_max_ = rmax;
-      st.log_ratio_min_ = std::log(rmin);
-      st.log_ratio_max_ = std::log(rmax);
-      break;
+Status SampleTransformer::CheckStoredWindow(const std::string& name, const ImageSpec& spec) const {
+  const std::string out = SizeText(out_height_, out_width_);
+  if (transform_ == Transform::kNone) {
+    if (!spec.fixed()) {
+      return InvalidArgumentError(
+          "transform: " + name + " needs a fixed-size dataset; this one has variable sizes " +
+          "(use \"center_crop\" or \"random_resized_crop\" with an output size)");
     }
-    default:
-      return InvalidArgumentError("transform: unknown transform " +
-                                  std::to_string(static_cast<int>(t)));
+    if (out_height_ != spec.height || out_width_ != spec.width) {
+      return InvalidArgumentError("transform: " + name + " keeps the stored size " +
+                                  SizeText(spec.height, spec.width) + ", but the output size is " +
+                                  out);
+    }
+    return Status::Ok();
   }
-  return st;
+  if (!spec.fixed()) {
+    return InvalidArgumentError("transform: " + name +
+                                " needs a fixed-size dataset; this one has variable sizes");
+  }
+  if (out_height_ > spec.height || out_width_ > spec.width) {
+    return InvalidArgumentError("transform: " + name + " window " + out +
+                                " is larger than the stored size " +
+                                SizeText(spec.height, spec.width));
+  }
+  return Status::Ok();
+}
+
+Status SampleTransformer::SetRandomResizedCrop(const LoaderOptions& options,
+                                               const std::string& name) {
+  const double smin = options.rrc_scale_min;
+  const double smax = options.rrc_scale_max;
+  const double rmin = options.rrc_ratio_min;
+  const double rmax = options.rrc_ratio_max;
+  const std::string scale =
+      "rrc_scale [" + std::to_string(smin) + ", " + std::to_string(smax) + "]";
+  const std::string ratio =
+      "rrc_ratio [" + std::to_string(rmin) + ", " + std::to_string(rmax) + "]";
+  // Written so that NaN fails every test.
+  if (!(smin <= smax)) {
+    return InvalidArgumentError("transform: " + name + ": " + scale + " has min > max");
+  }
+  if (!(smin > 0.0 && smax <= 1.0)) {
+    return InvalidArgumentError("transform: " + name + ": " + scale + " must lie in (0, 1]");
+  }
+  if (!(rmin > 0.0)) {
+    return InvalidArgumentError("transform: " + name + ": " + ratio + " must be positive");
+  }
+  if (!(rmin <= rmax) || !std::isfinite(rmax)) {
+    return InvalidArgumentError("transform: " + name + ": " + ratio +
+                                " has min > max or is not finite");
+  }
+  scale_min_ = smin;
+  scale_max_ = smax;
+  ratio_min_ = rmin;
+  ratio_max_ = rmax;
+  log_ratio_min_ = std::log(rmin);
+  log_ratio_max_ = std::log(rmax);
+  return Status::Ok();
 }
 
 StatusOr<SamplePlan> SampleTransformer::Plan(int height, int width, uint64_t key) const {
@@ -327,7 +337,16 @@ Status SampleTransformer::ApplyPlan(const uint8_t* pixels, int height, int width
                                     const SamplePlan& plan, uint8_t* out,
                                     TransformScratch* scratch) const {
   SHARDPACK_RETURN_IF_ERROR(CheckInputs(pixels, height, width, channels, out, scratch));
-  return Resample(pixels, height, width, channels, plan, out, scratch);
+  if (plan.denominator == 1) return Resample(pixels, height, width, channels, plan, out, scratch);
+  return Resample(pixels, height, width, channels, ScalePlan(plan, plan.denominator, height, width),
+                  out, scratch);
+}
+
+StatusOr<SamplePlan> SampleTransformer::PlanDecode(int height, int width, uint64_t key,
+                                                   bool dct_scaling) const {
+  SHARDPACK_ASSIGN_OR_RETURN(SamplePlan plan, Plan(height, width, key));
+  if (dct_scaling) plan.denominator = ShrinkDenominator(plan);
+  return plan;
 }
 
 Status SampleTransformer::Resample(const uint8_t* pixels, int height, int width, int channels,
@@ -352,6 +371,7 @@ int SampleTransformer::ShrinkDenominator(const SamplePlan& plan) const {
 SamplePlan ScalePlan(const SamplePlan& plan, int denominator, int scaled_height, int scaled_width) {
   const float d = static_cast<float>(denominator);
   SamplePlan scaled = plan;
+  scaled.denominator = 1;
   scaled.x0 = plan.x0 / d;
   scaled.x1 = std::min(plan.x1 / d, static_cast<float>(scaled_width));
   scaled.y0 = plan.y0 / d;

@@ -58,6 +58,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "image/resize.h"
 #include "shardpack/loader.h"
@@ -76,13 +77,17 @@ inline constexpr uint64_t kTransformStream = 0x78666f726d;
 uint64_t SampleKey(uint64_t seed, uint64_t epoch, uint64_t index);
 
 // What Apply does to one sample: the source region that becomes the output, in source
-// pixels ([x0, x1) x [y0, y1); whole pixels except for kCenterCrop), and the mirror.
+// pixels ([x0, x1) x [y0, y1); whole pixels except for kCenterCrop), and the mirror; for
+// an encoded sample, the DCT scale it is decoded at (PlanDecode).
 struct SamplePlan {
   float x0 = 0.0f;
   float y0 = 0.0f;
   float x1 = 0.0f;
   float y1 = 0.0f;
   bool flip = false;
+  // The sample's pixels are decoded at 1/denominator of the stored size (1, 2, 4 or 8):
+  // ApplyPlan then scales the box itself (ScalePlan).
+  int denominator = 1;
 };
 
 // Per-thread working memory of Apply. Its buffers only grow: once a thread has
@@ -106,7 +111,7 @@ class TransformScratch {
 // (scaled_height x scaled_width, ScaledSide of the stored sides): the box divided by the
 // denominator, so that it covers the same part of the picture (a scaled pixel covers
 // denominator x denominator stored ones), clamped to the scaled sides (a last, partial
-// block).
+// block). The result's own denominator is 1.
 SamplePlan ScalePlan(const SamplePlan& plan, int denominator, int scaled_height, int scaled_width);
 
 class SampleTransformer {
@@ -150,6 +155,12 @@ class SampleTransformer {
   // as Apply for the shape; no pixels are read.
   StatusOr<SamplePlan> Plan(int height, int width, uint64_t key) const;
 
+  // Plan's, for a sample to be decoded from a compressed file (a JPEG, where
+  // `dct_scaling`), with the denominator it may be decoded at: ShrinkDenominator's where
+  // `dct_scaling`, else 1. Decode at 1/plan.denominator (image::DecodeExactScaled), then
+  // ApplyPlan.
+  StatusOr<SamplePlan> PlanDecode(int height, int width, uint64_t key, bool dct_scaling) const;
+
   // Writes the transformed sample, out_height() x out_width() x channels() uint8 HWC rows
   // without padding, to `out`, which must not overlap `pixels` (height x width x channels
   // bytes, HWC, no padding). InvalidArgument (out untouched) when a pointer is null, a
@@ -160,9 +171,11 @@ class SampleTransformer {
   Status Apply(const uint8_t* pixels, int height, int width, int channels, uint64_t key,
                uint8_t* out, TransformScratch* scratch) const;
 
-  // As Apply, with the plan given instead of drawn from a key: Plan's for this sample,
-  // or ScalePlan's of it when the sample was decoded smaller (DCT scaling). The plan's
-  // box must lie within the sample (InvalidArgument otherwise, as ResizeRegionInto).
+  // As Apply, with the plan given instead of drawn from a key: Plan's or PlanDecode's for
+  // this sample, or ScalePlan's of it. `pixels` is the sample at 1/plan.denominator of its
+  // stored size (height x width are the decoded sides); the box is scaled to them here.
+  // The (scaled) box must lie within the sample (InvalidArgument otherwise, as
+  // ResizeRegionInto).
   Status ApplyPlan(const uint8_t* pixels, int height, int width, int channels,
                    const SamplePlan& plan, uint8_t* out, TransformScratch* scratch) const;
 
@@ -173,6 +186,13 @@ class SampleTransformer {
   int ShrinkDenominator(const SamplePlan& plan) const;
 
  private:
+  // Create's steps: the output shape (options' sides, 0 taking the fixed dataset's); for
+  // kNone and kRandomCrop, that the stored size holds the window; kRandomResizedCrop's
+  // ranges. InvalidArgument as Create says, `name` being the transform's.
+  Status SetOutputSize(const LoaderOptions& options, const ImageSpec& spec);
+  Status CheckStoredWindow(const std::string& name, const ImageSpec& spec) const;
+  Status SetRandomResizedCrop(const LoaderOptions& options, const std::string& name);
+
   // Apply's and ApplyPlan's argument checks, and their common work.
   Status CheckInputs(const uint8_t* pixels, int height, int width, int channels, const uint8_t* out,
                      const TransformScratch* scratch) const;

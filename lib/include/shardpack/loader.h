@@ -54,6 +54,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "shardpack/dataset.h"
@@ -113,6 +114,51 @@ enum class OutputType { kUint8, kFloat32, kFloat16 };
 enum class IoPath { kAuto, kMapped, kReadAhead };
 enum class IoQueue { kAuto, kUring, kPread };
 enum class HugePages { kAuto, kOn, kOff };
+
+// The names of each option enum above, in enum order: the CLI, the loader's state, bench
+// and the Python package spell the values so, and take these lists from here.
+//   ShuffleMode  "none", "global", "block"        Tail       "partial", "drop", "pad"
+//   Transform    "none", "center_crop", "random_resized_crop", "random_crop"
+//   OnCorrupt    "fail", "skip"                    OutputType "uint8", "float32", "float16"
+//   IoPath       "auto", "mapped", "readahead"     IoQueue    "auto", "uring", "pread"
+//   HugePages    "auto", "on", "off"
+// EnumName returns "?" for a value outside the enum (a cast integer). ParseEnum returns
+// InvalidArgument "<what>=<name>: expected a, b or c" for a name not in the list.
+template <typename E>
+std::span<const std::string_view> EnumNames();
+template <>
+std::span<const std::string_view> EnumNames<ShuffleMode>();
+template <>
+std::span<const std::string_view> EnumNames<Tail>();
+template <>
+std::span<const std::string_view> EnumNames<Transform>();
+template <>
+std::span<const std::string_view> EnumNames<OnCorrupt>();
+template <>
+std::span<const std::string_view> EnumNames<OutputType>();
+template <>
+std::span<const std::string_view> EnumNames<IoPath>();
+template <>
+std::span<const std::string_view> EnumNames<IoQueue>();
+template <>
+std::span<const std::string_view> EnumNames<HugePages>();
+
+template <typename E>
+const char* EnumName(E value) {
+  const std::span<const std::string_view> names = EnumNames<E>();
+  const auto i = static_cast<size_t>(value);
+  return i < names.size() ? names[i].data() : "?";
+}
+
+// Implementation of ParseEnum: the index of `name` in `names`, or its error.
+StatusOr<size_t> ParseEnumIndex(std::span<const std::string_view> names, std::string_view name,
+                                std::string_view what);
+
+template <typename E>
+StatusOr<E> ParseEnum(std::string_view name, std::string_view what) {
+  SHARDPACK_ASSIGN_OR_RETURN(const size_t i, ParseEnumIndex(EnumNames<E>(), name, what));
+  return static_cast<E>(i);
+}
 
 struct LoaderOptions {
   // Samples per batch (>= 1; default 256).
