@@ -92,22 +92,10 @@ struct Args {
   bool baseline = true;
 };
 
-IoQueue IoQueueOf(const std::string& s) {
-  return s == "uring" ? IoQueue::kUring : s == "pread" ? IoQueue::kPread : IoQueue::kAuto;
-}
-
-HugePages HugePagesOf(const std::string& s) {
-  return s == "on" ? HugePages::kOn : s == "off" ? HugePages::kOff : HugePages::kAuto;
-}
-
-IoPath IoPathOf(const std::string& s) {
-  return s == "mapped" ? IoPath::kMapped : s == "readahead" ? IoPath::kReadAhead : IoPath::kAuto;
-}
-
-ShuffleMode ShuffleOf(const std::string& s) {
-  return s == "none"    ? ShuffleMode::kNone
-         : s == "block" ? ShuffleMode::kBlock
-                        : ShuffleMode::kGlobal;
+// A name the option's check (EnumCheck) let through.
+template <typename E>
+E Parsed(const std::string& name) {
+  return ParseEnum<E>(name, "").value();
 }
 
 // The loader's options for one measurement (the host path; RunGpu adds the device).
@@ -116,14 +104,14 @@ LoaderOptions OptionsOf(const Args& a, int threads, const std::string& shuffle) 
   o.batch_size = a.batch_size;
   o.prefetch = a.prefetch;
   o.num_threads = threads;
-  o.shuffle = ShuffleOf(shuffle);
+  o.shuffle = Parsed<ShuffleMode>(shuffle);
   o.verify_crc = !a.no_crc;
   o.read_ahead_bytes = a.read_ahead;
-  o.io = IoPathOf(a.io);
-  o.huge_pages = HugePagesOf(a.huge_pages);
+  o.io = Parsed<IoPath>(a.io);
+  o.huge_pages = Parsed<HugePages>(a.huge_pages);
   o.io_depth = a.io_depth;
   o.io_buffer_bytes = a.io_buffer;
-  o.io_queue = IoQueueOf(a.io_queue);
+  o.io_queue = Parsed<IoQueue>(a.io_queue);
   o.io_bypass_cache = !a.io_cached;
   return o;
 }
@@ -442,11 +430,12 @@ std::function<int()> AddBench(CLI::App& app) {
       ->check(Integer<int>(1, 4096));
   cmd->add_option("--shuffle", a->shuffles, "Shuffle modes to measure: none, global, block")
       ->delimiter(',')
-      ->check(CLI::IsMember({"none", "global", "block"}));
+      ->check(EnumCheck<ShuffleMode>());
   cmd->add_option("--epochs", a->epochs, "Epochs per measurement (the first is reported apart)")
       ->check(Integer<int>(1, 1000));
   cmd->add_option("--batch-size", a->batch_size, "Samples per batch")->check(Integer<int>(1));
-  cmd->add_option("--prefetch", a->prefetch, "Batches prepared ahead")->check(Integer<int>(1, 64));
+  cmd->add_option("--prefetch", a->prefetch, "Batches prepared ahead")
+      ->check(Integer<int>(1, kMaxPrefetch));
   cmd->add_option("--device", a->device, "CUDA device, -1 for the host path")
       ->check(Integer<int>(-1, 1024));
   cmd->add_flag("--no-crc", a->no_crc, "Do not check record checksums");
@@ -456,16 +445,16 @@ std::function<int()> AddBench(CLI::App& app) {
       ->check(Integer<uint64_t>())
       ->capture_default_str();
   cmd->add_option("--io", a->io, "I/O path: auto, mapped or readahead (docs/LOADER.md)")
-      ->check(CLI::IsMember({"auto", "mapped", "readahead"}))
+      ->check(EnumCheck<IoPath>())
       ->capture_default_str();
   cmd->add_option("--huge-pages", a->huge_pages,
                   "Mapped path: read uncached pages 2 MiB at a time, so that the next process "
                   "maps them in 2 MiB entries: auto (where the dataset fits in memory and the "
                   "host does not take free memory back), on or off (docs/LOADER.md)")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(EnumCheck<HugePages>())
       ->capture_default_str();
   cmd->add_option("--io-depth", a->io_depth, "Read-ahead path: reads in flight")
-      ->check(Integer<int>(1, 256))
+      ->check(Integer<int>(1, kMaxIoDepth))
       ->capture_default_str();
   cmd->add_option("--io-buffer", a->io_buffer,
                   "Read-ahead path: bytes of buffers the records are read into (0: 384 MiB, "
@@ -474,7 +463,7 @@ std::function<int()> AddBench(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--io-queue", a->io_queue,
                   "Read-ahead path: auto (io_uring where the kernel allows it), uring or pread")
-      ->check(CLI::IsMember({"auto", "uring", "pread"}))
+      ->check(EnumCheck<IoQueue>())
       ->capture_default_str();
   cmd->add_flag("--io-cached", a->io_cached,
                 "Read-ahead path: read through the page cache (dropping each read's pages "

@@ -14,8 +14,10 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "remote/shard_cache.h"
+#include "shardpack/loader.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
 #include "shardpack/status.h"
@@ -43,6 +45,14 @@ inline int OpenExitCode(const Status& s, const std::string& dataset,
                         const RemoteOptions& remote = {}) {
   if (ExitCodeOf(s) == kExitUsage) return kExitUsage;
   return LoadManifest(dataset, remote).ok() ? kExitFaults : kExitUsage;
+}
+
+// A CLI11 check that the argument is one of an option enum's names (EnumNames, loader.h).
+template <typename E>
+CLI::Validator EnumCheck() {
+  std::vector<std::string> names;
+  for (const std::string_view n : EnumNames<E>()) names.emplace_back(n);
+  return CLI::IsMember(names);
 }
 
 // A CLI11 check of an integer option of type T, run on the argument before CLI11 converts

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "io/memory_budget.h"
+#include "shardpack/limits.h"
 
 namespace shardpack::read {
 namespace {
@@ -67,10 +68,14 @@ void PlanReadAhead(const LoaderOptions& o, uint64_t stored_batch, IoPlan* io) {
 
 Status CheckLoaderOptions(const LoaderOptions& o) {
   if (o.batch_size < 1) return Bad("batch_size must be >= 1, not " + std::to_string(o.batch_size));
-  if (o.prefetch < 1) return Bad("prefetch must be >= 1, not " + std::to_string(o.prefetch));
+  if (o.prefetch < 1 || o.prefetch > kMaxPrefetch) {
+    return Bad("prefetch must be in 1.." + std::to_string(kMaxPrefetch) + ", not " +
+               std::to_string(o.prefetch));
+  }
   if (o.num_threads < 0) return Bad("num_threads must be >= 0");
-  if (o.io_depth < 1 || o.io_depth > 256) {
-    return Bad("io_depth must be in 1..256, not " + std::to_string(o.io_depth));
+  if (o.io_depth < 1 || o.io_depth > kMaxIoDepth) {
+    return Bad("io_depth must be in 1.." + std::to_string(kMaxIoDepth) + ", not " +
+               std::to_string(o.io_depth));
   }
   if (o.world_size < 1) return Bad("world_size must be >= 1");
   if (o.rank < 0 || o.rank >= o.world_size) {

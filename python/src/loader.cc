@@ -218,37 +218,25 @@ void* StreamFromDlpack(intptr_t stream) {
   return reinterpret_cast<void*>(stream);
 }
 
+// A Python enum of an option enum, its members named as the C++ table names them.
+template <typename E>
+void BindEnum(nb::module_& m, const char* name) {
+  nb::enum_<E> e(m, name);
+  const std::span<const std::string_view> names = EnumNames<E>();
+  for (size_t i = 0; i < names.size(); ++i) e.value(names[i].data(), static_cast<E>(i));
+}
+
 }  // namespace
 
 void BindLoader(nb::module_& m) {
-  nb::enum_<ShuffleMode>(m, "ShuffleMode")
-      .value("none", ShuffleMode::kNone)
-      .value("global", ShuffleMode::kGlobal)
-      .value("block", ShuffleMode::kBlock);
-  nb::enum_<Tail>(m, "Tail")
-      .value("partial", Tail::kPartial)
-      .value("drop", Tail::kDrop)
-      .value("pad", Tail::kPad);
-  nb::enum_<Transform>(m, "Transform")
-      .value("none", Transform::kNone)
-      .value("center_crop", Transform::kCenterCrop)
-      .value("random_resized_crop", Transform::kRandomResizedCrop)
-      .value("random_crop", Transform::kRandomCrop);
-  nb::enum_<IoPath>(m, "IoPath")
-      .value("auto", IoPath::kAuto)
-      .value("mapped", IoPath::kMapped)
-      .value("readahead", IoPath::kReadAhead);
-  nb::enum_<HugePages>(m, "HugePages")
-      .value("auto", HugePages::kAuto)
-      .value("on", HugePages::kOn)
-      .value("off", HugePages::kOff);
-  nb::enum_<OnCorrupt>(m, "OnCorrupt")
-      .value("fail", OnCorrupt::kFail)
-      .value("skip", OnCorrupt::kSkip);
-  nb::enum_<OutputType>(m, "OutputType")
-      .value("uint8", OutputType::kUint8)
-      .value("float32", OutputType::kFloat32)
-      .value("float16", OutputType::kFloat16);
+  // The names are the C++ tables' (EnumNames, loader.h).
+  BindEnum<ShuffleMode>(m, "ShuffleMode");
+  BindEnum<Tail>(m, "Tail");
+  BindEnum<Transform>(m, "Transform");
+  BindEnum<IoPath>(m, "IoPath");
+  BindEnum<HugePages>(m, "HugePages");
+  BindEnum<OnCorrupt>(m, "OnCorrupt");
+  BindEnum<OutputType>(m, "OutputType");
   // The names are the C++ list's (resize_filter.h); parse_resize_filter also takes the
   // aliases the CLI takes.
   nb::enum_<ResizeFilter> filter(m, "ResizeFilter");

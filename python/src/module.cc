@@ -20,6 +20,8 @@ NB_MODULE(_shardpack, m) {
   // shardpack/limits.h, for the package's argument checks and defaults.
   m.attr("MAX_IMAGE_PIXELS") = shardpack::kMaxImagePixels;
   m.attr("MAX_IMAGE_SIDE") = shardpack::kMaxImageSide;
+  m.attr("MAX_PREFETCH") = shardpack::kMaxPrefetch;
+  m.attr("MAX_IO_DEPTH") = shardpack::kMaxIoDepth;
   shardpack::python::BindDataset(m);
   shardpack::python::BindLoader(m);
   shardpack::python::BindConvert(m);

@@ -9,6 +9,11 @@
 
 namespace shardpack {
 
+// LoaderOptions::prefetch (batches prepared ahead: the ring holds prefetch + 2 slots) and
+// LoaderOptions::io_depth (reads in flight on the read-ahead path): their largest values.
+inline constexpr int kMaxPrefetch = 64;
+inline constexpr int kMaxIoDepth = 256;
+
 // Largest image stored or decoded, in pixels (Pillow's MAX_IMAGE_PIXELS: a quarter GiB at
 // 3 bytes a pixel), and its largest side (libjpeg's JPEG_MAX_DIMENSION).
 inline constexpr uint64_t kMaxImagePixels = 89478485;

@@ -58,6 +58,7 @@
 #include <vector>
 
 #include "shardpack/dataset.h"
+#include "shardpack/limits.h"
 #include "shardpack/resize_filter.h"
 #include "shardpack/status.h"
 
@@ -172,8 +173,9 @@ struct LoaderOptions {
   uint64_t seed = 0;
   // Worker threads that copy and transform samples (0, the default: all cores, at most 8).
   int num_threads = 0;
-  // Batches prepared ahead of the consumer (>= 1; default 2). The ring has prefetch + 2
-  // slots: the one the consumer holds, the one being released, and prefetch more.
+  // Batches prepared ahead of the consumer (1..kMaxPrefetch, which is 64; default 2). The
+  // ring has prefetch + 2 slots: the one the consumer holds, the one being released, and
+  // prefetch more.
   int prefetch = 2;
   // How the shards are read (docs/LOADER.md, "Two I/O paths"):
   //   kMapped: zero-copy from the mapped shards, the page cache serving the reads; best
@@ -221,7 +223,7 @@ struct LoaderOptions {
   // (bench/out_of_core.sh, docs/LOADER.md).
   uint64_t io_buffer_bytes = 0;
   // kReadAhead: reads in flight at once (io_uring's queue depth, or pread threads where
-  // io_uring is unavailable), 1..256, default 32.
+  // io_uring is unavailable), 1..kMaxIoDepth (256), default 32.
   int io_depth = 32;
   // kReadAhead: keep the shards out of the page cache (default on): O_DIRECT where the
   // file system allows it, else each read's pages dropped after it (POSIX_FADV_DONTNEED).
