@@ -94,6 +94,10 @@ class Txn {
 
 MDB_val Val(std::string_view s) { return MDB_val{s.size(), const_cast<char*>(s.data())}; }
 
+// What a value costs an LMDB file beyond its bytes, at most: a node, and a page header per
+// overflow chain.
+constexpr uint64_t kValueOverheadBytes = 64 + 4096;
+
 }  // namespace
 
 Status LmdbError(std::string_view context, int rc) {
@@ -157,8 +161,7 @@ StatusOr<std::unique_ptr<LmdbShardWriter>> LmdbShardWriter::Create(std::string p
       new LmdbShardWriter(std::move(path), options, std::move(env), fd));
 }
 
-LmdbShardWriter::LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env,
-                                 int fd)
+LmdbShardWriter::LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env, int fd)
     : path_(std::move(path)),
       options_(options),
       env_(std::move(env)),
@@ -182,10 +185,13 @@ void LmdbShardWriter::CloseFile() {
 
 uint64_t LmdbShardWriter::RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
                                           uint32_t pixel_alignment) {
-  // Payload (image/pad adds less than 2 * alignment + 8) plus LMDB's per-value cost: a
-  // node, and a page header per overflow chain.
+  // Payload (image/pad adds less than 2 * alignment + 8) plus LMDB's per-value cost.
   return EncodePayloadPrefix(entries, pixel_bytes, 0, 1).size() + 2ull * pixel_alignment + 8 +
-         pixel_bytes + 64 + 4096;
+         pixel_bytes + kValueOverheadBytes;
+}
+
+uint64_t LmdbShardWriter::ValueSizeBound(uint64_t key_bytes, uint64_t value_bytes) const {
+  return key_bytes + value_bytes + kValueOverheadBytes;
 }
 
 Status LmdbShardWriter::Append(std::string_view entries, std::string_view pixels,
@@ -257,6 +263,11 @@ Status LmdbShardWriter::CommitBatch() {
   return Status::Ok();
 }
 
+Status LmdbShardWriter::Finish(FileEntry* data, std::optional<FileEntry>* index) {
+  index->reset();
+  return Finish(data);
+}
+
 Status LmdbShardWriter::Finish(FileEntry* data) {
   if (done_) return FailedPreconditionError(path_ + ": finished twice");
   const std::string tmp = path_ + ".tmp";
@@ -273,7 +284,8 @@ Status LmdbShardWriter::Finish(FileEntry* data) {
   // The bytes hashed and the file published are those written: read through the
   // descriptor, and `tmp` still names it (not a file put in its place meanwhile).
   io::Env* fs = io::Env::Posix();
-  struct stat written {}, named {};
+  struct stat written {};
+  struct stat named {};
   if (::fstat(fd_, &written) != 0) s = ErrnoError(tmp + ": stat", errno);
   if (s.ok() && ::lstat(tmp.c_str(), &named) != 0) s = ErrnoError(tmp + ": stat", errno);
   if (s.ok() && (written.st_dev != named.st_dev || written.st_ino != named.st_ino)) {
@@ -323,7 +335,7 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
                                                                  bool random_access, Keys keys) {
   SHARDPACK_ASSIGN_OR_RETURN(
       auto map, io::Env::Posix()->MapFile(path, random_access ? io::AccessPattern::kRandom
-                                                               : io::AccessPattern::kSequential));
+                                                              : io::AccessPattern::kSequential));
   auto file = LmdbFile::Open(map->data(), map->size());
   if (map->faulted()) return IOError(path + ": " + std::string(io::kShrunkWhileMapped));
   if (!file.ok()) return file.status().WithPrefix(path);

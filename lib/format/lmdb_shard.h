@@ -7,12 +7,14 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "format/format.h"
 #include "format/lmdb_file.h"
+#include "format/shard_file_writer.h"
 #include "io/env.h"
 #include "shardpack/manifest.h"
 #include "shardpack/status.h"
@@ -58,31 +60,41 @@ struct LmdbWriterOptions {
 // temporary is created anew (io::CreateNewFile: a link planted at its name is removed,
 // never written through) and liblmdb writes it through the descriptor's own name
 // (/proc/self/fd/N, where /proc is mounted).
-// Not thread-safe.
-class LmdbShardWriter {
+// Not thread-safe. Records are appended only (no Place: values go through one write
+// transaction at a time); method() is kAuto.
+class LmdbShardWriter final : public ShardFileWriter {
  public:
   static StatusOr<std::unique_ptr<LmdbShardWriter>> Create(std::string path,
                                                            LmdbWriterOptions options);
-  ~LmdbShardWriter();
+  ~LmdbShardWriter() override;
 
   // Appends one sample (`entries` from EncodeFeatureEntries) under the next record key;
   // `image_key` as TfrecordShardWriter::Append.
   Status Append(std::string_view entries, std::string_view pixels, uint32_t pixel_crc,
-                std::string_view image_key = kKeyRaw);
+                std::string_view image_key) override;
   // Appends a value under `key` (a Caffe-schema shard: CaffeKey, EncodeCaffeDatum). Keys
   // must increase bytewise (MDB_APPEND) and fit kLmdbMaxKeySize; a key out of order fails
   // the batch's commit with MDB_KEYEXIST.
-  Status AppendValue(std::string key, std::string value);
+  Status AppendValue(std::string key, std::string value) override;
   static uint64_t RecordSizeBound(std::string_view entries, uint64_t pixel_bytes,
                                   uint32_t pixel_alignment);
+  // The same with this shard's alignment.
+  uint64_t RecordSizeBound(std::string_view entries, uint64_t image_bytes) const override {
+    return RecordSizeBound(entries, image_bytes, options_.pixel_alignment);
+  }
+  // The key and value plus LMDB's per-value cost: a node, and a page header per overflow
+  // chain.
+  uint64_t ValueSizeBound(uint64_t key_bytes, uint64_t value_bytes) const override;
 
-  uint64_t records() const { return records_; }
+  uint64_t records() const override { return records_; }
   // Payload bytes appended (the file is larger by LMDB's page overhead).
-  uint64_t bytes() const { return bytes_; }
+  uint64_t bytes() const override { return bytes_; }
   int map_growths() const { return growths_; }
 
   Status Finish(FileEntry* data);
-  void Abandon();
+  // Finish(data); *index is nullopt (an LMDB shard is its own index).
+  Status Finish(FileEntry* data, std::optional<FileEntry>* index) override;
+  void Abandon() override;
 
  private:
   LmdbShardWriter(std::string path, LmdbWriterOptions options, LmdbEnv env, int fd);

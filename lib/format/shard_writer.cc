@@ -5,8 +5,7 @@
 #include "format/caffe_datum.h"
 #include "format/example.h"
 #include "format/format.h"
-#include "format/lmdb_shard.h"
-#include "format/tfrecord_shard.h"
+#include "format/shard_file_writer.h"
 #include "image/image.h"
 #include "io/chunked_file.h"
 #include "io/env.h"
@@ -34,9 +33,132 @@ std::string_view WriteMethodName(WriteMethod m) {
   return "auto";
 }
 
-// A sample placed by Reserve: its record's place in a TFRecord shard, to be written.
+namespace {
+
+// Validation's messages name the sample by its number in the dataset.
+std::string SampleName(uint64_t number) { return "sample " + std::to_string(number); }
+
+std::string ShapeText(const SampleInput& s) {
+  return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
+         std::to_string(s.channels);
+}
+
+// Whether `s` is stored as its file (image/encoded) rather than its pixels: every sample
+// of a JPEG or PNG dataset; a mixed dataset's sample when it comes with its JPEG.
+bool StoresFile(ImageEncoding e, const SampleInput& s) {
+  return e != ImageEncoding::kRaw && (e != ImageEncoding::kMixed || !s.encoded.empty());
+}
+
+Status CheckLabel(const ShardWriterOptions& o, uint64_t number, int64_t label) {
+  if (label < 0 || static_cast<uint64_t>(label) >= o.class_names.size()) {
+    return InvalidArgumentError(SampleName(number) + ": label " + std::to_string(label) +
+                                " is not a class (0.." + std::to_string(o.class_names.size()) +
+                                ")");
+  }
+  return Status::Ok();
+}
+
+// The limits every reader enforces (format.h), whatever the dataset's shape.
+Status CheckReadable(uint64_t number, const SampleInput& s) {
+  if (s.height < 1 || s.width < 1 || s.height > format::kMaxDimension ||
+      s.width > format::kMaxDimension) {
+    return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) + " is outside 1.." +
+                                std::to_string(format::kMaxDimension));
+  }
+  if (uint64_t(s.height) * uint64_t(s.width) > format::kMaxPixels) {
+    return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) + " has more than " +
+                                std::to_string(format::kMaxPixels) + " pixels");
+  }
+  if (s.filename.size() > format::kMaxTextBytes) {
+    return InvalidArgumentError(SampleName(number) + ": filename of " +
+                                std::to_string(s.filename.size()) + " bytes, limit " +
+                                std::to_string(format::kMaxTextBytes));
+  }
+  return Status::Ok();
+}
+
+// The dataset's shape contract (ShardWriterOptions::image).
+Status CheckShape(const ImageSpec& spec, uint64_t number, const SampleInput& s) {
+  if (s.channels != spec.channels) {
+    return InvalidArgumentError(SampleName(number) + ": " + std::to_string(s.channels) +
+                                " channels, the dataset has " + std::to_string(spec.channels));
+  }
+  if (spec.fixed() && (s.height != spec.height || s.width != spec.width)) {
+    return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) +
+                                ", the dataset is " + std::to_string(spec.height) + "x" +
+                                std::to_string(spec.width));
+  }
+  if (!spec.fixed() && spec.max_side > 0 && (s.height > spec.max_side || s.width > spec.max_side)) {
+    return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) +
+                                " exceeds max side " + std::to_string(spec.max_side));
+  }
+  return Status::Ok();
+}
+
+// The sample's image bytes: its file in the dataset's encoding, or its pixels, whole.
+Status CheckImageBytes(const ImageSpec& spec, uint64_t number, const SampleInput& s) {
+  if (StoresFile(spec.encoding, s)) {
+    const image::Format want =
+        spec.encoding == ImageEncoding::kPng ? image::Format::kPng : image::Format::kJpeg;
+    if (image::Sniff(s.encoded.data(), s.encoded.size()) != want) {
+      return InvalidArgumentError(SampleName(number) + ": the dataset holds " +
+                                  std::string(ImageEncodingName(spec.encoding)) +
+                                  " images, the sample's encoded bytes are not one (" +
+                                  std::to_string(s.encoded.size()) + " bytes)");
+    }
+    return Status::Ok();
+  }
+  uint64_t expected = uint64_t(s.height) * uint64_t(s.width) * uint64_t(s.channels);
+  if (s.pixels.size() != expected) {
+    return InvalidArgumentError(SampleName(number) + ": " + std::to_string(s.pixels.size()) +
+                                " pixel bytes, shape " + ShapeText(s) + " needs " +
+                                std::to_string(expected));
+  }
+  return Status::Ok();
+}
+
+// Everything Add refuses of sample `number` before it touches a shard.
+Status ValidateSample(const ShardWriterOptions& o, uint64_t number, const SampleInput& s) {
+  SHARDPACK_RETURN_IF_ERROR(CheckReadable(number, s));
+  SHARDPACK_RETURN_IF_ERROR(CheckShape(o.image, number, s));
+  SHARDPACK_RETURN_IF_ERROR(CheckImageBytes(o.image, number, s));
+  return CheckLabel(o, number, s.label);
+}
+
+// What a TFRecord or Example-schema LMDB record holds of a sample: its features, and
+// `image`, the sample's pixels or the file of an encoded image (`key` image/encoded).
+struct SampleRecord {
+  std::string entries;
+  std::span<const uint8_t> image;
+  uint32_t crc = 0;  // of `image`
+  std::string_view key = format::kKeyRaw;
+  int64_t label = 0;
+};
+
+// Valid after CheckLabel(s.label) passed.
+SampleRecord MakeSampleRecord(const ShardWriterOptions& o, const SampleInput& s) {
+  const std::string_view class_name = o.class_names[static_cast<size_t>(s.label)];
+  format::SampleMeta meta{s.height, s.width, s.channels, s.label, class_name, s.filename};
+  const ImageEncoding e = o.image.encoding;
+  if (StoresFile(e, s)) {
+    const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
+    const ImageEncoding file = e == ImageEncoding::kMixed ? ImageEncoding::kJpeg : e;
+    return {format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,
+            format::kKeyEncoded, s.label};
+  }
+  const uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
+  return {format::EncodeFeatureEntries(meta, crc), s.pixels, crc, format::kKeyRaw, s.label};
+}
+
+std::string_view AsChars(std::span<const uint8_t> bytes) {
+  return {reinterpret_cast<const char*>(bytes.data()), bytes.size()};
+}
+
+}  // namespace
+
+// A sample placed by Reserve: its record's place in a shard file, to be written.
 struct ShardWriter::Reservation::Placed {
-  format::TfrecordShardWriter* shard = nullptr;
+  format::ShardFileWriter* shard = nullptr;
   uint64_t number = 0;  // the shard's index in the dataset
   format::PlacedRecord record;
 };
@@ -55,9 +177,8 @@ class ShardWriter::Impl {
   ~Impl() {
     // Without Finish(), nothing is published: drop the open shard, and the staged ones
     // unless the caller records progress to resume from them.
-    tfrecord_.reset();
+    file_.reset();
     sealed_.clear();
-    lmdb_.reset();
     if (!finished_ && !options_.on_shard_staged) {
       for (size_t i = 0; i < shards_.size(); ++i) {
         env_->RemoveFile(io::JoinPath(dir_, shards_[i].data.file)).IgnoreError();
@@ -68,116 +189,17 @@ class ShardWriter::Impl {
     }
   }
 
-  Status Validate(const SampleInput& s) const {
-    const ImageSpec& spec = options_.image;
-    auto shape = [&] {
-      return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
-             std::to_string(s.channels);
-    };
-    if (s.height < 1 || s.width < 1 || s.height > format::kMaxDimension ||
-        s.width > format::kMaxDimension) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
-                                  " is outside 1.." + std::to_string(format::kMaxDimension));
-    }
-    if (uint64_t(s.height) * uint64_t(s.width) > format::kMaxPixels) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
-                                  " has more than " + std::to_string(format::kMaxPixels) +
-                                  " pixels");
-    }
-    if (s.filename.size() > format::kMaxTextBytes) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": filename of " +
-                                  std::to_string(s.filename.size()) + " bytes, limit " +
-                                  std::to_string(format::kMaxTextBytes));
-    }
-    if (s.channels != spec.channels) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
-                                  std::to_string(s.channels) + " channels, the dataset has " +
-                                  std::to_string(spec.channels));
-    }
-    if (spec.fixed() && (s.height != spec.height || s.width != spec.width)) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
-                                  ", the dataset is " + std::to_string(spec.height) + "x" +
-                                  std::to_string(spec.width));
-    }
-    if (!spec.fixed() && spec.max_side > 0 &&
-        (s.height > spec.max_side || s.width > spec.max_side)) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": shape " + shape() +
-                                  " exceeds max side " + std::to_string(spec.max_side));
-    }
-    if (StoresFile(s)) {
-      const image::Format want =
-          spec.encoding == ImageEncoding::kPng ? image::Format::kPng : image::Format::kJpeg;
-      if (image::Sniff(s.encoded.data(), s.encoded.size()) != want) {
-        return InvalidArgumentError("sample " + std::to_string(samples_) + ": the dataset holds " +
-                                    std::string(ImageEncodingName(spec.encoding)) +
-                                    " images, the sample's encoded bytes are not one (" +
-                                    std::to_string(s.encoded.size()) + " bytes)");
-      }
-      return CheckLabel(s.label);
-    }
-    uint64_t expected = uint64_t(s.height) * uint64_t(s.width) * uint64_t(s.channels);
-    if (s.pixels.size() != expected) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": " +
-                                  std::to_string(s.pixels.size()) + " pixel bytes, shape " +
-                                  shape() + " needs " + std::to_string(expected));
-    }
-    return CheckLabel(s.label);
-  }
+  Status Validate(const SampleInput& s) const { return ValidateSample(options_, samples_, s); }
+  SampleRecord MakeRecord(const SampleInput& s) const { return MakeSampleRecord(options_, s); }
 
-  // Whether `s` is stored as its file (image/encoded) rather than its pixels: every sample
-  // of a JPEG or PNG dataset; a mixed dataset's sample when it comes with its JPEG.
-  bool StoresFile(const SampleInput& s) const {
-    const ImageEncoding e = options_.image.encoding;
-    return e != ImageEncoding::kRaw && (e != ImageEncoding::kMixed || !s.encoded.empty());
-  }
-
-  Status CheckLabel(int64_t label) const {
-    if (label < 0 || static_cast<uint64_t>(label) >= options_.class_names.size()) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": label " +
-                                  std::to_string(label) + " is not a class (0.." +
-                                  std::to_string(options_.class_names.size()) + ")");
-    }
-    return Status::Ok();
-  }
-
-  // What a TFRecord or Example-schema LMDB record holds of a sample: its features, and
-  // `image`, the sample's pixels or the file of an encoded image (`key` image/encoded).
-  struct Record {
-    std::string entries;
-    std::span<const uint8_t> image;
-    uint32_t crc = 0;  // of `image`
-    std::string_view key = format::kKeyRaw;
-    int64_t label = 0;
-  };
-
-  Record MakeRecord(const SampleInput& s) const {
-    format::SampleMeta meta{s.height, s.width, s.channels, s.label, ClassName(s.label), s.filename};
-    if (StoresFile(s)) {
-      const uint32_t crc = crc32c::Value(s.encoded.data(), s.encoded.size());
-      const ImageEncoding e = encoding();
-      const ImageEncoding file = e == ImageEncoding::kMixed ? ImageEncoding::kJpeg : e;
-      return {format::EncodeEncodedFeatureEntries(meta, file, crc), s.encoded, crc,
-              format::kKeyEncoded, s.label};
-    }
-    const uint32_t crc = crc32c::Value(s.pixels.data(), s.pixels.size());
-    return {format::EncodeFeatureEntries(meta, crc), s.pixels, crc, format::kKeyRaw, s.label};
-  }
-
-  // The record appended (Add), or placed in the open TFRecord shard (Reserve, `placed`
-  // not null) to be written by WritePlaced.
-  Status AddRecord(const Record& r, Placed* placed) {
+  // The record appended (Add), or placed in the open shard (Reserve, `placed` not null)
+  // to be written by WritePlaced.
+  Status AddRecord(const SampleRecord& r, Placed* placed) {
     SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
     SHARDPACK_RETURN_IF_ERROR(CheckMode(placed != nullptr));
-    SHARDPACK_RETURN_IF_ERROR(CheckLabel(r.label));
-    Status s = Append(r, placed);
-    if (!s.ok()) {
-      Fail(s);
-      return s;
-    }
-    ++class_counts_[static_cast<size_t>(r.label)];
-    ++samples_;
-    return Status::Ok();
+    SHARDPACK_RETURN_IF_ERROR(CheckLabel(options_, samples_, r.label));
+    return Counted(r.label, Append(r, placed));
   }
 
   // Reserve's Commit: stages the shards sealed before `placed`'s (all their records are
@@ -185,7 +207,7 @@ class ShardWriter::Impl {
   Status Commit(const Placed& placed) {
     SHARDPACK_RETURN_IF_ERROR(Failed());
     while (std::optional<Sealed> sealed = PopSealed(placed.number)) {
-      Status s = StageShard(sealed->writer.get(), nullptr, sealed->class_counts, sealed->samples);
+      Status s = StageShard(sealed->writer.get(), sealed->class_counts, sealed->samples);
       if (!s.ok()) {
         Fail(s);
         return s;
@@ -199,71 +221,38 @@ class ShardWriter::Impl {
   Status AddCaffe(std::string key, std::string value, int64_t label) {
     SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": add after finish");
-    SHARDPACK_RETURN_IF_ERROR(CheckLabel(label));
+    SHARDPACK_RETURN_IF_ERROR(CheckLabel(options_, samples_, label));
     if (samples_ >= format::kCaffeMaxRecords) {
-      return ResourceExhaustedError("sample " + std::to_string(samples_) +
+      return ResourceExhaustedError(SampleName(samples_) +
                                     ": Caffe keys number records with 8 digits; at most " +
                                     std::to_string(format::kCaffeMaxRecords) + " samples fit");
     }
     if (label > INT32_MAX) {
-      return InvalidArgumentError("sample " + std::to_string(samples_) + ": label " +
-                                  std::to_string(label) + " does not fit Caffe's int32");
+      return InvalidArgumentError(SampleName(samples_) + ": label " + std::to_string(label) +
+                                  " does not fit Caffe's int32");
     }
-    const uint64_t records = lmdb_ ? lmdb_->records() : 0;
-    const uint64_t bytes = lmdb_ ? lmdb_->bytes() : 0;
-    // The value plus LMDB's per-value cost: a node, and a page header per overflow chain.
-    const uint64_t next = key.size() + value.size() + 64 + 4096;
-    Status s;
-    if (records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
-                        bytes + next > options_.max_shard_bytes)) {
-      s = CloseShard();
-    }
-    if (s.ok() && !lmdb_) s = OpenShard();
-    if (s.ok()) s = lmdb_->AppendValue(std::move(key), std::move(value));
-    if (!s.ok()) {
-      Fail(s);
-      return s;
-    }
-    ++class_counts_[static_cast<size_t>(label)];
-    ++samples_;
-    return Status::Ok();
+    Status s = MakeRoom(file_ ? file_->ValueSizeBound(key.size(), value.size()) : 0,
+                        /*sealing=*/false);
+    if (s.ok()) s = file_->AppendValue(std::move(key), std::move(value));
+    return Counted(label, std::move(s));
   }
 
-  bool IsTfrecord() const { return options_.backend == Backend::kTfrecord; }
   bool IsCaffe() const {
     return options_.backend == Backend::kLmdb && options_.lmdb_schema == LmdbSchema::kCaffe;
   }
+  Backend backend() const { return options_.backend; }
 
   StatusOr<Manifest> Finish() {
     SHARDPACK_RETURN_IF_ERROR(Failed());
     if (finished_) return FailedPreconditionError(dir_ + ": finished twice");
     Status s = CloseShard();
     if (s.ok()) s = PublishFinalNames();
-    if (!s.ok()) {
-      Fail(s);
-      return s;
-    }
     Manifest m;
-    // 2: the manifest checksum, including 1.1's Caffe schema; 3: encoded images;
-    // 1.4: mixed records.
-    m.format_minor = options_.image.encoding == ImageEncoding::kMixed ? 4
-                     : options_.image.encoding != ImageEncoding::kRaw ? 3
-                                                                      : 2;
-    m.tool_version = "shardpack " + std::string(Version());
-    m.backend = options_.backend;
-    m.num_samples = samples_;
-    m.image = options_.image;
-    m.pixel_alignment = IsCaffe() ? 1 : options_.pixel_alignment;
-    if (IsCaffe()) m.lmdb_schema = LmdbSchema::kCaffe;
-    for (size_t i = 0; i < options_.class_names.size(); ++i) {
-      m.classes.push_back({options_.class_names[i], class_counts_[i]});
+    if (s.ok()) {
+      m = MakeManifest();
+      s = io::WriteFileAtomically(env_, io::JoinPath(dir_, format::kManifestName),
+                                  SerializeManifest(m));
     }
-    m.shards = shards_;
-    m.seed = options_.seed;
-    m.options_json = options_.options_json;
-    m.rejects = rejects_;
-    s = io::WriteFileAtomically(env_, io::JoinPath(dir_, format::kManifestName),
-                                SerializeManifest(m));
     if (!s.ok()) {
       Fail(s);
       return s;
@@ -276,14 +265,26 @@ class ShardWriter::Impl {
   WriteMethod write_method_used() const { return write_method_used_; }
   void set_options_json(std::string j) { options_.options_json = std::move(j); }
   void set_rejects(FileEntry f) { rejects_ = std::move(f); }
-  // Valid after CheckLabel(label) passed.
   ImageEncoding encoding() const { return options_.image.encoding; }
 
-  std::string_view ClassName(int64_t label) const {
-    return options_.class_names[static_cast<size_t>(label)];
+  // Resume: adopt what an earlier writer staged.
+  void Adopt(const ShardWriterState& state) {
+    shards_ = state.shards;
+    opened_ = shards_.size();
+    class_counts_ = state.class_counts;
+    samples_ = state.samples;
   }
 
  private:
+  // A shard that Reserve closed to new records, until Commit stages it.
+  struct Sealed {
+    std::unique_ptr<format::ShardFileWriter> writer;
+    uint64_t number = 0;  // its index among the dataset's shards
+    std::vector<uint64_t> class_counts;
+    uint64_t samples = 0;
+  };
+  enum class Mode { kNone, kAdd, kReserve };
+
   // A writer takes Add's samples or Reserve's, never both in one dataset: appended and
   // placed records would overwrite each other in a shard.
   Status CheckMode(bool reserving) {
@@ -296,52 +297,50 @@ class ShardWriter::Impl {
     return Status::Ok();
   }
 
-  Status Append(const Record& r, Placed* placed) {
-    std::string_view px(reinterpret_cast<const char*>(r.image.data()), r.image.size());
-    uint64_t records =
-        IsTfrecord() ? (tfrecord_ ? tfrecord_->records() : 0) : (lmdb_ ? lmdb_->records() : 0);
-    uint64_t bytes =
-        IsTfrecord() ? (tfrecord_ ? tfrecord_->bytes() : 0) : (lmdb_ ? lmdb_->bytes() : 0);
-    uint64_t next = IsTfrecord() ? format::TfrecordShardWriter::RecordSizeBound(
-                                       r.entries, px.size(), options_.pixel_alignment)
-                                 : format::LmdbShardWriter::RecordSizeBound(
-                                       r.entries, px.size(), options_.pixel_alignment);
-    bool full =
+  // Counts a sample of `label` once `appended` is OK; an error fails the writer.
+  Status Counted(int64_t label, Status appended) {
+    if (!appended.ok()) {
+      Fail(appended);
+      return appended;
+    }
+    ++class_counts_[static_cast<size_t>(label)];
+    ++samples_;
+    return Status::Ok();
+  }
+
+  Status Append(const SampleRecord& r, Placed* placed) {
+    const std::string_view image = AsChars(r.image);
+    SHARDPACK_RETURN_IF_ERROR(MakeRoom(file_ ? file_->RecordSizeBound(r.entries, image.size()) : 0,
+                                       /*sealing=*/placed != nullptr));
+    if (placed == nullptr) return file_->Append(r.entries, image, r.crc, r.key);
+    placed->shard = file_.get();
+    placed->number = opened_ - 1;
+    return file_->Place(r.entries, image, r.crc, r.key, &placed->record);
+  }
+
+  // Makes room for a record of at most `next` bytes: the open shard is closed first when
+  // the record would take it past max_shard_bytes or max_shard_records (a shard holds at
+  // least one record), or, `sealing` (Reserve), set aside for Commit, since its records
+  // may still be being written; then a shard is opened where none is.
+  Status MakeRoom(uint64_t next, bool sealing) {
+    const uint64_t records = file_ ? file_->records() : 0;
+    const uint64_t bytes = file_ ? file_->bytes() : 0;
+    const bool full =
         records > 0 && ((options_.max_shard_records > 0 && records >= options_.max_shard_records) ||
                         bytes + next > options_.max_shard_bytes);
-    if (full && placed != nullptr) {
-      // Its records may still be being written: staged by the Commit of a later record.
+    if (full && sealing) {
       std::lock_guard<std::mutex> l(mu_);
-      sealed_.push_back({std::move(tfrecord_), opened_ - 1, class_counts_, samples_});
+      sealed_.push_back({std::move(file_), opened_ - 1, class_counts_, samples_});
     } else if (full) {
       SHARDPACK_RETURN_IF_ERROR(CloseShard());
     }
-    if (!tfrecord_ && !lmdb_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
-    if (!IsTfrecord()) return lmdb_->Append(r.entries, px, r.crc, r.key);
-    if (placed == nullptr) return tfrecord_->Append(r.entries, px, r.crc, r.key);
-    placed->shard = tfrecord_.get();
-    placed->number = opened_ - 1;
-    return tfrecord_->Place(r.entries, px, r.crc, r.key, &placed->record);
+    if (!file_) SHARDPACK_RETURN_IF_ERROR(OpenShard());
+    return Status::Ok();
   }
 
   Status OpenShard() {
-    const uint64_t n = opened_;
-    std::string path = io::JoinPath(dir_, format::StagedShardFileName(n, options_.backend));
-    if (IsTfrecord()) {
-      auto w = format::TfrecordShardWriter::Create(
-          env_, path, io::JoinPath(dir_, format::StagedIndexFileName(n)), options_.pixel_alignment,
-          options_.write_chunk_bytes, options_.write_method);
-      if (!w.ok()) return w.status();
-      tfrecord_ = std::move(w).value();
-      write_method_used_ = tfrecord_->method();
-    } else {
-      format::LmdbWriterOptions lo;
-      lo.initial_map_bytes = options_.lmdb_initial_map_bytes;
-      lo.pixel_alignment = options_.pixel_alignment;
-      auto w = format::LmdbShardWriter::Create(path, lo);
-      if (!w.ok()) return w.status();
-      lmdb_ = std::move(w).value();
-    }
+    SHARDPACK_ASSIGN_OR_RETURN(file_, format::OpenShardFile(env_, dir_, opened_, options_));
+    write_method_used_ = file_->method();
     ++opened_;
     return Status::Ok();
   }
@@ -350,45 +349,27 @@ class ShardWriter::Impl {
   Status CloseShard() {
     while (std::optional<Sealed> sealed = PopSealed(UINT64_MAX)) {
       SHARDPACK_RETURN_IF_ERROR(
-          StageShard(sealed->writer.get(), nullptr, sealed->class_counts, sealed->samples));
+          StageShard(sealed->writer.get(), sealed->class_counts, sealed->samples));
     }
-    if (!tfrecord_ && !lmdb_) return Status::Ok();
-    Status s = StageShard(tfrecord_.get(), lmdb_.get(), class_counts_, samples_);
-    tfrecord_.reset();
-    lmdb_.reset();
+    if (!file_) return Status::Ok();
+    Status s = StageShard(file_.get(), class_counts_, samples_);
+    file_.reset();
     return s;
   }
 
-  // Finishes one shard (one of the two writers) under its staged name and records it;
-  // `class_counts` and `samples` count the samples of every shard up to this one.
-  Status StageShard(format::TfrecordShardWriter* tfrecord, format::LmdbShardWriter* lmdb,
-                    const std::vector<uint64_t>& class_counts, uint64_t samples) {
+  // Finishes one shard under its staged name and records it; `class_counts` and `samples`
+  // count the samples of every shard up to this one.
+  Status StageShard(format::ShardFileWriter* file, const std::vector<uint64_t>& class_counts,
+                    uint64_t samples) {
     ShardEntry e;
     e.first_sample = shards_.empty() ? 0 : shards_.back().first_sample + shards_.back().records;
-    if (tfrecord != nullptr) {
-      e.records = tfrecord->records();
-      FileEntry index;
-      SHARDPACK_RETURN_IF_ERROR(tfrecord->Finish(&e.data, &index));
-      e.index = std::move(index);
-    } else {
-      e.records = lmdb->records();
-      SHARDPACK_RETURN_IF_ERROR(lmdb->Finish(&e.data));
-    }
+    e.records = file->records();
+    SHARDPACK_RETURN_IF_ERROR(file->Finish(&e.data, &e.index));
     shards_.push_back(std::move(e));
     if (options_.on_shard_staged) return options_.on_shard_staged({shards_, class_counts, samples});
     return Status::Ok();
   }
 
- public:
-  // Resume: adopt what an earlier writer staged.
-  void Adopt(const ShardWriterState& state) {
-    shards_ = state.shards;
-    opened_ = shards_.size();
-    class_counts_ = state.class_counts;
-    samples_ = state.samples;
-  }
-
- private:
   Status PublishFinalNames() {
     const uint64_t total = shards_.size();
     for (uint64_t i = 0; i < total; ++i) {
@@ -408,17 +389,28 @@ class ShardWriter::Impl {
     return env_->SyncDir(dir_);
   }
 
-  std::string dir_;
-  ShardWriterOptions options_;
-  io::Env* env_;
-  // A TFRecord shard that Reserve closed to new records, until Commit stages it.
-  struct Sealed {
-    std::unique_ptr<format::TfrecordShardWriter> writer;
-    uint64_t number = 0;  // its index among the dataset's shards
-    std::vector<uint64_t> class_counts;
-    uint64_t samples = 0;
-  };
-  enum class Mode { kNone, kAdd, kReserve };
+  Manifest MakeManifest() const {
+    Manifest m;
+    // 2: the manifest checksum, including 1.1's Caffe schema; 3: encoded images;
+    // 1.4: mixed records.
+    m.format_minor = options_.image.encoding == ImageEncoding::kMixed ? 4
+                     : options_.image.encoding != ImageEncoding::kRaw ? 3
+                                                                      : 2;
+    m.tool_version = "shardpack " + std::string(Version());
+    m.backend = options_.backend;
+    m.num_samples = samples_;
+    m.image = options_.image;
+    m.pixel_alignment = IsCaffe() ? 1 : options_.pixel_alignment;
+    if (IsCaffe()) m.lmdb_schema = LmdbSchema::kCaffe;
+    for (size_t i = 0; i < options_.class_names.size(); ++i) {
+      m.classes.push_back({options_.class_names[i], class_counts_[i]});
+    }
+    m.shards = shards_;
+    m.seed = options_.seed;
+    m.options_json = options_.options_json;
+    m.rejects = rejects_;
+    return m;
+  }
 
   // The first sealed shard if its number is below `before` (taken off the list).
   std::optional<Sealed> PopSealed(uint64_t before) {
@@ -438,15 +430,17 @@ class ShardWriter::Impl {
     if (failed_.ok()) failed_ = s;
   }
 
+  std::string dir_;
+  ShardWriterOptions options_;
+  io::Env* env_;
   // Reserve's calls and Commit's may run at the same time (on two threads): what both
   // touch is under mu_ (sealed_, failed_). Reserve's side alone: the open shard, opened_,
   // the counts; Commit's alone: shards_ and on_shard_staged.
   std::mutex mu_;
-  std::unique_ptr<format::TfrecordShardWriter> tfrecord_;
-  std::unique_ptr<format::LmdbShardWriter> lmdb_;
-  std::deque<Sealed> sealed_;  // in shard order
-  uint64_t opened_ = 0;        // shards opened, staged or not: the next one's number
-  WriteMethod write_method_used_ = WriteMethod::kAuto;  // the last TFRecord shard opened
+  std::unique_ptr<format::ShardFileWriter> file_;  // the open shard
+  std::deque<Sealed> sealed_;                      // in shard order
+  uint64_t opened_ = 0;  // shards opened, staged or not: the next one's number
+  WriteMethod write_method_used_ = WriteMethod::kAuto;  // by the last shard opened
   Mode mode_ = Mode::kNone;
   std::vector<ShardEntry> shards_;
   std::vector<uint64_t> class_counts_;
@@ -607,7 +601,7 @@ ShardWriter::Reservation& ShardWriter::Reservation::operator=(Reservation&&) noe
 
 Status ShardWriter::Reserve(const SampleInput& s, Reservation* reservation) {
   reservation->placed_.reset();
-  if (!impl_->IsTfrecord()) {
+  if (!format::PlacesRecords(impl_->backend())) {
     return FailedPreconditionError("Reserve writes TFRecord shards; LMDB shards take Add");
   }
   SHARDPACK_RETURN_IF_ERROR(impl_->Validate(s));

@@ -98,7 +98,7 @@ Status TfrecordShardWriter::Append(std::string_view entries, std::string_view pi
   return file_->Append({record.footer.data(), record.footer.size()});
 }
 
-Status TfrecordShardWriter::Finish(FileEntry* data, FileEntry* index) {
+Status TfrecordShardWriter::Finish(FileEntry* data, std::optional<FileEntry>* index) {
   if (done_) return FailedPreconditionError(path_ + ": finished twice");
   Status s = file_->Sync();
   Status c = file_->Close();

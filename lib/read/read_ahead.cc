@@ -442,6 +442,72 @@ bool ReadAhead::Reserve(uint64_t unit) {
   return true;
 }
 
+namespace {
+
+// Start's plan, in file order (shard, offset): runs of records that follow each other in a
+// file become one read each (a window's blocks come whole); each item of `order` notes
+// its read and where it begins in it. Templates over ReadAhead's private Slot, which
+// these cannot name.
+template <typename Slot>
+void GroupIntoReads(const std::vector<std::unique_ptr<io::RandomAccessFile>>& files, Slot& slot) {
+  std::vector<uint32_t>& order = slot.order;
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const auto& x = slot.items[a];
+    const auto& y = slot.items[b];
+    return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
+  });
+  uint64_t run_end = 0;  // where the open read's last record ends in its file
+  for (const uint32_t position : order) {
+    auto& item = slot.items[position];
+    ReadRequest* open = slot.requests.empty() ? nullptr : &slot.requests.back();
+    const bool joins = open != nullptr && open->file == files[item.shard].get() &&
+                       item.offset >= run_end && item.offset - run_end <= item.length / kGapShare &&
+                       item.offset + item.length - open->offset <= kMaxReadBytes;
+    if (joins) {
+      item.read = static_cast<int>(slot.requests.size()) - 1;
+      item.at = static_cast<size_t>(item.offset - open->offset);  // relative for now
+      run_end = item.offset + item.length;
+      open->length = static_cast<size_t>(run_end - open->offset);
+    } else {
+      ReadRequest r;
+      r.file = files[item.shard].get();
+      r.offset = item.offset;
+      r.length = static_cast<size_t>(item.length);
+      item.read = static_cast<int>(slot.requests.size());
+      item.at = 0;
+      run_end = item.offset + item.length;
+      slot.requests.push_back(r);
+    }
+  }
+}
+
+// Places the reads in the buffer, one after another (block-aligned supersets when
+// direct): each request's tag is its place until the buffer is known, slot.starts where
+// its first record lands. Returns the bytes they take.
+template <typename Slot>
+size_t PlaceReads(Slot& slot) {
+  size_t total = 0;
+  std::vector<size_t>& starts = slot.starts;
+  starts.clear();
+  for (ReadRequest& r : slot.requests) {
+    const bool direct = r.file->direct();
+    const uint64_t begin = direct ? AlignDown(r.offset) : r.offset;
+    const uint64_t end = direct ? AlignUp(r.offset + r.length) : r.offset + r.length;
+    total = AlignUp(total);
+    starts.push_back(total + static_cast<size_t>(r.offset - begin));
+    typename Slot::Read read;
+    read.need = static_cast<size_t>(r.offset + r.length - begin);
+    slot.reads.push_back(read);
+    r.tag = total;
+    r.length = static_cast<size_t>(end - begin);
+    r.offset = begin;
+    total += r.length;
+  }
+  return total;
+}
+
+}  // namespace
+
 void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> indices) {
   Slot& slot = SlotOf(unit);
   {
@@ -464,9 +530,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
   // us), so a unit that lacks a few records (a reclaimer took their folios) reads those
   // few from storage, neither the whole unit nor them by synchronous 4 KiB faults.
   bool any_mapped = false;
-  // Plan: each sample's extent; then, in file order (shard, offset), runs of records
-  // that follow each other in a file as one read each: a window's blocks come whole.
-  size_t total = 0;
+  // Plan: each sample's extent; then the reads (GroupIntoReads, PlaceReads).
   std::vector<uint32_t>& order = slot.order;
   order.clear();
   for (const uint64_t index : indices) {
@@ -504,51 +568,8 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     cv_.notify_all();
     return;
   }
-  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
-    const Slot::Item& x = slot.items[a];
-    const Slot::Item& y = slot.items[b];
-    return x.shard != y.shard ? x.shard < y.shard : x.offset < y.offset;
-  });
-  uint64_t run_end = 0;  // where the open read's last record ends in its file
-  for (const uint32_t position : order) {
-    Slot::Item& item = slot.items[position];
-    ReadRequest* open = slot.requests.empty() ? nullptr : &slot.requests.back();
-    const bool joins = open != nullptr && open->file == files_[item.shard].get() &&
-                       item.offset >= run_end && item.offset - run_end <= item.length / kGapShare &&
-                       item.offset + item.length - open->offset <= kMaxReadBytes;
-    if (joins) {
-      item.read = static_cast<int>(slot.requests.size()) - 1;
-      item.at = static_cast<size_t>(item.offset - open->offset);  // relative for now
-      run_end = item.offset + item.length;
-      open->length = static_cast<size_t>(run_end - open->offset);
-    } else {
-      ReadRequest r;
-      r.file = files_[item.shard].get();
-      r.offset = item.offset;
-      r.length = static_cast<size_t>(item.length);
-      item.read = static_cast<int>(slot.requests.size());
-      item.at = 0;
-      run_end = item.offset + item.length;
-      slot.requests.push_back(r);
-    }
-  }
-  // Place the reads in the buffer (block-aligned supersets when direct), then the items.
-  std::vector<size_t>& starts = slot.starts;
-  starts.clear();
-  for (ReadRequest& r : slot.requests) {
-    const bool direct = r.file->direct();
-    const uint64_t begin = direct ? AlignDown(r.offset) : r.offset;
-    const uint64_t end = direct ? AlignUp(r.offset + r.length) : r.offset + r.length;
-    total = AlignUp(total);
-    starts.push_back(total + static_cast<size_t>(r.offset - begin));
-    Slot::Read read;
-    read.need = static_cast<size_t>(r.offset + r.length - begin);
-    slot.reads.push_back(read);
-    r.tag = total;  // the read's place in the buffer, until the buffer is known
-    r.length = static_cast<size_t>(end - begin);
-    r.offset = begin;
-    total += r.length;
-  }
+  GroupIntoReads(files_, slot);
+  const size_t total = PlaceReads(slot);
   Status grown = slot.Grow(total)
                      ? Status::Ok()
                      : ResourceExhaustedError("read-ahead: cannot allocate " +
@@ -560,7 +581,7 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     r.tag = slot_index << 32 | k;
   }
   for (Slot::Item& item : slot.items) {
-    if (item.read >= 0) item.at += starts[static_cast<size_t>(item.read)];
+    if (item.read >= 0) item.at += slot.starts[static_cast<size_t>(item.read)];
     if (!grown.ok() && item.read >= 0) {
       item.status = grown;
       item.read = -1;

@@ -114,6 +114,47 @@ bool ParseContentRange(std::string_view v, uint64_t* b, uint64_t* e, int64_t* to
   return ee >= bb;
 }
 
+// A request's header lines (CURLOPT_HTTPHEADER): libcurl reads them until the transfer
+// ends, and they are freed after it.
+class HeaderList {
+ public:
+  // Appends a header line; false when out of memory.
+  bool Add(const std::string& line) {
+    curl_slist* list = curl_slist_append(list_.get(), line.c_str());
+    if (list == nullptr) return false;
+    list_.release();  // now part of `list`
+    list_.reset(list);
+    return true;
+  }
+  curl_slist* get() const { return list_.get(); }
+
+ private:
+  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> list_{nullptr, &curl_slist_free_all};
+};
+
+// The CA certificates a request is checked against. `chosen`: by the options or the
+// environment, which a verification error names; otherwise the system's, if libcurl knows
+// none (empty path: libcurl's own).
+struct CaBundle {
+  std::string path;
+  bool chosen = false;
+};
+
+CaBundle ChooseCaBundle(const std::string& configured, bool s3) {
+  CaBundle ca{configured, false};
+  if (ca.path.empty() && s3) ca.path = ProcessEnv("AWS_CA_BUNDLE");
+  if (ca.path.empty()) ca.path = ProcessEnv("CURL_CA_BUNDLE");
+  ca.chosen = !ca.path.empty();
+  if (!ca.chosen) ca.path = SystemCaBundle();
+  return ca;
+}
+
+// An older libcurl at run time than at build time refuses options it does not know.
+Status LibcurlLacks(const char* option, const char* needed) {
+  return InternalError("libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version) +
+                       " lacks " + option + " (" + needed + " or newer needed)");
+}
+
 }  // namespace
 
 // When a download must be done: `base_s` seconds plus one per `rate` bytes of it, from
@@ -257,6 +298,21 @@ struct HttpClient::Transfer {
 
   // The status line and headers against the request, at the first body byte.
   Status CheckHeaders();
+
+  // Setting up the request on `curl`, which keeps pointers into what they are given
+  // (`headers`, `sigv4`, `range`) until the transfer ends. Authentication and header
+  // lines: InternalError when libcurl lacks SigV4 or memory runs out.
+  Status SetHeaders(const Target& target, HeaderList* headers, std::string* sigv4);
+  // The callbacks, the timeouts and the download's deadline.
+  void SetCallbacks(const RemoteOptions& options);
+  // The method, the body sent, the range or the size limit.
+  void SetMethod(std::string* range);
+  bool SendsBody() const {
+    return send != nullptr && (send->method == "PUT" || send->method == "POST");
+  }
+  // What curl_easy_perform's `rc` and the callbacks' findings mean for the request.
+  Outcome Result(CURLcode rc, const std::string& error_message, bool anonymous,
+                 const CaBundle& ca) const;
 };
 
 Status HttpClient::Transfer::CheckHeaders() {
@@ -415,6 +471,132 @@ HttpClient::HttpClient(const RemoteOptions& options, void* curl) : options_(opti
 
 HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
 
+Status HttpClient::Transfer::SetHeaders(const Target& target, HeaderList* headers,
+                                        std::string* sigv4) {
+  const Status out_of_memory = InternalError("curl_slist_append: out of memory");
+  const bool direct = send != nullptr && send->direct;
+  if (direct) curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
+  if (target.s3 == nullptr) {
+    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, direct ? 0L : 1L);
+    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
+    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
+  } else if (const auto& c = target.s3->credentials) {
+    *sigv4 = "aws:amz:" + target.s3->region + ":s3";
+    if (curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4->c_str()) != CURLE_OK) {
+      return LibcurlLacks("CURLOPT_AWS_SIGV4", "7.75");
+    }
+    curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key_id.c_str());
+    curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_access_key.c_str());
+    // S3 refuses a SigV4 request without it. The payload is not hashed into the
+    // signature (that would read every uploaded byte once more); uploads are checked by
+    // their size after the fact (remote/s3_upload.h).
+    if (!headers->Add("x-amz-content-sha256: UNSIGNED-PAYLOAD") ||
+        (!c->session_token.empty() && !headers->Add("x-amz-security-token: " + c->session_token))) {
+      return out_of_memory;
+    }
+  }
+  // Without it libcurl sends a form's type, which is no object's.
+  if (SendsBody() && !headers->Add("Content-Type: application/octet-stream")) {
+    return out_of_memory;
+  }
+  if (send != nullptr) {
+    for (const std::string& line : send->headers) {
+      if (!headers->Add(line)) return out_of_memory;
+    }
+  }
+  if (headers->get() != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers->get());
+  return Status::Ok();
+}
+
+void HttpClient::Transfer::SetCallbacks(const RemoteOptions& options) {
+  curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options.connect_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options.stall_timeout_s));
+  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
+  curl_easy_setopt(curl, CURLOPT_HEADERDATA, this);
+  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
+  curl_easy_setopt(curl, CURLOPT_WRITEDATA, this);
+  if (deadline != nullptr) {
+    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Transfer::OnProgress);
+    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, this);
+    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
+    // A backstop for the phases that report no progress; the callback cuts sooner once a
+    // file's length is known.
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline->at() - std::chrono::steady_clock::now());
+    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
+                     static_cast<long>(std::max<int64_t>(left.count(), 1)));
+  }
+}
+
+void HttpClient::Transfer::SetMethod(std::string* range) {
+  if (send != nullptr) {
+    const HttpRequest& r = *send;
+    if (r.method == "HEAD") {
+      // No size limit: a HEAD's Content-Length is the object's.
+      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+    } else {
+      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
+      if (SendsBody()) {
+        // Sent from the caller's memory, not copied ("" rather than a null pointer, which
+        // would make libcurl read the body from stdin).
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
+        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.empty() ? "" : r.body.data());
+      }
+      curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
+                       static_cast<curl_off_t>(r.max_response_bytes));
+    }
+  } else if (ranged) {
+    *range = std::to_string(begin) + "-" + std::to_string(end - 1);
+    curl_easy_setopt(curl, CURLOPT_RANGE, range->c_str());
+  } else {
+    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(max_bytes));
+  }
+}
+
+HttpClient::Outcome HttpClient::Transfer::Result(CURLcode rc, const std::string& error_message,
+                                                 bool anonymous, const CaBundle& ca) const {
+  if (deadline != nullptr && rc != CURLE_OK && !sink_failed &&
+      (deadline_passed || deadline->passed())) {
+    return {IOError("not downloaded within " + deadline->Text()), false};
+  }
+  if (error_status != 0) {
+    // Even when the connection dropped inside the error body: the status is known.
+    ErrorOutcome e = HttpError(error_status, S3ErrorCode(error_body), ranged, file_size, anonymous);
+    return {e.status, e.transient};
+  }
+  if (!error.ok()) return {error, false};
+  if (rc == CURLE_HTTP_RETURNED_ERROR) {
+    long status = 0;
+    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
+    ErrorOutcome e = HttpError(status, "", ranged, file_size, anonymous);
+    return {e.status, e.transient};
+  }
+  if (rc == CURLE_FILESIZE_EXCEEDED) {
+    return {
+        ResourceExhaustedError("larger than the limit of " + std::to_string(max_bytes) + " bytes"),
+        false};
+  }
+  if (rc != CURLE_OK) {
+    std::string what = !error_message.empty() ? error_message : curl_easy_strerror(rc);
+    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
+      what += ca.chosen ? " (checked against " + ca.path + ")"
+                        : " (a server signed by a private CA: set CURL_CA_BUNDLE, or "
+                          "AWS_CA_BUNDLE for s3://, to its certificate file)";
+    }
+    return {IOError(what + " (curl error " + std::to_string(static_cast<int>(rc)) + ")"),
+            Transient(rc)};
+  }
+  if (ranged && received != end - begin) {
+    return {IOError("short body: " + std::to_string(received) + " of " +
+                    std::to_string(end - begin) + " bytes"),
+            true};
+  }
+  return {Status::Ok(), false};
+}
+
 HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   CURL* curl = static_cast<CURL*>(curl_);
   t->curl = curl;
@@ -429,108 +611,19 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
   // than at build time would refuse these options: then nothing is fetched.
   if (curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https") != CURLE_OK ||
       curl_easy_setopt(curl, CURLOPT_REDIR_PROTOCOLS_STR, "http,https") != CURLE_OK) {
-    return {InternalError("libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version) +
-                          " lacks CURLOPT_PROTOCOLS_STR (7.85 or newer needed)"),
-            false};
+    return {LibcurlLacks("CURLOPT_PROTOCOLS_STR", "7.85"), false};
   }
-  std::string ca_bundle = options_.ca_bundle;
-  if (ca_bundle.empty() && target.s3 != nullptr) ca_bundle = ProcessEnv("AWS_CA_BUNDLE");
-  if (ca_bundle.empty()) ca_bundle = ProcessEnv("CURL_CA_BUNDLE");
-  const bool ca_chosen = !ca_bundle.empty();  // by the options or the environment
-  if (!ca_chosen) ca_bundle = SystemCaBundle();
-  if (!ca_bundle.empty()) {
-    curl_easy_setopt(curl, CURLOPT_CAINFO, ca_bundle.c_str());
+  const CaBundle ca = ChooseCaBundle(options_.ca_bundle, target.s3 != nullptr);
+  if (!ca.path.empty()) {
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca.path.c_str());
     curl_easy_setopt(curl, CURLOPT_CAPATH, nullptr);  // the bundle only, not also the system's
   }
-  // Owned here, freed after the transfer.
-  std::unique_ptr<curl_slist, decltype(&curl_slist_free_all)> headers(nullptr,
-                                                                      &curl_slist_free_all);
-  // Appends a header line; false when out of memory.
-  auto add_header = [&headers](const std::string& line) {
-    curl_slist* list = curl_slist_append(headers.get(), line.c_str());
-    if (list == nullptr) return false;
-    headers.release();
-    headers.reset(list);
-    return true;
-  };
-  const Outcome out_of_memory{InternalError("curl_slist_append: out of memory"), false};
+  HeaderList headers;
   std::string sigv4;
-  const bool direct = t->send != nullptr && t->send->direct;
-  if (direct) curl_easy_setopt(curl, CURLOPT_NOPROXY, "*");
-  if (target.s3 == nullptr) {
-    curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, direct ? 0L : 1L);
-    curl_easy_setopt(curl, CURLOPT_MAXREDIRS, kMaxRedirects);
-    curl_easy_setopt(curl, CURLOPT_FAILONERROR, 1L);
-  } else if (const auto& c = target.s3->credentials) {
-    sigv4 = "aws:amz:" + target.s3->region + ":s3";
-    if (curl_easy_setopt(curl, CURLOPT_AWS_SIGV4, sigv4.c_str()) != CURLE_OK) {
-      return {InternalError("libcurl " + std::string(curl_version_info(CURLVERSION_NOW)->version) +
-                            " lacks CURLOPT_AWS_SIGV4 (7.75 or newer needed)"),
-              false};
-    }
-    curl_easy_setopt(curl, CURLOPT_USERNAME, c->access_key_id.c_str());
-    curl_easy_setopt(curl, CURLOPT_PASSWORD, c->secret_access_key.c_str());
-    // S3 refuses a SigV4 request without it. The payload is not hashed into the
-    // signature (that would read every uploaded byte once more); uploads are checked by
-    // their size after the fact (remote/s3_upload.h).
-    if (!add_header("x-amz-content-sha256: UNSIGNED-PAYLOAD") ||
-        (!c->session_token.empty() && !add_header("x-amz-security-token: " + c->session_token))) {
-      return out_of_memory;
-    }
-  }
-  const bool sends_body =
-      t->send != nullptr && (t->send->method == "PUT" || t->send->method == "POST");
-  // Without it libcurl sends a form's type, which is no object's.
-  if (sends_body && !add_header("Content-Type: application/octet-stream")) return out_of_memory;
-  if (t->send != nullptr) {
-    for (const std::string& line : t->send->headers) {
-      if (!add_header(line)) return out_of_memory;
-    }
-  }
-  if (headers != nullptr) curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers.get());
-  curl_easy_setopt(curl, CURLOPT_USERAGENT, "shardpack/" SHARDPACK_VERSION);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, static_cast<long>(options_.connect_timeout_s));
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, kStallBytesPerSecond);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, static_cast<long>(options_.stall_timeout_s));
-  curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
-  curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
-  curl_easy_setopt(curl, CURLOPT_HEADERDATA, t);
-  curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
-  curl_easy_setopt(curl, CURLOPT_WRITEDATA, t);
-  if (t->deadline != nullptr) {
-    curl_easy_setopt(curl, CURLOPT_XFERINFOFUNCTION, &Transfer::OnProgress);
-    curl_easy_setopt(curl, CURLOPT_XFERINFODATA, t);
-    curl_easy_setopt(curl, CURLOPT_NOPROGRESS, 0L);
-    // A backstop for the phases that report no progress; the callback cuts sooner once a
-    // file's length is known.
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        t->deadline->at() - std::chrono::steady_clock::now());
-    curl_easy_setopt(curl, CURLOPT_TIMEOUT_MS,
-                     static_cast<long>(std::max<int64_t>(left.count(), 1)));
-  }
+  if (Status s = t->SetHeaders(target, &headers, &sigv4); !s.ok()) return {s, false};
+  t->SetCallbacks(options_);
   std::string range;
-  if (t->send != nullptr) {
-    const HttpRequest& r = *t->send;
-    if (r.method == "HEAD") {
-      // No size limit: a HEAD's Content-Length is the object's.
-      curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-    } else {
-      curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, r.method.c_str());
-      if (sends_body) {
-        // Sent from the caller's memory, not copied ("" rather than a null pointer, which
-        // would make libcurl read the body from stdin).
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(r.body.size()));
-        curl_easy_setopt(curl, CURLOPT_POSTFIELDS, r.body.empty() ? "" : r.body.data());
-      }
-      curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE,
-                       static_cast<curl_off_t>(r.max_response_bytes));
-    }
-  } else if (t->ranged) {
-    range = std::to_string(t->begin) + "-" + std::to_string(t->end - 1);
-    curl_easy_setopt(curl, CURLOPT_RANGE, range.c_str());
-  } else {
-    curl_easy_setopt(curl, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(t->max_bytes));
-  }
+  t->SetMethod(&range);
   ++requests_;
   const CURLcode rc = curl_easy_perform(curl);
   // The buffer lives on this stack frame: libcurl must not keep the pointer past it.
@@ -542,44 +635,7 @@ HttpClient::Outcome HttpClient::Perform(const Target& target, Transfer* t) {
     if (t->error_status == 0) t->error = t->CheckHeaders();
   }
   const bool anonymous = target.s3 != nullptr && !target.s3->credentials;
-  if (t->deadline != nullptr && rc != CURLE_OK && !t->sink_failed &&
-      (t->deadline_passed || t->deadline->passed())) {
-    return {IOError("not downloaded within " + t->deadline->Text()), false};
-  }
-  if (t->error_status != 0) {
-    // Even when the connection dropped inside the error body: the status is known.
-    ErrorOutcome e =
-        HttpError(t->error_status, S3ErrorCode(t->error_body), t->ranged, t->file_size, anonymous);
-    return {e.status, e.transient};
-  }
-  if (!t->error.ok()) return {t->error, false};
-  if (rc == CURLE_HTTP_RETURNED_ERROR) {
-    long status = 0;
-    curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
-    ErrorOutcome e = HttpError(status, "", t->ranged, t->file_size, anonymous);
-    return {e.status, e.transient};
-  }
-  if (rc == CURLE_FILESIZE_EXCEEDED) {
-    return {ResourceExhaustedError("larger than the limit of " + std::to_string(t->max_bytes) +
-                                   " bytes"),
-            false};
-  }
-  if (rc != CURLE_OK) {
-    std::string what = !error_message.empty() ? error_message : curl_easy_strerror(rc);
-    if (rc == CURLE_PEER_FAILED_VERIFICATION) {
-      what += ca_chosen ? " (checked against " + ca_bundle + ")"
-                        : " (a server signed by a private CA: set CURL_CA_BUNDLE, or "
-                          "AWS_CA_BUNDLE for s3://, to its certificate file)";
-    }
-    return {IOError(what + " (curl error " + std::to_string(static_cast<int>(rc)) + ")"),
-            Transient(rc)};
-  }
-  if (t->ranged && t->received != t->end - t->begin) {
-    return {IOError("short body: " + std::to_string(t->received) + " of " +
-                    std::to_string(t->end - t->begin) + " bytes"),
-            true};
-  }
-  return {Status::Ok(), false};
+  return t->Result(rc, error_message, anonymous, ca);
 }
 
 bool HttpClient::Backoff(int* wait_ms, const Deadline* deadline) const {

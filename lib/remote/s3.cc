@@ -3,6 +3,7 @@
 #include <strings.h>
 
 #include <cstdlib>
+#include <memory>
 
 #include "remote/aws_credentials.h"
 #include "remote/http.h"
@@ -116,29 +117,47 @@ IniFile ParseIni(std::string_view text) {
   return out;
 }
 
-StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
-  S3Config config;
+namespace {
+
+// The AWS CLI's files of a profile, read where the environment says or under ~/.aws/.
+struct AwsProfile {
+  std::string explicit_name;                  // AWS_PROFILE
+  std::string name;                           // "default" without it
+  std::string credentials_path, config_path;  // empty: no home and no variable
+  std::optional<IniFile> credentials_file, config_file;
+  const std::map<std::string, std::string>* credentials_section = nullptr;
+  const std::map<std::string, std::string>* config_section = nullptr;
+};
+
+StatusOr<std::unique_ptr<AwsProfile>> ReadAwsProfile(const GetEnvFn& getenv, io::Env* env) {
+  // On the heap: the sections point into the files.
+  auto p = std::make_unique<AwsProfile>();
   const std::string home = getenv("HOME");
   auto aws_file = [&](const char* variable, const char* name) {
     std::string path = getenv(variable);
     if (path.empty() && !home.empty()) path = io::JoinPath(home, std::string(".aws/") + name);
     return path;
   };
-  const std::string explicit_profile = getenv("AWS_PROFILE");
-  const std::string profile = explicit_profile.empty() ? "default" : explicit_profile;
-  const std::string credentials_path = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
-  const std::string config_path = aws_file("AWS_CONFIG_FILE", "config");
-  std::optional<IniFile> credentials_file, config_file;
-  if (!credentials_path.empty()) {
-    SHARDPACK_ASSIGN_OR_RETURN(credentials_file, ReadIni(env, credentials_path));
+  p->explicit_name = getenv("AWS_PROFILE");
+  p->name = p->explicit_name.empty() ? "default" : p->explicit_name;
+  p->credentials_path = aws_file("AWS_SHARED_CREDENTIALS_FILE", "credentials");
+  p->config_path = aws_file("AWS_CONFIG_FILE", "config");
+  if (!p->credentials_path.empty()) {
+    SHARDPACK_ASSIGN_OR_RETURN(p->credentials_file, ReadIni(env, p->credentials_path));
   }
-  if (!config_path.empty()) {
-    SHARDPACK_ASSIGN_OR_RETURN(config_file, ReadIni(env, config_path));
+  if (!p->config_path.empty()) {
+    SHARDPACK_ASSIGN_OR_RETURN(p->config_file, ReadIni(env, p->config_path));
   }
-  const auto* credentials_section = Section(credentials_file, profile);
-  const auto* config_section =
-      Section(config_file, profile == "default" ? "default" : "profile " + profile);
+  p->credentials_section = Section(p->credentials_file, p->name);
+  p->config_section =
+      Section(p->config_file, p->name == "default" ? "default" : "profile " + p->name);
+  return p;
+}
 
+// Keys from the environment, else the profile's keys (credentials file, then config file),
+// else its credential_process (config file, then credentials file); none is no error,
+// except a profile asked for by name that neither file has.
+Status ResolveCredentials(const GetEnvFn& getenv, const AwsProfile& p, S3Config* config) {
   const std::string key_id = getenv("AWS_ACCESS_KEY_ID");
   const std::string secret = getenv("AWS_SECRET_ACCESS_KEY");
   if (!key_id.empty() || !secret.empty()) {
@@ -148,28 +167,32 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
           " is set but " + (key_id.empty() ? "AWS_ACCESS_KEY_ID" : "AWS_SECRET_ACCESS_KEY") +
           " is not: set both, or neither to use a profile");
     }
-    config.credentials = S3Credentials{key_id, secret, getenv("AWS_SESSION_TOKEN")};
-    config.credentials_source = "AWS_ACCESS_KEY_ID";
-  } else if (auto c = FromSection(credentials_section)) {
-    config.credentials = std::move(c);
-    config.credentials_source = "profile " + profile + " in " + credentials_path;
-  } else if (auto c2 = FromSection(config_section)) {
-    config.credentials = std::move(c2);
-    config.credentials_source = "profile " + profile + " in " + config_path;
-  } else if (std::string p = Value(config_section, "credential_process"); !p.empty()) {
-    config.credential_process = p;
-    config.credential_process_source = "profile " + profile + " in " + config_path;
-  } else if (std::string p2 = Value(credentials_section, "credential_process"); !p2.empty()) {
-    config.credential_process = p2;
-    config.credential_process_source = "profile " + profile + " in " + credentials_path;
-  } else if (!explicit_profile.empty() && credentials_section == nullptr &&
-             config_section == nullptr) {
+    config->credentials = S3Credentials{key_id, secret, getenv("AWS_SESSION_TOKEN")};
+    config->credentials_source = "AWS_ACCESS_KEY_ID";
+  } else if (auto c = FromSection(p.credentials_section)) {
+    config->credentials = std::move(c);
+    config->credentials_source = "profile " + p.name + " in " + p.credentials_path;
+  } else if (auto c2 = FromSection(p.config_section)) {
+    config->credentials = std::move(c2);
+    config->credentials_source = "profile " + p.name + " in " + p.config_path;
+  } else if (std::string cp = Value(p.config_section, "credential_process"); !cp.empty()) {
+    config->credential_process = cp;
+    config->credential_process_source = "profile " + p.name + " in " + p.config_path;
+  } else if (std::string cp2 = Value(p.credentials_section, "credential_process"); !cp2.empty()) {
+    config->credential_process = cp2;
+    config->credential_process_source = "profile " + p.name + " in " + p.credentials_path;
+  } else if (!p.explicit_name.empty() && p.credentials_section == nullptr &&
+             p.config_section == nullptr) {
     return InvalidArgumentError(
-        "AWS_PROFILE=" + profile + ": no such profile in " +
-        (credentials_path.empty() ? "(no credentials file)" : credentials_path) + " or " +
-        (config_path.empty() ? "(no config file)" : config_path));
+        "AWS_PROFILE=" + p.name + ": no such profile in " +
+        (p.credentials_path.empty() ? "(no credentials file)" : p.credentials_path) + " or " +
+        (p.config_path.empty() ? "(no config file)" : p.config_path));
   }
+  return Status::Ok();
+}
 
+// AWS_REGION, else AWS_DEFAULT_REGION, else the profile's; none leaves the default.
+Status ResolveRegion(const GetEnvFn& getenv, const AwsProfile& p, S3Config* config) {
   std::string region = getenv("AWS_REGION");
   const char* region_from = "AWS_REGION";
   if (region.empty()) {
@@ -177,17 +200,20 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
     region_from = "AWS_DEFAULT_REGION";
   }
   if (region.empty()) {
-    region = Value(config_section, "region");
+    region = Value(p.config_section, "region");
     region_from = "the region of the profile";
   }
-  if (!region.empty()) {
-    if (!ValidRegion(region)) {
-      return InvalidArgumentError(std::string(region_from) + ": \"" + region +
-                                  "\" is not a region (lower-case letters, digits and '-')");
-    }
-    config.region = region;
+  if (region.empty()) return Status::Ok();
+  if (!ValidRegion(region)) {
+    return InvalidArgumentError(std::string(region_from) + ": \"" + region +
+                                "\" is not a region (lower-case letters, digits and '-')");
   }
+  config->region = region;
+  return Status::Ok();
+}
 
+// AWS_ENDPOINT_URL_S3, else AWS_ENDPOINT_URL, without trailing slashes.
+Status ResolveEndpoint(const GetEnvFn& getenv, S3Config* config) {
   std::string endpoint = getenv("AWS_ENDPOINT_URL_S3");
   const char* endpoint_from = "AWS_ENDPOINT_URL_S3";
   if (endpoint.empty()) {
@@ -195,26 +221,40 @@ StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
     endpoint_from = "AWS_ENDPOINT_URL";
   }
   while (!endpoint.empty() && endpoint.back() == '/') endpoint.pop_back();
-  if (!endpoint.empty()) {
-    const std::string lower = Lower(endpoint);
-    const bool http = lower.rfind("http://", 0) == 0 || lower.rfind("https://", 0) == 0;
-    if (!http || endpoint.find_first_of("?#") != std::string::npos ||
-        endpoint.find("://") + 3 == endpoint.size()) {
-      return InvalidArgumentError(std::string(endpoint_from) + ": \"" + endpoint +
-                                  "\" is not an http:// or https:// URL without a query");
-    }
-    config.endpoint = endpoint;
+  if (endpoint.empty()) return Status::Ok();
+  const std::string lower = Lower(endpoint);
+  const bool http = lower.rfind("http://", 0) == 0 || lower.rfind("https://", 0) == 0;
+  if (!http || endpoint.find_first_of("?#") != std::string::npos ||
+      endpoint.find("://") + 3 == endpoint.size()) {
+    return InvalidArgumentError(std::string(endpoint_from) + ": \"" + endpoint +
+                                "\" is not an http:// or https:// URL without a query");
   }
+  config->endpoint = endpoint;
+  return Status::Ok();
+}
 
+Status ResolveAddressing(const GetEnvFn& getenv, S3Config* config) {
   const std::string addressing = Lower(getenv("SHARDPACK_S3_ADDRESSING"));
   if (addressing == "path") {
-    config.addressing = S3Addressing::kPath;
+    config->addressing = S3Addressing::kPath;
   } else if (addressing == "virtual") {
-    config.addressing = S3Addressing::kVirtual;
+    config->addressing = S3Addressing::kVirtual;
   } else if (!addressing.empty()) {
     return InvalidArgumentError("SHARDPACK_S3_ADDRESSING: \"" + addressing +
                                 "\": expected path or virtual");
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<S3Config> ResolveS3Config(const GetEnvFn& getenv, io::Env* env) {
+  S3Config config;
+  SHARDPACK_ASSIGN_OR_RETURN(std::unique_ptr<AwsProfile> profile, ReadAwsProfile(getenv, env));
+  SHARDPACK_RETURN_IF_ERROR(ResolveCredentials(getenv, *profile, &config));
+  SHARDPACK_RETURN_IF_ERROR(ResolveRegion(getenv, *profile, &config));
+  SHARDPACK_RETURN_IF_ERROR(ResolveEndpoint(getenv, &config));
+  SHARDPACK_RETURN_IF_ERROR(ResolveAddressing(getenv, &config));
   return config;
 }
 

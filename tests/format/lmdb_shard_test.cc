@@ -19,7 +19,7 @@ TEST(LmdbShardTest, MapFullGrowsTheMapAndReplaysTheBatch) {
   std::string entries = EncodeFeatureEntries({16, 16, 3, 0, "c", "f"}, 0);
   for (int i = 0; i < 60; ++i) {
     std::string px(16 * 16 * 3, static_cast<char>(i));
-    ASSERT_OK((*w)->Append(entries, px, 0));
+    ASSERT_OK((*w)->Append(entries, px, 0, kKeyRaw));
   }
   FileEntry f;
   ASSERT_OK((*w)->Finish(&f));
@@ -74,7 +74,7 @@ TEST(LmdbShardTest, ATemporaryReplacedByALinkWhileWrittenIsNeitherWrittenThrough
   ASSERT_EQ(::unlink((path + ".tmp").c_str()), 0);
   ASSERT_EQ(::symlink(outside.c_str(), (path + ".tmp").c_str()), 0);
   const std::string entries = EncodeFeatureEntries({4, 4, 3, 0, "c", "f"}, 0);
-  for (int i = 0; i < 5; ++i) ASSERT_OK((*w)->Append(entries, std::string(48, 'p'), 0));
+  for (int i = 0; i < 5; ++i) ASSERT_OK((*w)->Append(entries, std::string(48, 'p'), 0, kKeyRaw));
   FileEntry f;
   Status s = (*w)->Finish(&f);
   EXPECT_EQ(s.code(), StatusCode::kIOError) << s.ToString();

@@ -350,7 +350,7 @@ std::string TwoLevelLmdb(const fs::path& dir) {
   for (int i = 0; i < 160; ++i) {
     const bool big = i % 40 == 39;
     const std::string px(big ? 40 * 40 * 3 : 12, static_cast<char>(i));
-    if (!writer->Append(big ? large : small, px, 0).ok()) std::exit(1);
+    if (!writer->Append(big ? large : small, px, 0, format::kKeyRaw).ok()) std::exit(1);
   }
   FileEntry f;
   if (!writer->Finish(&f).ok()) std::exit(1);
