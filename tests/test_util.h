@@ -71,7 +71,7 @@ std::string ReadFileOrDie(const std::string& path);
 // Drops `path`'s pages from the page cache (those of [offset, offset + length); length 0:
 // to the end), written back first (fsync, then POSIX_FADV_DONTNEED): a cold file for a
 // test without root. Pages a process maps stay, and some file systems (tmpfs) keep every
-// page: callers check (Dataset::Resident) and skip.
+// page: callers check (DatasetAccess::Resident) and skip.
 void EvictFromPageCache(const std::string& path, uint64_t offset = 0, uint64_t length = 0);
 void WriteFileOrDie(const std::string& path, const std::string& data);
 // WriteFileOrDie, creating the directories above `path` first.

@@ -12,7 +12,7 @@
 #include "format/shard_file_writer.h"
 #include "io/env.h"
 #include "shardpack/manifest.h"
-#include "shardpack/shard_writer.h"
+#include "shardpack/write_method.h"
 #include "util/hash.h"
 
 namespace shardpack::format {

@@ -8,6 +8,7 @@
 #include "format/format.h"
 #include "image/image.h"
 #include "io/env.h"
+#include "read/dataset_access.h"
 #include "read/shard_reader.h"
 #include "remote/shard_cache.h"
 
@@ -111,7 +112,6 @@ Dataset::~Dataset() = default;
 const Manifest& Dataset::manifest() const { return impl_->manifest; }
 const std::string& Dataset::dir() const { return impl_->dir; }
 uint64_t Dataset::size() const { return impl_->manifest.num_samples; }
-io::Env* Dataset::env() const { return impl_->env; }
 
 Status Dataset::Get(uint64_t index, SampleView* out) const {
   return Get(index, out, impl_->options.verify_crc);
@@ -161,49 +161,49 @@ Status Dataset::ReserveReaders(int threads) const {
   return Status::Ok();
 }
 
-void Dataset::Prefetch(uint64_t index, int stage) const {
-  if (index >= size()) return;
-  const size_t s = impl_->ShardOf(index);
-  impl_->shards[s]->Prefetch(index - impl_->first_sample[s], stage);
+void read::DatasetAccess::Prefetch(uint64_t index, int stage) const {
+  if (index >= dataset_->size()) return;
+  const size_t s = dataset_->impl_->ShardOf(index);
+  dataset_->impl_->shards[s]->Prefetch(index - dataset_->impl_->first_sample[s], stage);
 }
 
-void Dataset::WillNeed(std::span<const uint64_t> indices) const {
+void read::DatasetAccess::WillNeed(std::span<const uint64_t> indices) const {
   for (const uint64_t index : indices) {
-    if (index >= size()) continue;
-    const size_t s = impl_->ShardOf(index);
-    impl_->shards[s]->WillNeed(index - impl_->first_sample[s]);
+    if (index >= dataset_->size()) continue;
+    const size_t s = dataset_->impl_->ShardOf(index);
+    dataset_->impl_->shards[s]->WillNeed(index - dataset_->impl_->first_sample[s]);
   }
 }
 
-uint64_t Dataset::WillNeedMissing(uint64_t limit) const {
+uint64_t read::DatasetAccess::WillNeedMissing(uint64_t limit) const {
   constexpr uint64_t kBlock = 2ull << 20;
-  std::vector<std::vector<read::FileRange>> missing(impl_->shards.size());
+  std::vector<std::vector<read::FileRange>> missing(dataset_->impl_->shards.size());
   uint64_t budget = limit;
-  for (size_t s = 0; s < impl_->shards.size(); ++s) {
-    if (!impl_->shards[s]->MissingBlocks(kBlock, &budget, &missing[s])) return 0;
+  for (size_t s = 0; s < dataset_->impl_->shards.size(); ++s) {
+    if (!dataset_->impl_->shards[s]->MissingBlocks(kBlock, &budget, &missing[s])) return 0;
   }
-  for (size_t s = 0; s < impl_->shards.size(); ++s) {
-    for (const read::FileRange& r : missing[s]) impl_->shards[s]->WillNeedRange(r);
+  for (size_t s = 0; s < dataset_->impl_->shards.size(); ++s) {
+    for (const read::FileRange& r : missing[s]) dataset_->impl_->shards[s]->WillNeedRange(r);
   }
   return limit - budget;
 }
 
-void Dataset::Populate(std::span<const uint64_t> indices) const {
+void read::DatasetAccess::Populate(std::span<const uint64_t> indices) const {
   for (const uint64_t index : indices) {
-    if (index >= size()) continue;
-    const size_t s = impl_->ShardOf(index);
-    impl_->shards[s]->Populate(index - impl_->first_sample[s]);
+    if (index >= dataset_->size()) continue;
+    const size_t s = dataset_->impl_->ShardOf(index);
+    dataset_->impl_->shards[s]->Populate(index - dataset_->impl_->first_sample[s]);
   }
 }
 
-void Dataset::PreferHugePages() const {
-  for (const auto& shard : impl_->shards) shard->PreferHugePages();
+void read::DatasetAccess::PreferHugePages() const {
+  for (const auto& shard : dataset_->impl_->shards) shard->PreferHugePages();
 }
 
-bool Dataset::Resident(uint64_t index) const {
-  if (index >= size()) return false;
-  const size_t s = impl_->ShardOf(index);
-  return impl_->shards[s]->Resident(index - impl_->first_sample[s]);
+bool read::DatasetAccess::Resident(uint64_t index) const {
+  if (index >= dataset_->size()) return false;
+  const size_t s = dataset_->impl_->ShardOf(index);
+  return dataset_->impl_->shards[s]->Resident(index - dataset_->impl_->first_sample[s]);
 }
 
 Status Dataset::CheckIntact(uint64_t index) const {
@@ -212,7 +212,7 @@ Status Dataset::CheckIntact(uint64_t index) const {
   return impl_->shards[s]->CheckIntact(index - impl_->first_sample[s]);
 }
 
-bool Dataset::Resident(std::span<const uint64_t> indices) const {
+bool read::DatasetAccess::Resident(std::span<const uint64_t> indices) const {
   constexpr size_t kProbes = 8;
   const size_t n = indices.size();
   if (n == 0) return false;
@@ -229,6 +229,9 @@ StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {
   return SampleLocation{s, record, impl_->shards[s]->LocationOffset(record)};
 }
 
-const read::ShardReader& Dataset::shard(size_t i) const { return *impl_->shards[i]; }
+const read::ShardReader& read::DatasetAccess::shard(size_t i) const {
+  return *dataset_->impl_->shards[i];
+}
+io::Env* read::DatasetAccess::env() const { return dataset_->impl_->env; }
 
 }  // namespace shardpack

@@ -34,6 +34,7 @@
 #include "io/mapped_range.h"
 #include "io/memory_budget.h"
 #include "io/system_files.h"
+#include "read/dataset_access.h"
 #include "read/io_choice.h"
 #include "read/loader_options.h"
 #include "read/normalize.h"
@@ -106,7 +107,7 @@ class Loader::Impl {
   read::EpochPlan plan;
   uint64_t fill_batch = 0;  // the batch whose chunks are being handed out
   int fill_chunk = 0;       // its next chunk
-  // Read-ahead: batches [fill_batch, hinted_batch) were handed to Dataset::WillNeed (or to
+  // Read-ahead: batches [fill_batch, hinted_batch) were handed to DatasetAccess::WillNeed (or to
   // the populator), and it is kept read_ahead_batches past the batch being claimed.
   uint64_t hinted_batch = 0;
   uint64_t read_ahead_batches = 0;
@@ -336,9 +337,10 @@ class Loader::Impl {
   // samples").
   void PrefetchAhead(const Batch::Slot& slot, int i, int end) const {
     if (reads != nullptr) return;
-    if (i + kPrefetchIndexAhead < end) dataset->Prefetch(slot.indices[i + kPrefetchIndexAhead], 0);
+    if (i + kPrefetchIndexAhead < end)
+      read::DatasetAccess(*dataset).Prefetch(slot.indices[i + kPrefetchIndexAhead], 0);
     if (i + kPrefetchRecordAhead < end) {
-      dataset->Prefetch(slot.indices[i + kPrefetchRecordAhead], 1);
+      read::DatasetAccess(*dataset).Prefetch(slot.indices[i + kPrefetchRecordAhead], 1);
     }
   }
 
@@ -400,17 +402,17 @@ class Loader::Impl {
   }
 
   // Read-ahead of the batches in `hint` (each ending at hint_batches[k]). A batch found in
-  // memory already (Dataset::Resident's probe) is left alone: in the page cache a hint per
+  // memory already (DatasetAccess::Resident's probe) is left alone: in the page cache a hint per
   // record costs a quarter of the loader's throughput and buys nothing.
   void HintBatches(const std::vector<uint64_t>& hint, const std::vector<size_t>& ends) const {
     size_t begin = 0;
     for (const size_t end : ends) {
       const std::span<const uint64_t> batch(hint.data() + begin, end - begin);
-      if (!dataset->Resident(batch)) {
+      if (!read::DatasetAccess(*dataset).Resident(batch)) {
         if (populator != nullptr) {
           populator->Add(batch);
         } else {
-          dataset->WillNeed(batch);
+          read::DatasetAccess(*dataset).WillNeed(batch);
         }
       }
       begin = end;
@@ -419,7 +421,7 @@ class Loader::Impl {
 
   // Mapped path, after a chunk: a worker that waited for the disk (a major fault) although
   // the page cache holds the dataset (the automatic choice's premise) found a record
-  // outside it, and Dataset::Resident's probes of 8 records a batch rarely see a few
+  // outside it, and DatasetAccess::Resident's probes of 8 records a batch rarely see a few
   // missing among many. The first such wait of an epoch scans the dataset for the blocks
   // it lacks and reads them ahead, all at once, if they are at most an eighth of it
   // (docs/LOADER.md, "A cache that lacks a few blocks").
@@ -428,7 +430,7 @@ class Loader::Impl {
     const bool waited = faults > worker.major_faults;
     worker.major_faults = faults;
     if (!waited || scanned.exchange(true, std::memory_order_relaxed)) return;
-    stat_found_missing.fetch_add(dataset->WillNeedMissing(stored_bytes / 8),
+    stat_found_missing.fetch_add(read::DatasetAccess(*dataset).WillNeedMissing(stored_bytes / 8),
                                  std::memory_order_relaxed);
   }
 
@@ -626,7 +628,7 @@ Status SetUpIo(Loader::Impl& impl, const read::IoPlan& io, int threads) {
   if (pages.huge) {
     // The populating threads read through LMDB's transactions too.
     SHARDPACK_RETURN_IF_ERROR(impl.dataset->ReserveReaders(threads + kPopulators));
-    impl.dataset->PreferHugePages();
+    read::DatasetAccess(*impl.dataset).PreferHugePages();
     impl.populator = std::make_unique<read::Populator>(impl.dataset.get(), kPopulators);
     // What the hints may hold at once: the batches ahead, and the one claimed.
     impl.populator->Reserve(static_cast<size_t>(impl.read_ahead_batches + 1) *

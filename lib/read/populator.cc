@@ -1,5 +1,6 @@
 #include "read/populator.h"
 
+#include "read/dataset_access.h"
 #include "shardpack/dataset.h"
 
 namespace shardpack::read {
@@ -61,7 +62,7 @@ void Populator::Run() {
     }
     ++busy_;
     lock.unlock();
-    dataset_->Populate(std::span<const uint64_t>(&index, 1));
+    DatasetAccess(*dataset_).Populate(std::span<const uint64_t>(&index, 1));
     lock.lock();
     if (--busy_ == 0 && head_ == queue_.size()) idle_cv_.notify_all();
   }

@@ -1,5 +1,5 @@
 // Threads that map the records the loader's workers will read next, ahead of them
-// (Dataset::Populate), for the mapped path reading a dataset into huge pages
+// (DatasetAccess::Populate), for the mapped path reading a dataset into huge pages
 // (LoaderOptions::huge_pages, docs/LOADER.md "The first epoch from the page cache").
 //
 // MADV_WILLNEED reads in the background but brings pages in 4 KiB at a time whatever the

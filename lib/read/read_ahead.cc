@@ -11,6 +11,7 @@
 
 #include "io/env.h"
 #include "io/mapped_range.h"
+#include "read/dataset_access.h"
 #include "read/shard_reader.h"
 
 namespace shardpack::read {
@@ -379,13 +380,13 @@ ReadAhead::~ReadAhead() {
 StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
                                                        const ReadAheadOptions& options) {
   auto ra = std::unique_ptr<ReadAhead>(new ReadAhead(dataset, options));
-  io::Env* env = dataset.env();
+  io::Env* env = DatasetAccess(dataset).env();
   bool all_direct = true;
   bool all_fds = true;
   const size_t shards = dataset.manifest().shards.size();
   for (size_t i = 0; i < shards; ++i) {
-    SHARDPACK_ASSIGN_OR_RETURN(auto file,
-                               env->OpenRandomAccess(dataset.shard(i).path(), options.direct));
+    SHARDPACK_ASSIGN_OR_RETURN(
+        auto file, env->OpenRandomAccess(DatasetAccess(dataset).shard(i).path(), options.direct));
     all_direct = all_direct && file->direct();
     all_fds = all_fds && file->fd() >= 0;
     ra->files_.push_back(std::move(file));
@@ -541,13 +542,13 @@ void ReadAhead::Start(uint64_t unit, uint64_t first, std::span<const uint64_t> i
     } else {
       item.shard = loc->shard;
       item.record = loc->record;
-      if (options_.reuse_cache && dataset_.Resident(index)) {
+      if (options_.reuse_cache && DatasetAccess(dataset_).Resident(index)) {
         item.mapped = true;
         any_mapped = true;
         slot.items.push_back(std::move(item));
         continue;
       }
-      auto extent = dataset_.shard(item.shard).Extent(item.record);
+      auto extent = DatasetAccess(dataset_).shard(item.shard).Extent(item.record);
       if (extent.ok()) {
         item.offset = extent->offset;
         item.length = extent->length;
@@ -645,13 +646,14 @@ Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out, Co
     if (slot.cached || item->mapped) {
       if (!item->status.ok()) return item->status;
       lock.unlock();
-      return dataset_.shard(item->shard).Get(item->record, verify_crc, out, copy);
+      return DatasetAccess(dataset_).shard(item->shard).Get(item->record, verify_crc, out, copy);
     }
     if (item->read < 0) return item->status;
     const Status& s = slot.reads[static_cast<size_t>(item->read)].status;
-    if (!s.ok()) return dataset_.shard(item->shard).Fault(item->record, s);
+    if (!s.ok()) return DatasetAccess(dataset_).shard(item->shard).Fault(item->record, s);
   }
-  return dataset_.shard(item->shard)
+  return DatasetAccess(dataset_)
+      .shard(item->shard)
       .Parse(item->record, slot.buffer + item->at, item->length, verify_crc, out, copy);
 }
 

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "image/image.h"
+#include "read/dataset_access.h"
 #include "read/shard_reader.h"
 #include "shardpack/limits.h"
 
@@ -94,7 +95,7 @@ Status SampleStep::Place(const SampleSource& source, const SampleTarget& target,
   } else {
     SHARDPACK_ASSIGN_OR_RETURN(const SampleLocation loc, dataset_->Locate(source.index));
     SHARDPACK_RETURN_IF_ERROR(
-        dataset_->shard(loc.shard).Get(loc.record, verify_crc_, &view, &copy));
+        DatasetAccess(*dataset_).shard(loc.shard).Get(loc.record, verify_crc_, &view, &copy));
   }
   // A label is an index into the class list for whoever consumes the batch (a one-hot
   // encoding, a loss): one outside it is the record's fault, not the consumer's.
@@ -159,7 +160,7 @@ Status SampleStep::TransformEncoded(const SampleView& view, uint64_t key, uint8_
 std::string SampleStep::Where(uint64_t index) const {
   auto loc = dataset_->Locate(index);
   if (!loc.ok()) return dataset_->dir();
-  return dataset_->shard(loc->shard).Where(loc->record);
+  return DatasetAccess(*dataset_).shard(loc->shard).Where(loc->record);
 }
 
 Status SampleStep::ShapeFault(uint64_t index, const SampleView& view,

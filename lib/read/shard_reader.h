@@ -17,7 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "shardpack/dataset.h"
+#include "shardpack/manifest.h"
+#include "shardpack/sample.h"
 #include "shardpack/status.h"
 #include "util/crc32c.h"
 

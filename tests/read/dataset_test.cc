@@ -1,4 +1,5 @@
 #include "shardpack/dataset.h"
+#include "read/dataset_access.h"
 
 #include <gtest/gtest.h>
 
@@ -184,18 +185,18 @@ TEST(DatasetTest, WillNeedAndPrefetchAreHintsThatChangeNothingForBothBackends) {
       before.emplace_back(s.pixels.begin(), s.pixels.end());
     }
     const std::vector<uint64_t> all = {8, 0, 3, 3, 7, 1, 2, 4, 5, 6, 9, 1000};  // past the end too
-    (*ds)->WillNeed(all);
+    read::DatasetAccess(**ds).WillNeed(all);
     for (const uint64_t i : all) {
-      (*ds)->Prefetch(i, 0);
-      (*ds)->Prefetch(i, 1);
+      read::DatasetAccess(**ds).Prefetch(i, 0);
+      read::DatasetAccess(**ds).Prefetch(i, 1);
     }
     for (uint64_t i = 0; i < 9; ++i) {
       SampleView s;
       ASSERT_OK((*ds)->Get(i, &s));
       EXPECT_EQ(std::vector<uint8_t>(s.pixels.begin(), s.pixels.end()), before[i]);
-      EXPECT_TRUE((*ds)->Resident(i)) << "just read: in memory";
+      EXPECT_TRUE(read::DatasetAccess(**ds).Resident(i)) << "just read: in memory";
     }
-    EXPECT_FALSE((*ds)->Resident(9)) << "past the end";
+    EXPECT_FALSE(read::DatasetAccess(**ds).Resident(9)) << "past the end";
   }
 }
 
@@ -207,10 +208,11 @@ TEST(DatasetTest, ResidentTellsWhetherARecordIsInThePageCache) {
   ASSERT_NO_FATAL_FAILURE(testing::EvictFromPageCache(dir.Join(m.shards[0].data.file)));
   auto ds = Dataset::Open(dir.path());
   ASSERT_TRUE(ds.ok());
-  if ((*ds)->Resident(5)) GTEST_SKIP() << "this file system keeps the pages (tmpfs?)";
+  if (read::DatasetAccess(**ds).Resident(5))
+    GTEST_SKIP() << "this file system keeps the pages (tmpfs?)";
   SampleView s;
   ASSERT_OK((*ds)->Get(5, &s));
-  EXPECT_TRUE((*ds)->Resident(5));
+  EXPECT_TRUE(read::DatasetAccess(**ds).Resident(5));
 }
 
 TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {

@@ -14,6 +14,7 @@
 
 #include "io/mapped_range.h"
 #include "io/system_files.h"
+#include "read/dataset_access.h"
 #include "read/delivered_batch.h"
 #include "read/io_choice.h"
 #include "read/populator.h"
@@ -229,12 +230,14 @@ TEST(PopulatorTest, MapsTheQueuedRecordsAndStopsWithWorkQueued) {
   auto ds = OpenDatasetOrDie(dir.path());
   std::vector<uint64_t> all(ds->size());
   for (uint64_t i = 0; i < all.size(); ++i) all[i] = i;
-  if (ds->Resident(all)) GTEST_SKIP() << "the page cache kept the shard after POSIX_FADV_DONTNEED";
+  if (read::DatasetAccess(*ds).Resident(all))
+    GTEST_SKIP() << "the page cache kept the shard after POSIX_FADV_DONTNEED";
   {
     read::Populator populator(ds.get(), 2);
     populator.Add(all);
     populator.Drain();
-    for (const uint64_t i : all) EXPECT_TRUE(ds->Resident(i)) << "sample " << i;
+    for (const uint64_t i : all)
+      EXPECT_TRUE(read::DatasetAccess(*ds).Resident(i)) << "sample " << i;
   }
   // Destroyed with records queued: it returns.
   read::Populator busy(ds.get(), 1);
@@ -316,7 +319,7 @@ TEST_P(MissingBlocksTest, FindsTheBlocksTheCacheLacksAndHintsThemWithinTheLimit)
   ASSERT_GE(size, 2 * kBlock) << file;
 
   // Written just now: cached whole.
-  EXPECT_EQ(ds->WillNeedMissing(1ull << 30), 0u);
+  EXPECT_EQ(read::DatasetAccess(*ds).WillNeedMissing(1ull << 30), 0u);
 
   // The second 2 MiB block dropped.
   testing::EvictFromPageCache(file, kBlock, kBlock);
@@ -324,7 +327,7 @@ TEST_P(MissingBlocksTest, FindsTheBlocksTheCacheLacksAndHintsThemWithinTheLimit)
     GTEST_SKIP() << "the page cache kept " << file << " after POSIX_FADV_DONTNEED";
   }
   // More than the limit is missing: nothing is hinted.
-  EXPECT_EQ(ds->WillNeedMissing(kBlock - 1), 0u);
+  EXPECT_EQ(read::DatasetAccess(*ds).WillNeedMissing(kBlock - 1), 0u);
   if (const auto cached = CachedPages(file, kBlock, kBlock)) {
     EXPECT_EQ(*cached, 0u);
   }
@@ -334,7 +337,7 @@ TEST_P(MissingBlocksTest, FindsTheBlocksTheCacheLacksAndHintsThemWithinTheLimit)
   ASSERT_TRUE(FilePageResident(file, kBlock));
   // Within the limit: the block's bytes, all of them in the page cache at once (being
   // read) when the call returns.
-  EXPECT_EQ(ds->WillNeedMissing(kBlock), kBlock);
+  EXPECT_EQ(read::DatasetAccess(*ds).WillNeedMissing(kBlock), kBlock);
   if (const auto cached = CachedPages(file, kBlock, kBlock)) {
     EXPECT_EQ(*cached, kBlock / kPage);
   }
@@ -352,7 +355,7 @@ TEST_P(MissingBlocksTest, FindsTheBlocksTheCacheLacksAndHintsThemWithinTheLimit)
     }
   }
   EXPECT_GT(missing, kBlock);
-  EXPECT_EQ(ds->WillNeedMissing(1ull << 30), missing);
+  EXPECT_EQ(read::DatasetAccess(*ds).WillNeedMissing(1ull << 30), missing);
   // A TFRecord shard's pages were all gone (its open reads only the index file), and all
   // are being read now, not only a device's largest request of each run of blocks.
   if (GetParam() == Backend::kTfrecord) {

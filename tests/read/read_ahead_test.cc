@@ -2,6 +2,7 @@
 // mapped path over every order-changing option, its errors (injected through MemEnv and
 // on real files), and the automatic choice between the paths.
 #include "read/read_ahead.h"
+#include "read/dataset_access.h"
 
 #include <gtest/gtest.h>
 
@@ -411,14 +412,14 @@ TEST(ReadAheadReuseTest, ARecordMissingFromACachedUnitIsReadFromStorageAlone) {
   auto ds = OpenDatasetOrDie(dir.path());
   const std::string file = dir.Join(ds->manifest().shards.at(0).data.file);
   // Record 5's pages dropped, but for those it shares with its neighbours.
-  const auto extent = ds->shard(0).Extent(5);
+  const auto extent = read::DatasetAccess(*ds).shard(0).Extent(5);
   ASSERT_OK(extent.status());
   const uint64_t page = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
   const uint64_t begin = (extent->offset + page - 1) / page * page;
   const uint64_t end = (extent->offset + extent->length) / page * page;
   testing::EvictFromPageCache(file, begin, end - begin);
   for (uint64_t i = 0; i < ds->size(); ++i) {
-    if (ds->Resident(i) != (i != 5)) {
+    if (read::DatasetAccess(*ds).Resident(i) != (i != 5)) {
       GTEST_SKIP() << "the page cache did not drop exactly record 5 of " << file << " (record " << i
                    << ")";
     }
@@ -435,7 +436,7 @@ TEST(ReadAheadReuseTest, ARecordMissingFromACachedUnitIsReadFromStorageAlone) {
   EXPECT_EQ(stats.batches_from_page_cache, 1u);
   EXPECT_GE(stats.bytes_read, extent->length);
   EXPECT_LE(stats.bytes_read, extent->length + 2 * page);
-  EXPECT_FALSE(ds->Resident(5));
+  EXPECT_FALSE(read::DatasetAccess(*ds).Resident(5));
 }
 
 // ---- errors through MemEnv: an EIO, a truncation, on the read-ahead path ----

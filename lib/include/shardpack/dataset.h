@@ -23,6 +23,7 @@
 #include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "shardpack/remote.h"
+#include "shardpack/sample.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -31,7 +32,7 @@ namespace io {
 class Env;
 }
 namespace read {
-class ShardReader;
+class DatasetAccess;
 }
 
 struct DatasetOptions {
@@ -55,28 +56,6 @@ struct DatasetOptions {
   // For a dataset at an http(s):// URL: the local cache and the network policy
   // (shardpack/remote.h).
   RemoteOptions remote;
-};
-
-struct SampleView {
-  std::span<const uint8_t> pixels;  // HWC uint8; empty for an encoded image
-  // A dataset of encoded images (manifest().image.encoding jpeg or png): the sample's
-  // JPEG or PNG file, its checksum checked like pixels; height x width x channels is what
-  // it decodes to (Dataset::GetPixels, the Loader). Empty for raw datasets.
-  std::span<const uint8_t> encoded;
-  ImageEncoding encoding = ImageEncoding::kRaw;
-  int height = 0;
-  int width = 0;
-  int channels = 0;
-  int64_t label = 0;
-  std::string_view class_text;
-  std::string_view filename;
-};
-
-// Where a sample lives, for messages and for readers that batch by shard.
-struct SampleLocation {
-  size_t shard = 0;     // index into manifest().shards
-  uint64_t record = 0;  // ordinal within the shard
-  uint64_t offset = 0;  // TFRecord: file offset of the record; LMDB: 0
 };
 
 class Dataset {
@@ -124,55 +103,15 @@ class Dataset {
   // OK otherwise. Lock-free; a load and a compare.
   Status CheckIntact(uint64_t index) const;
 
-  // Tells the kernel that these samples will be read soon: their records are read into
-  // the page cache in the background, many at once (MADV_WILLNEED), instead of one page
-  // fault at a time when Get touches them. What makes a dataset bigger than memory read at
-  // the disk's speed; a hint only (no error, no effect on what Get returns). Indices past
-  // the end are ignored. Thread-safe.
-  void WillNeed(std::span<const uint64_t> indices) const;
-  // Starts bringing sample `index`'s record into the CPU caches (read::ShardReader::Prefetch:
-  // stage 0 its location, stage 1 its first bytes). A hint; out of range: nothing.
-  void Prefetch(uint64_t index, int stage) const;
-  // For a dataset the page cache holds nearly whole (a proactive reclaimer took a folio
-  // here and there): finds the 2 MiB blocks of the shards that it lacks (two mincore
-  // probes each) and asks the kernel to read them all in the background (MADV_WILLNEED).
-  // Returns their bytes; 0, hinting nothing, when they pass `limit` (a cold dataset is
-  // read ahead batch by batch, in the order it is read, instead). docs/LOADER.md, "A cache
-  // that lacks a few blocks", says what it costs and saves. A hint only. Thread-safe.
-  uint64_t WillNeedMissing(uint64_t limit) const;
-  // Maps these samples' records into the process's page tables now, reading what the page
-  // cache lacks, and returns when they are there (MADV_POPULATE_READ): for threads that
-  // read ahead of the ones calling Get, which then find these samples mapped. A hint
-  // only; indices past the end are ignored. Thread-safe.
-  void Populate(std::span<const uint64_t> indices) const;
-  // From now on, reads of pages the page cache lacks bring in the aligned 2 MiB around
-  // them as one large page (MADV_HUGEPAGE on every shard's mapping), so that a later
-  // process maps them 2 MiB per page-table entry instead of 4 KiB (docs/LOADER.md, "The
-  // first epoch from the page cache"). For a dataset that fits in memory and is read
-  // whole: a sample alone costs a 2 MiB read. The advice stays for the Dataset's life, for
-  // every reader of it (loaders, Get). A hint only. Thread-safe.
-  void PreferHugePages() const;
-  // Whether the middle of sample `index`'s record (its pixels) is in memory now (mincore):
-  // a cheap probe of whether the dataset sits in the page cache. True where that cannot be told,
-  // false for an index past the end.
-  bool Resident(uint64_t index) const;
-  // Whether a batch of samples is in memory, as far as a cheap probe tells: Resident of 8
-  // of them, evenly spaced (all of them when fewer). False for no samples. A dataset
-  // bigger than the cache almost never has 8 random records resident at once.
-  bool Resident(std::span<const uint64_t> indices) const;
-
   // Prepares for `threads` threads calling Get at once, so that Get allocates nothing
   // afterwards: LMDB datasets open that many read transactions per shard up front
   // (TFRecord datasets need nothing). Optional; the Loader calls it. Thread-safe.
   Status ReserveReaders(int threads) const;
 
-  // For readers inside the library (the loader's read-ahead path): shard i of
-  // manifest().shards as its format reads it (read/shard_reader.h), and the file system
-  // its files are read through.
-  const read::ShardReader& shard(size_t i) const;
-  io::Env* env() const;
-
  private:
+  // The library's readers take the shards and the page-cache hints through it
+  // (read/dataset_access.h).
+  friend class read::DatasetAccess;
   class Impl;
   explicit Dataset(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

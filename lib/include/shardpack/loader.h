@@ -209,7 +209,7 @@ struct LoaderOptions {
   //     system keeps no large folios (ext4 before Linux 6.16), kOn still reads 2 MiB at a
   //     time but caches 4 KiB pages.
   // Either way the same batches and bytes. On advises the Dataset for good
-  // (Dataset::PreferHugePages): a later loader over the same Dataset object reads uncached
+  // (its shards keep MADV_HUGEPAGE): a later loader over the same Dataset object reads uncached
   // pages 2 MiB at a time too, even with kOff (it hints them, as kOff does).
   HugePages huge_pages = HugePages::kAuto;
   // kReadAhead: the buffers the records are read into, in bytes, allocated once (at least
