@@ -14,6 +14,7 @@
 #include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
+#include "shardpack/limits.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
 #include "util/location.h"
@@ -21,8 +22,6 @@
 
 namespace shardpack {
 namespace {
-
-constexpr int64_t kMaxLabel = 10000000;
 
 struct ClassSeen {
   bool has_text = false;
