@@ -14,6 +14,7 @@
 #include "io/dir_lock.h"
 #include "io/env.h"
 #include "shardpack/convert.h"
+#include "shardpack/limits.h"
 #include "util/crc32c.h"
 #include "util/hash.h"
 #include "util/location.h"
@@ -21,8 +22,6 @@
 
 namespace shardpack {
 namespace {
-
-constexpr int64_t kMaxLabel = 10000000;
 
 struct ClassSeen {
   bool has_text = false;
@@ -108,6 +107,111 @@ std::string CheckRecord(const format::RecordView& r, const uint8_t* file_data,
   return "";
 }
 
+// The dataset being made from the files: its manifest, the index text of each of its
+// shards, and what the records have in common.
+struct Adoption {
+  Manifest m;
+  std::vector<std::string> index_texts;  // of m.shards[i]
+  Gathered g;
+};
+
+// Why data file `name` cannot have its index at `index_name`: the name of a data file, or
+// of the index of a file before it (`index_names`: index name -> data file); "" when it
+// can.
+std::string IndexNameClash(const std::string& index_name, const std::set<std::string>& data_names,
+                           const std::map<std::string, std::string>& index_names) {
+  if (index_names.count(index_name) == 0 && data_names.count(index_name) == 0) return "";
+  return "its index would be " + index_name + ", which " +
+         (data_names.count(index_name) > 0 ? std::string("is a data file")
+                                           : "is also " + index_names.at(index_name) + "'s index") +
+         "; rename one of the files";
+}
+
+// Scans data file `path` (named `name` in the dataset): indexes its records and checks
+// each into `a->g`, reporting faults. A file that cannot be mapped is a fault and no shard;
+// any other becomes the next shard of `a->m`, indexed by `index_name`.
+void AdoptFile(const std::string& path, const std::string& name, const std::string& index_name,
+               Faults* faults, AdoptSummary* summary, Adoption* a) {
+  auto mapped = io::Env::Posix()->MapFile(path, io::AccessPattern::kSequential);
+  if (!mapped.ok()) {
+    faults->Add(name, -1, -1, mapped.status().message());
+    return;
+  }
+  const uint8_t* data = (*mapped)->data();
+  const uint64_t size = (*mapped)->size();
+  ++summary->files;
+  summary->bytes += size;
+  format::RecordScanner scanner(
+      data, size, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = true},
+      [&](uint64_t record, uint64_t offset, const std::string& message) {
+        faults->Add(name, static_cast<int64_t>(record), static_cast<int64_t>(offset), message);
+      });
+  std::string index;
+  format::RecordView r;
+  while (scanner.Next(&r)) {
+    format::AppendIndexLine(&index, {r.offset, r.framed_size()});
+    const std::string where =
+        RecordLocation{name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset)}
+            .ToString();
+    std::string fault = CheckRecord(r, data, where, &a->g);
+    if (!fault.empty()) {
+      faults->Add(name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset),
+                  std::move(fault));
+    }
+  }
+  const uint64_t records = scanner.records_seen();
+  summary->records += records;
+  if (records == 0) faults->Add(name, -1, -1, "no records: a shard holds at least one");
+  ShardEntry e;
+  e.data = {name, size, Xxh3Hex(data, size)};
+  e.index = FileEntry{index_name, index.size(), Xxh3Hex(index.data(), index.size())};
+  e.records = records;
+  e.first_sample = a->m.num_samples;
+  a->m.num_samples += records;
+  a->m.shards.push_back(std::move(e));
+  a->index_texts.push_back(std::move(index));
+}
+
+// The manifest's fields that the records decide: the image spec, the pixel alignment, and
+// a class for every label up to the largest (named by its records' class text, else by
+// its number); and options that name the source.
+void DescribeRecords(const Gathered& g, const std::string& src, Manifest* m) {
+  m->tool_version = "shardpack " + std::string(Version());
+  m->image.channels = g.channels;
+  if (g.fixed_height > 0) {
+    m->image.height = g.fixed_height;
+    m->image.width = g.fixed_width;
+  } else {
+    m->image.max_side = g.max_side;
+  }
+  m->pixel_alignment = g.alignment;
+  const int64_t max_label = g.classes.rbegin()->first;
+  for (int64_t label = 0; label <= max_label; ++label) {
+    auto it = g.classes.find(label);
+    if (it == g.classes.end()) {
+      m->classes.push_back({std::to_string(label), 0});
+    } else {
+      const ClassSeen& c = it->second;
+      m->classes.push_back({c.has_text ? EscapeBytes(c.text) : std::to_string(label), c.count});
+    }
+  }
+  nlohmann::ordered_json o;
+  o["adopted_by"] = "shardpack adopt";
+  o["source"] = EscapeBytes(src);
+  m->options_json = o.dump();
+}
+
+// The indexes first, the manifest last: until it exists the directory is not a dataset.
+Status WriteDataset(const std::string& dir, const Adoption& a) {
+  io::Env* env = io::Env::Posix();
+  for (size_t i = 0; i < a.m.shards.size(); ++i) {
+    SHARDPACK_RETURN_IF_ERROR(io::WriteFileAtomically(
+        env, io::JoinPath(dir, a.m.shards[i].index->file), a.index_texts[i]));
+  }
+  return io::WriteFileAtomically(env, io::JoinPath(dir, format::kManifestName),
+                                 SerializeManifest(a.m));
+}
+
 }  // namespace
 
 StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options) {
@@ -134,100 +238,27 @@ StatusOr<AdoptSummary> Adopt(const std::string& src, const AdoptOptions& options
   }
 
   Faults faults(options, &summary);
-  Gathered g;
-  Manifest m;
-  m.format_minor = 2;  // the manifest checksum
-  m.backend = Backend::kTfrecord;
+  Adoption a;
+  a.m.format_minor = 2;  // the manifest checksum
+  a.m.backend = Backend::kTfrecord;
   std::map<std::string, std::string> index_names;  // index name -> data file
   std::set<std::string> data_names;
   for (const format::TfrecordFile& f : found->files)
     data_names.insert(std::string(io::BaseName(f.path)));
-  std::vector<std::string> index_texts;
   for (const format::TfrecordFile& f : found->files) {
     const std::string name(io::BaseName(f.path));
     const std::string index_name = format::IndexNameFor(name);
-    if (index_names.count(index_name) > 0 || data_names.count(index_name) > 0) {
-      faults.Add(name, -1, -1,
-                 "its index would be " + index_name + ", which " +
-                     (data_names.count(index_name) > 0
-                          ? std::string("is a data file")
-                          : "is also " + index_names[index_name] + "'s index") +
-                     "; rename one of the files");
-    }
+    std::string clash = IndexNameClash(index_name, data_names, index_names);
+    if (!clash.empty()) faults.Add(name, -1, -1, std::move(clash));
     index_names[index_name] = name;
-    auto mapped = env->MapFile(f.path, io::AccessPattern::kSequential);
-    if (!mapped.ok()) {
-      faults.Add(name, -1, -1, mapped.status().message());
-      continue;
-    }
-    const uint8_t* data = (*mapped)->data();
-    const uint64_t size = (*mapped)->size();
-    ++summary.files;
-    summary.bytes += size;
-    format::RecordScanner scanner(
-        data, size, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = true},
-        [&](uint64_t record, uint64_t offset, const std::string& message) {
-          faults.Add(name, static_cast<int64_t>(record), static_cast<int64_t>(offset), message);
-        });
-    std::string index;
-    format::RecordView r;
-    while (scanner.Next(&r)) {
-      format::AppendIndexLine(&index, {r.offset, r.framed_size()});
-      const std::string where =
-          RecordLocation{name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset)}
-              .ToString();
-      std::string fault = CheckRecord(r, data, where, &g);
-      if (!fault.empty()) {
-        faults.Add(name, static_cast<int64_t>(r.index), static_cast<int64_t>(r.offset),
-                   std::move(fault));
-      }
-    }
-    const uint64_t records = scanner.records_seen();
-    summary.records += records;
-    if (records == 0) faults.Add(name, -1, -1, "no records: a shard holds at least one");
-    ShardEntry e;
-    e.data = {name, size, Xxh3Hex(data, size)};
-    e.index = FileEntry{index_name, index.size(), Xxh3Hex(index.data(), index.size())};
-    e.records = records;
-    e.first_sample = m.num_samples;
-    m.num_samples += records;
-    m.shards.push_back(std::move(e));
-    index_texts.push_back(std::move(index));
+    AdoptFile(f.path, name, index_name, &faults, &summary, &a);
   }
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!summary.ok()) return summary;
 
-  m.tool_version = "shardpack " + std::string(Version());
-  m.image.channels = g.channels;
-  if (g.fixed_height > 0) {
-    m.image.height = g.fixed_height;
-    m.image.width = g.fixed_width;
-  } else {
-    m.image.max_side = g.max_side;
-  }
-  m.pixel_alignment = g.alignment;
-  const int64_t max_label = g.classes.rbegin()->first;
-  for (int64_t label = 0; label <= max_label; ++label) {
-    auto it = g.classes.find(label);
-    if (it == g.classes.end()) {
-      m.classes.push_back({std::to_string(label), 0});
-    } else {
-      const ClassSeen& c = it->second;
-      m.classes.push_back({c.has_text ? EscapeBytes(c.text) : std::to_string(label), c.count});
-    }
-  }
-  nlohmann::ordered_json o;
-  o["adopted_by"] = "shardpack adopt";
-  o["source"] = EscapeBytes(src);
-  m.options_json = o.dump();
-  // The indexes first, the manifest last: until it exists the directory is not a dataset.
-  for (size_t i = 0; i < m.shards.size(); ++i) {
-    SHARDPACK_RETURN_IF_ERROR(
-        io::WriteFileAtomically(env, io::JoinPath(dir, m.shards[i].index->file), index_texts[i]));
-  }
-  SHARDPACK_RETURN_IF_ERROR(
-      io::WriteFileAtomically(env, io::JoinPath(dir, format::kManifestName), SerializeManifest(m)));
-  summary.manifest = std::move(m);
+  DescribeRecords(a.g, src, &a.m);
+  SHARDPACK_RETURN_IF_ERROR(WriteDataset(dir, a));
+  summary.manifest = std::move(a.m);
   summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return summary;
 }

@@ -142,7 +142,9 @@ size_t PipelineTokens(const ConvertOptions& o, int threads) {
   return static_cast<size_t>(std::clamp(fit, fewest, most));
 }
 
-Status CheckOptions(const ConvertOptions& o) {
+// The output geometry: one of a fixed size, max_side or keep, in range, and how images
+// are resized to it.
+Status CheckGeometry(const ConvertOptions& o) {
   int modes = (o.height > 0 || o.width > 0 ? 1 : 0) + (o.max_side > 0 ? 1 : 0) + (o.keep ? 1 : 0);
   if (modes != 1) {
     return InvalidArgumentError(
@@ -158,6 +160,11 @@ Status CheckOptions(const ConvertOptions& o) {
   if (Status s = CheckResizeFilter(o.filter, "filter"); !s.ok()) return s;
   if (Status s = CheckFitMode(o.fit, "fit"); !s.ok()) return s;
   if (!o.keep) SHARDPACK_RETURN_IF_ERROR(image::ResizeKernelsStatus());
+  return Status::Ok();
+}
+
+// What is decoded: the channels, and the pixel and scan limits on an input.
+Status CheckDecodeSettings(const ConvertOptions& o) {
   if (o.channels != 1 && o.channels != 3) {
     return InvalidArgumentError("channels must be 1 or 3, not " + std::to_string(o.channels));
   }
@@ -165,6 +172,12 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(format::kMaxPixels));
   }
   if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
+  return Status::Ok();
+}
+
+// The settings of the encoders: JPEG quality and subsampling, PNG compression, the mixed
+// encoding's ratio.
+Status CheckEncoderSettings(const ConvertOptions& o) {
   if (o.jpeg_quality < 1 || o.jpeg_quality > 100) {
     return InvalidArgumentError("JPEG quality must be in 1..100, not " +
                                 std::to_string(o.jpeg_quality));
@@ -184,6 +197,12 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError(std::string("the mixed encoding's ratio must be in (0, 1], not ") +
                                 ratio);
   }
+  return Status::Ok();
+}
+
+// Where the output goes and what is read: the Caffe schema's combinations, the part,
+// the write chunk, a list file's input format.
+Status CheckOutputAndInput(const ConvertOptions& o) {
   if (o.lmdb_schema == LmdbSchema::kCaffe && o.backend != Backend::kLmdb) {
     return InvalidArgumentError("the Caffe schema is for LMDB output (--format lmdb)");
   }
@@ -206,6 +225,14 @@ Status CheckOptions(const ConvertOptions& o) {
     return InvalidArgumentError("a list file names image files; it cannot be a TFRecord input");
   }
   return Status::Ok();
+}
+
+// The first fault of `o`, in the order of the groups above.
+Status CheckOptions(const ConvertOptions& o) {
+  SHARDPACK_RETURN_IF_ERROR(CheckGeometry(o));
+  SHARDPACK_RETURN_IF_ERROR(CheckDecodeSettings(o));
+  SHARDPACK_RETURN_IF_ERROR(CheckEncoderSettings(o));
+  return CheckOutputAndInput(o);
 }
 
 // InputFormat::kAuto resolved for `src` (convert.h says how).

@@ -16,6 +16,7 @@
 #include "format/tfrecord_files.h"
 #include "image/image.h"
 #include "io/env.h"
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "util/location.h"
 #include "util/text.h"
@@ -177,8 +178,6 @@ StatusOr<InputSet> ReadListFile(const std::string& list_path, const std::string&
 }
 
 namespace {
-
-constexpr int64_t kMaxLabel = 10000000;
 
 std::string RecordName(const std::string& file, uint64_t record, uint64_t offset) {
   return RecordLocation{file, static_cast<int64_t>(record), static_cast<int64_t>(offset)}

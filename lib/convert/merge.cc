@@ -345,6 +345,100 @@ StatusOr<MergeSummary> SummaryOfMerged(const std::string& dst, MergeSummary summ
   return summary;
 }
 
+// The part directories in `parts_dir`, by index: every entry must be a part of one
+// count, and every part of that count must be there.
+StatusOr<std::vector<std::string>> FindParts(const std::string& parts_dir) {
+  io::Env* env = io::Env::Posix();
+  if (!env->FileExists(parts_dir)) {
+    return NotFoundError(parts_dir + ": no parts to merge (convert --part I/N writes them)");
+  }
+  auto names = env->ListDir(parts_dir);
+  if (!names.ok()) return names.status();
+  int count = 0;
+  std::map<int, std::string> found;
+  for (const std::string& n : *names) {
+    int i = 0, c = 0;
+    if (!ParsePartName(n, &i, &c)) {
+      return InvalidArgumentError(io::JoinPath(parts_dir, n) +
+                                  ": not a part directory (part-IIIII-of-NNNNN)");
+    }
+    if (count != 0 && c != count) {
+      return InvalidArgumentError(parts_dir + " holds parts of " + std::to_string(count) +
+                                  " and of " + std::to_string(c) +
+                                  ": remove those of the conversion that is not wanted");
+    }
+    count = c;
+    found[i] = n;
+  }
+  if (count == 0) return NotFoundError(parts_dir + ": no parts to merge");
+  std::string missing;
+  for (int i = 0; i < count; ++i) {
+    if (!found.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
+  }
+  if (!missing.empty()) {
+    return NotFoundError("parts " + missing + " of " + std::to_string(count) + " are missing in " +
+                         parts_dir + ": run them (shardpack convert --part I/" +
+                         std::to_string(count) +
+                         " SRC DST with the same options), then merge again");
+  }
+  std::vector<std::string> dirs;
+  for (auto& [i, n] : found) dirs.push_back(std::move(n));
+  return dirs;
+}
+
+// Every part's manifest read and the parts checked as one conversion's, with at least one
+// sample among them.
+StatusOr<std::vector<Part>> ReadParts(const std::string& dst, const std::string& parts_dir,
+                                      int count) {
+  std::vector<Part> parts;
+  for (int i = 0; i < count; ++i) {
+    auto p = ReadPart(dst, i, count);
+    if (!p.ok()) return p.status();
+    parts.push_back(std::move(p).value());
+  }
+  SHARDPACK_RETURN_IF_ERROR(CheckParts(parts));
+  uint64_t written = 0, rejected = 0;
+  for (const Part& p : parts) {
+    written += p.written;
+    rejected += p.rejected;
+  }
+  if (written == 0) {
+    // As convert without parts: an empty dataset is no result, and nothing is merged.
+    return CorruptionError(parts_dir + ": the " + std::to_string(count) +
+                           " parts hold no sample (" + std::to_string(rejected) +
+                           " inputs rejected, each part's rejects.tsv says why); nothing "
+                           "was merged");
+  }
+  return parts;
+}
+
+// Checks every part's files: their sizes, or with options.verify the whole of each part
+// (VerifyDataset), whose faults go to `summary` with the part's directory in their names.
+Status CheckPartData(const std::string& dst, const std::vector<Part>& parts,
+                     const MergeOptions& options, MergeSummary* summary) {
+  for (const Part& p : parts) {
+    if (!options.verify) {
+      SHARDPACK_RETURN_IF_ERROR(CheckPartFiles(dst, p));
+      continue;
+    }
+    VerifyOptions vo;
+    vo.num_threads = options.num_threads;
+    vo.on_fault = [&](const VerifyFault& f) {
+      if (!options.on_fault) return;
+      VerifyFault named = f;
+      named.file = io::JoinPath(p.dir, f.file);
+      options.on_fault(named);
+    };
+    auto report = VerifyDataset(io::JoinPath(dst, p.dir), vo);
+    if (!report.ok()) return report.status();
+    for (VerifyFault f : report->faults) {
+      f.file = io::JoinPath(p.dir, f.file);
+      summary->faults.push_back(std::move(f));
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 std::string PartDirectory(const std::string& dst, int index, int count) {
@@ -403,89 +497,20 @@ StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options
     return finish(std::move(merged).value());
   }
 
-  // Find the parts: every directory entry must be a part of one count.
   const std::string parts_dir = io::JoinPath(dst, kPartsDirName);
-  if (!env->FileExists(parts_dir)) {
-    return NotFoundError(parts_dir + ": no parts to merge (convert --part I/N writes them)");
-  }
-  auto names = env->ListDir(parts_dir);
-  if (!names.ok()) return names.status();
-  int count = 0;
-  std::map<int, std::string> found;
-  for (const std::string& n : *names) {
-    int i = 0, c = 0;
-    if (!ParsePartName(n, &i, &c)) {
-      return InvalidArgumentError(io::JoinPath(parts_dir, n) +
-                                  ": not a part directory (part-IIIII-of-NNNNN)");
-    }
-    if (count != 0 && c != count) {
-      return InvalidArgumentError(parts_dir + " holds parts of " + std::to_string(count) +
-                                  " and of " + std::to_string(c) +
-                                  ": remove those of the conversion that is not wanted");
-    }
-    count = c;
-    found[i] = n;
-  }
-  if (count == 0) return NotFoundError(parts_dir + ": no parts to merge");
-  std::string missing;
-  for (int i = 0; i < count; ++i) {
-    if (!found.count(i)) missing += (missing.empty() ? "" : ", ") + std::to_string(i);
-  }
-  if (!missing.empty()) {
-    return NotFoundError("parts " + missing + " of " + std::to_string(count) + " are missing in " +
-                         parts_dir + ": run them (shardpack convert --part I/" +
-                         std::to_string(count) +
-                         " SRC DST with the same options), then merge again");
-  }
+  SHARDPACK_ASSIGN_OR_RETURN(const std::vector<std::string> part_names, FindParts(parts_dir));
+  const int count = static_cast<int>(part_names.size());
   // No part may still be converting while it is read; the locks go before the plan moves
   // the parts' files and removes their directories.
   std::vector<std::unique_ptr<io::DirLock>> part_locks;
-  for (int i = 0; i < count; ++i) {
+  for (const std::string& name : part_names) {
     SHARDPACK_ASSIGN_OR_RETURN(
-        auto part_lock, io::DirLock::Acquire(io::JoinPath(parts_dir, found[i]), "shardpack merge"));
+        auto part_lock, io::DirLock::Acquire(io::JoinPath(parts_dir, name), "shardpack merge"));
     part_locks.push_back(std::move(part_lock));
   }
-  std::vector<Part> parts;
-  for (int i = 0; i < count; ++i) {
-    auto p = ReadPart(dst, i, count);
-    if (!p.ok()) return p.status();
-    parts.push_back(std::move(p).value());
-  }
-  SHARDPACK_RETURN_IF_ERROR(CheckParts(parts));
+  SHARDPACK_ASSIGN_OR_RETURN(const std::vector<Part> parts, ReadParts(dst, parts_dir, count));
   summary.parts = count;
-  uint64_t written = 0, rejected = 0;
-  for (const Part& p : parts) {
-    written += p.written;
-    rejected += p.rejected;
-  }
-  if (written == 0) {
-    // As convert without parts: an empty dataset is no result, and nothing is merged.
-    return CorruptionError(parts_dir + ": the " + std::to_string(count) +
-                           " parts hold no sample (" + std::to_string(rejected) +
-                           " inputs rejected, each part's rejects.tsv says why); nothing "
-                           "was merged");
-  }
-
-  for (const Part& p : parts) {
-    if (!options.verify) {
-      SHARDPACK_RETURN_IF_ERROR(CheckPartFiles(dst, p));
-      continue;
-    }
-    VerifyOptions vo;
-    vo.num_threads = options.num_threads;
-    vo.on_fault = [&](const VerifyFault& f) {
-      if (!options.on_fault) return;
-      VerifyFault named = f;
-      named.file = io::JoinPath(p.dir, f.file);
-      options.on_fault(named);
-    };
-    auto report = VerifyDataset(io::JoinPath(dst, p.dir), vo);
-    if (!report.ok()) return report.status();
-    for (VerifyFault f : report->faults) {
-      f.file = io::JoinPath(p.dir, f.file);
-      summary.faults.push_back(std::move(f));
-    }
-  }
+  SHARDPACK_RETURN_IF_ERROR(CheckPartData(dst, parts, options, &summary));
   if (!summary.ok()) return finish(std::move(summary));
   part_locks.clear();
 

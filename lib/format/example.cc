@@ -248,6 +248,86 @@ class Parser {
   ParseError* error_;
 };
 
+// The helpers below run for every value of every feature of every sample: they are
+// small and inline, so that splitting the parse costs no call and no allocation.
+
+inline bool WrongWireType(const Parser& list) {
+  return list.Fail(list.pos(), "value of the wrong wire type in a feature list");
+}
+
+// The first value of a list is the one kept; every value is counted.
+inline void AddInt64(uint64_t v, FeatureRef* f) {
+  if (f->count++ == 0) f->int64 = static_cast<int64_t>(v);
+}
+
+// One value of a BytesList, of wire type `wire`.
+inline bool ParseBytesValue(Parser& list, int wire, FeatureRef* f) {
+  if (wire != kLen) return WrongWireType(list);
+  const uint8_t *vb, *ve;
+  if (!list.ReadLen(&vb, &ve)) return false;
+  if (f->count++ == 0) {
+    f->bytes = std::string_view(reinterpret_cast<const char*>(vb), static_cast<size_t>(ve - vb));
+  }
+  return true;
+}
+
+// One value of an Int64List, or a packed run of them.
+inline bool ParseInt64Values(Parser& list, int wire, FeatureRef* f) {
+  uint64_t v;
+  if (wire == kVarint) {
+    if (!list.ReadVarint(&v)) return false;
+    AddInt64(v, f);
+    return true;
+  }
+  if (wire != kLen) return WrongWireType(list);
+  const uint8_t *vb, *ve;
+  if (!list.ReadLen(&vb, &ve)) return false;
+  Parser packed = list.Nested(vb, ve);
+  while (!packed.done()) {
+    if (!packed.ReadVarint(&v)) return false;
+    AddInt64(v, f);
+  }
+  return true;
+}
+
+// One value of a FloatList, or a packed run of them: counted, not kept (no feature of the
+// schema is a float).
+inline bool ParseFloatValues(Parser& list, int field, int wire, FeatureRef* f) {
+  if (wire == kFixed32) {
+    if (!list.Skip(field, wire)) return false;
+    ++f->count;
+    return true;
+  }
+  if (wire != kLen) return WrongWireType(list);
+  const uint8_t *vb, *ve;
+  if (!list.ReadLen(&vb, &ve)) return false;
+  if ((ve - vb) % 4 != 0) return list.Fail(vb, "packed float list of odd length");
+  f->count += static_cast<uint64_t>(ve - vb) / 4;
+  return true;
+}
+
+// Appends the values of a serialized list (the bytes [b, e) of a Feature's oneof member,
+// of f->kind) to `f`.
+inline bool AppendList(const Parser& outer, const uint8_t* b, const uint8_t* e, FeatureRef* f) {
+  Parser list = outer.Nested(b, e);
+  while (!list.done()) {
+    int field, wire;
+    if (!list.ReadTag(&field, &wire)) return false;
+    bool ok;
+    if (field != 1) {
+      ok = list.Skip(field, wire);
+    } else if (f->kind == FeatureRef::Kind::kBytes) {
+      ok = ParseBytesValue(list, wire, f);
+    } else if (f->kind == FeatureRef::Kind::kInt64) {
+      ok = ParseInt64Values(list, wire, f);
+    } else {
+      ok = ParseFloatValues(list, field, wire, f);
+    }
+    if (!ok) return false;
+  }
+  return true;
+}
+
 // Merges one serialized Feature into `f` with protobuf semantics: a oneof member that
 // appears again merges (list values append); a different member replaces the kind.
 bool ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, FeatureRef* f) {
@@ -269,46 +349,7 @@ bool ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, Featu
       *f = FeatureRef{};
       f->kind = kind;
     }
-    Parser list = outer.Nested(lb, le);
-    while (!list.done()) {
-      int lf, lw;
-      if (!list.ReadTag(&lf, &lw)) return false;
-      if (lf != 1) {
-        if (!list.Skip(lf, lw)) return false;
-        continue;
-      }
-      if (kind == FeatureRef::Kind::kBytes && lw == kLen) {
-        const uint8_t *vb, *ve;
-        if (!list.ReadLen(&vb, &ve)) return false;
-        if (f->count++ == 0) {
-          f->bytes =
-              std::string_view(reinterpret_cast<const char*>(vb), static_cast<size_t>(ve - vb));
-        }
-      } else if (kind == FeatureRef::Kind::kInt64 && lw == kVarint) {
-        uint64_t v;
-        if (!list.ReadVarint(&v)) return false;
-        if (f->count++ == 0) f->int64 = static_cast<int64_t>(v);
-      } else if (kind == FeatureRef::Kind::kInt64 && lw == kLen) {  // packed
-        const uint8_t *vb, *ve;
-        if (!list.ReadLen(&vb, &ve)) return false;
-        Parser packed = outer.Nested(vb, ve);
-        while (!packed.done()) {
-          uint64_t v;
-          if (!packed.ReadVarint(&v)) return false;
-          if (f->count++ == 0) f->int64 = static_cast<int64_t>(v);
-        }
-      } else if (kind == FeatureRef::Kind::kFloat && lw == kFixed32) {
-        if (!list.Skip(lf, lw)) return false;
-        ++f->count;
-      } else if (kind == FeatureRef::Kind::kFloat && lw == kLen) {  // packed
-        const uint8_t *vb, *ve;
-        if (!list.ReadLen(&vb, &ve)) return false;
-        if ((ve - vb) % 4 != 0) return list.Fail(vb, "packed float list of odd length");
-        f->count += static_cast<uint64_t>(ve - vb) / 4;
-      } else {
-        return list.Fail(list.pos(), "value of the wrong wire type in a feature list");
-      }
-    }
+    if (!AppendList(outer, lb, le, f)) return false;
   }
   return true;
 }

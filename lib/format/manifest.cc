@@ -466,142 +466,171 @@ Status CheckNamesDistinct(const Reader& r, const Manifest& m) {
   return Status::Ok();
 }
 
-}  // namespace
-
-StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source) {
-  // The parser keeps its own stack, but dump() recurses: `options` nested 100,000 levels
-  // deep overflowed the stack (tests/fuzz/crashes/manifest). Real manifests nest 4 levels.
-  // The depth is measured by a scan of its own: a parser callback made nlohmann's parser
-  // quadratic in the length of an array of objects (1,000,000 classes took 170 s).
-  constexpr int kMaxDepth = 100;
-  if (JsonNestingDepth(text) > kMaxDepth) {
-    return CorruptionError(std::string(source) + ": nested deeper than " +
-                           std::to_string(kMaxDepth) + " levels");
-  }
-  Reader r(source);
-  Manifest m;
-  // The entries of classes and shards, read as the parser reaches them. Their faults wait
-  // until the fields before them in the order below are checked (a manifest of a newer
-  // major version is NotSupported, whatever its entries hold); after the first fault of a
-  // list, its other entries are parsed, not kept.
+// What the entries of classes and shards left for the checks after them: their first
+// fault each, and the sample after the last shard's.
+struct EntryResults {
   Status classes_fault, shards_fault;
   uint64_t next_sample = 0;
+};
+
+// The manifest's JSON, but for the entries of classes and shards, which are read into
+// `m` as the parser reaches them. Their faults wait in `entries` until the fields before
+// them in ParseManifest's order are checked (a manifest of a newer major version is
+// NotSupported, whatever its entries hold); after the first fault of a list, its other
+// entries are parsed, not kept.
+StatusOr<Json> ParseJson(std::string_view text, std::string_view source, const Reader& r,
+                         Manifest* m, EntryResults* entries) {
   ManifestSax sax([&](ManifestSax::List list, size_t i, EntryJson&& entry) {
     if (list == ManifestSax::List::kClasses) {
-      if (!classes_fault.ok()) return;
+      if (!entries->classes_fault.ok()) return;
       ClassEntry c;
-      classes_fault = ReadClass(r, entry, i, &c);
-      if (classes_fault.ok()) m.classes.push_back(std::move(c));
+      entries->classes_fault = ReadClass(r, entry, i, &c);
+      if (entries->classes_fault.ok()) m->classes.push_back(std::move(c));
     } else {
-      if (!shards_fault.ok()) return;
+      if (!entries->shards_fault.ok()) return;
       ShardEntry e;
-      shards_fault = ReadShard(r, entry, i, &next_sample, &e);
-      if (shards_fault.ok()) m.shards.push_back(std::move(e));
+      entries->shards_fault = ReadShard(r, entry, i, &entries->next_sample, &e);
+      if (entries->shards_fault.ok()) m->shards.push_back(std::move(e));
     }
   });
   const bool parsed = Json::sax_parse(text.data(), text.data() + text.size(), &sax);
   if (!sax.error().empty()) return CorruptionError(std::string(source) + ": " + sax.error());
   if (!parsed) return CorruptionError(std::string(source) + ": not valid JSON");
-  const Json& j = sax.root();
-  SHARDPACK_RETURN_IF_ERROR(r.Object(j, "manifest"));
-  std::string format, version, backend;
+  return std::move(sax.root());
+}
+
+// format and format_version: shardpack's, of a major version this build reads.
+Status ReadFormat(const Reader& r, const Json& j, std::string_view source, Manifest* m) {
+  std::string format, version;
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "format", "manifest", &format));
   if (format != "shardpack") return r.Error("format", "\"" + format + "\", expected \"shardpack\"");
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "format_version", "manifest", &version));
   int consumed = 0;
   if (version.find_first_not_of("0123456789.") != std::string::npos ||
-      std::sscanf(version.c_str(), "%4d.%4d%n", &m.format_major, &m.format_minor, &consumed) != 2 ||
+      std::sscanf(version.c_str(), "%4d.%4d%n", &m->format_major, &m->format_minor, &consumed) !=
+          2 ||
       consumed != static_cast<int>(version.size())) {
     return r.Error("format_version", "\"" + version + "\" is not MAJOR.MINOR");
   }
-  if (m.format_major > kFormatMajor) {
+  if (m->format_major > kFormatMajor) {
     return NotSupportedError(std::string(source) + ": format version " + version +
                              ", this build reads <= " + std::to_string(kFormatMajor) + ".x");
   }
-  if (m.format_major < 1) return r.Error("format_version", version + " was never released");
-  SHARDPACK_RETURN_IF_ERROR(r.String(j, "tool_version", "manifest", &m.tool_version));
+  if (m->format_major < 1) return r.Error("format_version", version + " was never released");
+  return Status::Ok();
+}
+
+// backend, and lmdb_schema, which only an LMDB dataset may name.
+Status ReadBackend(const Reader& r, const Json& j, Manifest* m) {
+  std::string backend;
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "backend", "manifest", &backend));
   if (backend == "tfrecord") {
-    m.backend = Backend::kTfrecord;
+    m->backend = Backend::kTfrecord;
   } else if (backend == "lmdb") {
-    m.backend = Backend::kLmdb;
+    m->backend = Backend::kLmdb;
   } else {
     return r.Error("backend", "\"" + backend + "\", expected \"tfrecord\" or \"lmdb\"");
   }
-  if (j.contains("lmdb_schema")) {
-    std::string schema;
-    SHARDPACK_RETURN_IF_ERROR(r.String(j, "lmdb_schema", "manifest", &schema));
-    if (m.backend != Backend::kLmdb) {
-      return r.Error("lmdb_schema", "present, but the backend is \"" + backend + "\"");
-    }
-    if (schema == "caffe") {
-      m.lmdb_schema = LmdbSchema::kCaffe;
-    } else if (schema != "example") {
-      return r.Error("lmdb_schema", "\"" + schema + "\", expected \"example\" or \"caffe\"");
-    }
+  if (!j.contains("lmdb_schema")) return Status::Ok();
+  std::string schema;
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "lmdb_schema", "manifest", &schema));
+  if (m->backend != Backend::kLmdb) {
+    return r.Error("lmdb_schema", "present, but the backend is \"" + backend + "\"");
   }
-  // Caffe Datum values are CHW; every other dataset is HWC.
-  const char* layout = m.lmdb_schema == LmdbSchema::kCaffe ? "CHW" : "HWC";
-  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "num_samples", "manifest", &m.num_samples));
+  if (schema == "caffe") {
+    m->lmdb_schema = LmdbSchema::kCaffe;
+  } else if (schema != "example") {
+    return r.Error("lmdb_schema", "\"" + schema + "\", expected \"example\" or \"caffe\"");
+  }
+  return Status::Ok();
+}
 
-  auto image = j.find("image");
-  if (image == j.end()) return r.Error("image", "missing");
-  SHARDPACK_RETURN_IF_ERROR(r.Object(*image, "image"));
-  SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m.image.channels, 3));
-  if (m.image.channels != 1 && m.image.channels != 3) {
-    return r.Error("image.channels", std::to_string(m.image.channels) + ", expected 1 or 3");
+// image.encoding, present from 1.3 on for encoded images: "jpeg", "png" or "mixed".
+Status ReadImageEncoding(const Reader& r, const Json& image, Manifest* m) {
+  if (!image.contains("encoding")) return Status::Ok();
+  std::string name;
+  SHARDPACK_RETURN_IF_ERROR(r.String(image, "encoding", "image", &name));
+  auto encoding = ParseImageEncoding(name);
+  if (!encoding.ok() || *encoding == ImageEncoding::kRaw) {
+    return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\", \"png\" or \"mixed\"");
   }
-  // 1.3: encoded images, "layout": "encoded" (which a 1.2 reader refuses rather than
-  // reading image/raw that is not there) and "encoding": "jpeg" or "png".
-  if (image->contains("encoding")) {
-    std::string name;
-    SHARDPACK_RETURN_IF_ERROR(r.String(*image, "encoding", "image", &name));
-    auto encoding = ParseImageEncoding(name);
-    if (!encoding.ok() || *encoding == ImageEncoding::kRaw) {
-      return r.Error("image.encoding", "\"" + name + "\", expected \"jpeg\", \"png\" or \"mixed\"");
-    }
-    if (*encoding == ImageEncoding::kMixed && m.lmdb_schema == LmdbSchema::kCaffe) {
-      return r.Error("image.encoding", "\"mixed\", but the LMDB schema is \"caffe\"");
-    }
-    m.image.encoding = *encoding;
-    layout = "encoded";
+  if (*encoding == ImageEncoding::kMixed && m->lmdb_schema == LmdbSchema::kCaffe) {
+    return r.Error("image.encoding", "\"mixed\", but the LMDB schema is \"caffe\"");
   }
+  m->image.encoding = *encoding;
+  return Status::Ok();
+}
+
+// image.layout and image.dtype: encoded images are "encoded" (which a 1.2 reader refuses
+// rather than reading image/raw that is not there), Caffe Datum values "CHW", every other
+// dataset's pixels "HWC"; all of them "uint8".
+Status CheckImageLayout(const Reader& r, const Json& image, const Manifest& m) {
+  const char* layout = m.image.encoding != ImageEncoding::kRaw ? "encoded"
+                       : m.lmdb_schema == LmdbSchema::kCaffe   ? "CHW"
+                                                               : "HWC";
   for (auto [key, want] : {std::pair{"layout", layout}, std::pair{"dtype", "uint8"}}) {
     std::string v;
-    SHARDPACK_RETURN_IF_ERROR(r.String(*image, key, "image", &v));
+    SHARDPACK_RETURN_IF_ERROR(r.String(image, key, "image", &v));
     if (v != want) {
       return r.Error(std::string("image.") + key, "\"" + v + "\", expected \"" + want + "\"");
     }
   }
+  return Status::Ok();
+}
+
+// image.height and image.width (a fixed size, of at most the largest image's pixels), or
+// else image.max_side.
+Status ReadImageSize(const Reader& r, const Json& image, ImageSpec* spec) {
   const int kMaxSide = static_cast<int>(format::kMaxDimension);
-  if (image->contains("height") || image->contains("width")) {
-    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "height", "image", &m.image.height, kMaxSide));
-    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "width", "image", &m.image.width, kMaxSide));
-    if (!m.image.fixed()) return r.Error("image", "a fixed size must be positive");
-    // The writer's limit: no image of more pixels is stored.
-    const uint64_t pixels =
-        static_cast<uint64_t>(m.image.height) * static_cast<uint64_t>(m.image.width);
-    if (pixels > format::kMaxPixels) {
-      return r.Error("image", std::to_string(m.image.height) + " x " +
-                                  std::to_string(m.image.width) + " is " + std::to_string(pixels) +
-                                  " pixels, more than the " + std::to_string(format::kMaxPixels) +
-                                  " of the largest image");
-    }
-  } else {
-    SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "max_side", "image", &m.image.max_side, kMaxSide));
+  if (!image.contains("height") && !image.contains("width")) {
+    return r.Int(image, "max_side", "image", &spec->max_side, kMaxSide);
   }
+  SHARDPACK_RETURN_IF_ERROR(r.Int(image, "height", "image", &spec->height, kMaxSide));
+  SHARDPACK_RETURN_IF_ERROR(r.Int(image, "width", "image", &spec->width, kMaxSide));
+  if (!spec->fixed()) return r.Error("image", "a fixed size must be positive");
+  // The writer's limit: no image of more pixels is stored.
+  const uint64_t pixels = static_cast<uint64_t>(spec->height) * static_cast<uint64_t>(spec->width);
+  if (pixels > format::kMaxPixels) {
+    return r.Error("image", std::to_string(spec->height) + " x " + std::to_string(spec->width) +
+                                " is " + std::to_string(pixels) + " pixels, more than the " +
+                                std::to_string(format::kMaxPixels) + " of the largest image");
+  }
+  return Status::Ok();
+}
+
+// image: channels, encoding, layout and dtype, size.
+Status ReadImage(const Reader& r, const Json& j, Manifest* m) {
+  auto image = j.find("image");
+  if (image == j.end()) return r.Error("image", "missing");
+  SHARDPACK_RETURN_IF_ERROR(r.Object(*image, "image"));
+  SHARDPACK_RETURN_IF_ERROR(r.Int(*image, "channels", "image", &m->image.channels, 3));
+  if (m->image.channels != 1 && m->image.channels != 3) {
+    return r.Error("image.channels", std::to_string(m->image.channels) + ", expected 1 or 3");
+  }
+  SHARDPACK_RETURN_IF_ERROR(ReadImageEncoding(r, *image, m));
+  SHARDPACK_RETURN_IF_ERROR(CheckImageLayout(r, *image, *m));
+  return ReadImageSize(r, *image, &m->image);
+}
+
+// pixel_alignment, a power of two, and label_base, which is 0.
+Status ReadAlignmentAndLabelBase(const Reader& r, const Json& j, Manifest* m) {
   uint64_t alignment;
   SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "pixel_alignment", "manifest", &alignment, 4096));
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) {
     return r.Error("pixel_alignment", std::to_string(alignment) + " is not a power of two");
   }
-  m.pixel_alignment = static_cast<uint32_t>(alignment);
+  m->pixel_alignment = static_cast<uint32_t>(alignment);
   uint64_t label_base;
   SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "label_base", "manifest", &label_base));
   if (label_base != 0) {
     return r.Error("label_base", std::to_string(label_base) + ", labels are 0-based");
   }
+  return Status::Ok();
+}
 
+// classes: an array whose entries were all read, with counts that add up to num_samples.
+Status CheckClasses(const Reader& r, const Json& j, const Status& classes_fault,
+                    const Manifest& m) {
   auto classes = j.find("classes");
   if (classes == j.end() || !classes->is_array()) return r.Error("classes", "expected an array");
   SHARDPACK_RETURN_IF_ERROR(classes_fault);
@@ -616,11 +645,20 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
     return r.Error("classes", "counts add up to " + std::to_string(class_total) +
                                   ", num_samples is " + std::to_string(m.num_samples));
   }
-  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "seed", "manifest", &m.seed));
+  return Status::Ok();
+}
+
+// options: an object, kept as its text.
+Status ReadOptions(const Reader& r, const Json& j, Manifest* m) {
   auto options = j.find("options");
   if (options == j.end() || !options->is_object()) return r.Error("options", "expected an object");
-  m.options_json = options->dump();
+  m->options_json = options->dump();
+  return Status::Ok();
+}
 
+// shards: an array whose entries were all read, each with an index in a TFRecord
+// dataset, with record counts that add up to num_samples.
+Status CheckShards(const Reader& r, const Json& j, const EntryResults& entries, const Manifest& m) {
   auto shards = j.find("shards");
   if (shards == j.end() || !shards->is_array()) return r.Error("shards", "expected an array");
   if (m.backend == Backend::kTfrecord) {
@@ -631,44 +669,90 @@ StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source)
       }
     }
   }
-  SHARDPACK_RETURN_IF_ERROR(shards_fault);
-  if (next_sample != m.num_samples) {
-    return r.Error("shards", "record counts add up to " + std::to_string(next_sample) +
+  SHARDPACK_RETURN_IF_ERROR(entries.shards_fault);
+  if (entries.next_sample != m.num_samples) {
+    return r.Error("shards", "record counts add up to " + std::to_string(entries.next_sample) +
                                  ", num_samples is " + std::to_string(m.num_samples));
   }
-  // Raw pixels of one size: every record of a shard holds height x width x channels bytes
-  // of them, so its file holds at least that many per record. A size that no record has
-  // is a lie the readers would pay for (the loader's ring is sized by it).
-  if (m.image.fixed() && m.image.encoding == ImageEncoding::kRaw) {
-    const uint64_t sample = static_cast<uint64_t>(m.image.height) *
-                            static_cast<uint64_t>(m.image.width) *
-                            static_cast<uint64_t>(m.image.channels);
-    for (size_t i = 0; i < m.shards.size(); ++i) {
-      const ShardEntry& e = m.shards[i];
-      if (e.records > e.data.bytes / sample) {
-        return r.Error("shards[" + std::to_string(i) + "]",
-                       std::to_string(e.records) + " records of " + std::to_string(m.image.height) +
-                           " x " + std::to_string(m.image.width) + " x " +
-                           std::to_string(m.image.channels) + " pixel bytes do not fit in its " +
-                           std::to_string(e.data.bytes) +
-                           " bytes: the image size is not the "
-                           "records'");
-      }
+  return Status::Ok();
+}
+
+// Raw pixels of one size: every record of a shard holds height x width x channels bytes
+// of them, so its file holds at least that many per record. A size that no record has
+// is a lie the readers would pay for (the loader's ring is sized by it).
+Status CheckShardsHoldTheImageSize(const Reader& r, const Manifest& m) {
+  if (!m.image.fixed() || m.image.encoding != ImageEncoding::kRaw) return Status::Ok();
+  const uint64_t sample = static_cast<uint64_t>(m.image.height) *
+                          static_cast<uint64_t>(m.image.width) *
+                          static_cast<uint64_t>(m.image.channels);
+  for (size_t i = 0; i < m.shards.size(); ++i) {
+    const ShardEntry& e = m.shards[i];
+    if (e.records > e.data.bytes / sample) {
+      return r.Error("shards[" + std::to_string(i) + "]",
+                     std::to_string(e.records) + " records of " + std::to_string(m.image.height) +
+                         " x " + std::to_string(m.image.width) + " x " +
+                         std::to_string(m.image.channels) + " pixel bytes do not fit in its " +
+                         std::to_string(e.data.bytes) +
+                         " bytes: the image size is not the "
+                         "records'");
     }
   }
+  return Status::Ok();
+}
+
+// rejects, when present: the file listing the rejected inputs.
+Status ReadRejects(const Reader& r, const Json& j, Manifest* m) {
   auto rejects = j.find("rejects");
-  if (rejects != j.end()) {
-    FileEntry f;
-    SHARDPACK_RETURN_IF_ERROR(r.File(*rejects, "rejects", /*shard=*/false, &f));
-    m.rejects = std::move(f);
+  if (rejects == j.end()) return Status::Ok();
+  FileEntry f;
+  SHARDPACK_RETURN_IF_ERROR(r.File(*rejects, "rejects", /*shard=*/false, &f));
+  m->rejects = std::move(f);
+  return Status::Ok();
+}
+
+// manifest_xxh3_128, when present: 32 lower-case hex digits.
+Status ReadManifestChecksum(const Reader& r, const Json& j, Manifest* m) {
+  if (!j.contains("manifest_xxh3_128")) return Status::Ok();
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "manifest_xxh3_128", "manifest", &m->manifest_xxh3_128));
+  if (m->manifest_xxh3_128.size() != 32 ||
+      m->manifest_xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    return r.Error("manifest_xxh3_128", "expected 32 lower-case hex digits");
   }
-  if (j.contains("manifest_xxh3_128")) {
-    SHARDPACK_RETURN_IF_ERROR(r.String(j, "manifest_xxh3_128", "manifest", &m.manifest_xxh3_128));
-    if (m.manifest_xxh3_128.size() != 32 ||
-        m.manifest_xxh3_128.find_first_not_of("0123456789abcdef") != std::string::npos) {
-      return r.Error("manifest_xxh3_128", "expected 32 lower-case hex digits");
-    }
+  return Status::Ok();
+}
+
+}  // namespace
+
+StatusOr<Manifest> ParseManifest(std::string_view text, std::string_view source) {
+  // The parser keeps its own stack, but dump() recurses: `options` nested 100,000 levels
+  // deep overflowed the stack (tests/fuzz/crashes/manifest). Real manifests nest 4 levels.
+  // The depth is measured by a scan of its own: a parser callback made nlohmann's parser
+  // quadratic in the length of an array of objects (1,000,000 classes took 170 s).
+  constexpr int kMaxDepth = 100;
+  if (JsonNestingDepth(text) > kMaxDepth) {
+    return CorruptionError(std::string(source) + ": nested deeper than " +
+                           std::to_string(kMaxDepth) + " levels");
   }
+  Reader r(source);
+  Manifest m;
+  EntryResults entries;
+  SHARDPACK_ASSIGN_OR_RETURN(const Json j, ParseJson(text, source, r, &m, &entries));
+  // The fields in the order docs/FORMAT.md lists them: a check may rely on those before
+  // it, and the first fault found is the one reported.
+  SHARDPACK_RETURN_IF_ERROR(r.Object(j, "manifest"));
+  SHARDPACK_RETURN_IF_ERROR(ReadFormat(r, j, source, &m));
+  SHARDPACK_RETURN_IF_ERROR(r.String(j, "tool_version", "manifest", &m.tool_version));
+  SHARDPACK_RETURN_IF_ERROR(ReadBackend(r, j, &m));
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "num_samples", "manifest", &m.num_samples));
+  SHARDPACK_RETURN_IF_ERROR(ReadImage(r, j, &m));
+  SHARDPACK_RETURN_IF_ERROR(ReadAlignmentAndLabelBase(r, j, &m));
+  SHARDPACK_RETURN_IF_ERROR(CheckClasses(r, j, entries.classes_fault, m));
+  SHARDPACK_RETURN_IF_ERROR(r.Uint(j, "seed", "manifest", &m.seed));
+  SHARDPACK_RETURN_IF_ERROR(ReadOptions(r, j, &m));
+  SHARDPACK_RETURN_IF_ERROR(CheckShards(r, j, entries, m));
+  SHARDPACK_RETURN_IF_ERROR(CheckShardsHoldTheImageSize(r, m));
+  SHARDPACK_RETURN_IF_ERROR(ReadRejects(r, j, &m));
+  SHARDPACK_RETURN_IF_ERROR(ReadManifestChecksum(r, j, &m));
   SHARDPACK_RETURN_IF_ERROR(CheckNamesDistinct(r, m));
   return m;
 }

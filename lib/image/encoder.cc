@@ -9,6 +9,8 @@
 #include <cstring>
 #include <memory>
 
+#include "shardpack/limits.h"
+
 namespace shardpack::image {
 namespace {
 
@@ -127,7 +129,7 @@ bool RunPngJob(PngJob* job) {
 }
 
 Status CheckShape(int height, int width, int channels, int max_channels) {
-  if (height < 1 || width < 1 || height > 65500 || width > 65500 || channels < 1 ||
+  if (height < 1 || width < 1 || height > kMaxImageSide || width > kMaxImageSide || channels < 1 ||
       channels > max_channels) {
     return InvalidArgumentError("cannot encode a " + std::to_string(height) + "x" +
                                 std::to_string(width) + "x" + std::to_string(channels) + " image");

@@ -45,7 +45,7 @@ struct Image {
 // Defaults from ../shared/reference/reliability.md section 3.
 struct DecodeLimits {
   uint64_t max_pixels = kMaxImagePixels;    // width * height (Pillow's MAX_IMAGE_PIXELS)
-  int max_dimension = 65500;                // either side (libjpeg's JPEG_MAX_DIMENSION)
+  int max_dimension = kMaxImageSide;        // either side (libjpeg's JPEG_MAX_DIMENSION)
   int max_scans = 500;                      // progressive JPEG scans (TJFLAG_LIMITSCANS)
   uint64_t max_memory_bytes = 1ull << 30;   // libjpeg max_memory_to_use, per decode
   uint64_t png_chunk_malloc_max = 8000000;  // libpng default

@@ -575,6 +575,61 @@ bool DecodedFromDcAlone(const jpeg_component_info& c) {
 #endif
 }
 
+// Which scans WithoutDcOnlyAcScans drops, and its count of the scans it has seen.
+struct ScanFilter {
+  bool dc_only[256] = {};  // by component id: libjpeg makes the component from its DC alone
+  int max_scans = 0;       // more scans than this (if positive): give up
+  int scans = 0;
+};
+
+// Marks in `filter` the components libjpeg makes from their DC alone; whether there is any.
+bool MarkDcOnlyComponents(const jpeg_decompress_struct& cinfo, ScanFilter* filter) {
+  bool any = false;
+  for (int i = 0; i < cinfo.num_components; ++i) {
+    const jpeg_component_info& c = cinfo.comp_info[i];
+    filter->dc_only[c.component_id & 0xff] = DecodedFromDcAlone(c);
+    any = any || filter->dc_only[c.component_id & 0xff];
+  }
+  return any;
+}
+
+// Markers that cannot begin a segment between SOI and EOI: a stuffed 0x00, a second SOI,
+// a restart marker outside entropy-coded data.
+inline bool IsMisplacedMarker(uint8_t marker) {
+  return marker == 0x00 || marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7);
+}
+
+// Whether data[i] (i + 1 < size) starts a marker that ends entropy-coded data: 0xFF
+// followed by neither a stuffed 0x00 nor a restart marker.
+inline bool EndsEntropyData(const uint8_t* data, size_t i) {
+  return data[i] == 0xFF && data[i + 1] != 0x00 && !(data[i + 1] >= 0xD0 && data[i + 1] <= 0xD7);
+}
+
+// The SOS segment whose length field is at data + p (`length` bytes, checked to lie in
+// the data): Ns, Ns x (Cs, Td/Ta), Ss, Se, Ah/Al, then the scan's data. Sets *end past the
+// scan's data, *keep false for a scan `filter` drops; false when the segment is malformed,
+// the scan is one past filter->max_scans, or no marker follows the data.
+bool ReadScan(const uint8_t* data, size_t size, size_t p, size_t length, ScanFilter* filter,
+              size_t* end, bool* keep) {
+  if (length < 3) return false;
+  const size_t ns = data[p + 2];
+  if (ns == 0 || length != 6 + 2 * ns) return false;
+  if (filter->max_scans > 0 && ++filter->scans > filter->max_scans) return false;
+  const uint8_t ss = data[p + 3 + 2 * ns];
+  const uint8_t se = data[p + 4 + 2 * ns];
+  const uint8_t ah_al = data[p + 5 + 2 * ns];
+  // Dropped: an AC scan (one component, as progressive AC scans are) of a DC-only
+  // component. A scan whose parameters are out of range is kept, for libjpeg to refuse.
+  const bool well_formed =
+      ns == 1 && ss <= se && se <= 63 && (ah_al >> 4) <= 13 && (ah_al & 15) <= 13;
+  *keep = ss == 0 || !well_formed || !filter->dc_only[data[p + 3]];
+  // The entropy-coded data runs to the next marker.
+  for (*end = p + length;; ++*end) {
+    if (size - *end < 2) return false;
+    if (EndsEntropyData(data, *end)) return true;
+  }
+}
+
 // A progressive JPEG (`cinfo` configured, header read) without the AC scans of the
 // components that libjpeg makes from their DC alone: the same pixels from a fraction of
 // the entropy decoding (at 1/8, the AC scans of the luma are most of a progressive file's
@@ -584,17 +639,12 @@ bool DecodedFromDcAlone(const jpeg_component_info& c) {
 // file): the caller then decodes the whole file, which fails as it would have.
 std::string WithoutDcOnlyAcScans(const uint8_t* data, size_t size,
                                  const jpeg_decompress_struct& cinfo, int max_scans) {
-  bool dc_only[256] = {};
-  bool any = false;
-  for (int i = 0; i < cinfo.num_components; ++i) {
-    const jpeg_component_info& c = cinfo.comp_info[i];
-    dc_only[c.component_id & 0xff] = DecodedFromDcAlone(c);
-    any = any || dc_only[c.component_id & 0xff];
-  }
-  if (!any || size < 4 || data[0] != 0xFF || data[1] != 0xD8) return {};
+  ScanFilter filter;
+  filter.max_scans = max_scans;
+  if (!MarkDcOnlyComponents(cinfo, &filter)) return {};
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return {};
   std::string out(reinterpret_cast<const char*>(data), 2);
   bool dropped = false;
-  int scans = 0;
   size_t p = 2;
   while (p < size) {
     if (data[p] != 0xFF) return {};
@@ -607,34 +657,15 @@ std::string WithoutDcOnlyAcScans(const uint8_t* data, size_t size,
       out.append("\xFF\xD9", 2);
       return out;
     }
-    if (marker == 0x00 || marker == 0xD8 || (marker >= 0xD0 && marker <= 0xD7)) return {};
+    if (IsMisplacedMarker(marker)) return {};
     if (size - p < 2) return {};
     const size_t length = (static_cast<size_t>(data[p]) << 8) | data[p + 1];
     if (length < 2 || size - p < length) return {};
     size_t end = p + length;
     bool keep = true;
-    if (marker == 0xDA) {  // SOS: Ns, Ns x (Cs, Td/Ta), Ss, Se, Ah/Al, then the scan's data
-      if (length < 3) return {};
-      const size_t ns = data[p + 2];
-      if (ns == 0 || length != 6 + 2 * ns) return {};
-      if (max_scans > 0 && ++scans > max_scans) return {};
-      const uint8_t ss = data[p + 3 + 2 * ns];
-      const uint8_t se = data[p + 4 + 2 * ns];
-      const uint8_t ah_al = data[p + 5 + 2 * ns];
-      // Dropped: an AC scan (one component, as progressive AC scans are) of a DC-only
-      // component. A scan whose parameters are out of range is kept, for libjpeg to refuse.
-      const bool well_formed =
-          ns == 1 && ss <= se && se <= 63 && (ah_al >> 4) <= 13 && (ah_al & 15) <= 13;
-      keep = ss == 0 || !well_formed || !dc_only[data[p + 3]];
-      // The entropy-coded data runs to the next marker: 0xFF followed by neither a stuffed
-      // 0x00 nor a restart marker.
-      for (;; ++end) {
-        if (size - end < 2) return {};
-        if (data[end] == 0xFF && data[end + 1] != 0x00 &&
-            !(data[end + 1] >= 0xD0 && data[end + 1] <= 0xD7)) {
-          break;
-        }
-      }
+    if (marker == 0xDA &&  // SOS
+        !ReadScan(data, size, p, length, &filter, &end, &keep)) {
+      return {};
     }
     if (keep) {
       out.append(reinterpret_cast<const char*>(data + start), end - start);

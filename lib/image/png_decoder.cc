@@ -314,21 +314,81 @@ struct Destination {
   uint8_t* dst = nullptr;
 };
 
+// The arguments DecodeInto refuses before it looks at the data.
+Status CheckArguments(const uint8_t* data, size_t size, const DecodeOptions& options) {
+  if (options.channels != 1 && options.channels != 3) {
+    return InvalidArgumentError("PNG decode: channels must be 1 or 3, not " +
+                                std::to_string(options.channels));
+  }
+  if (options.limits.max_dimension <= 0) {
+    return InvalidArgumentError("PNG decode: max_dimension must be positive, not " +
+                                std::to_string(options.limits.max_dimension));
+  }
+  if (data == nullptr && size != 0) return InvalidArgumentError("PNG decode: null data");
+  return Status::Ok();
+}
+
+// With `to.dst` set, the size in the header (ReadInfoStep done) must be the one the
+// caller's record gives.
+Status CheckHeaderSize(const PngState& s, const Destination& to) {
+  if (to.dst == nullptr || (s.height == static_cast<png_uint_32>(to.height) &&
+                            s.width == static_cast<png_uint_32>(to.width))) {
+    return Status::Ok();
+  }
+  return CorruptionError("PNG: " + std::to_string(s.height) + "x" + std::to_string(s.width) +
+                         " in its header, the record says " + std::to_string(to.height) + "x" +
+                         std::to_string(to.width));
+}
+
+// The rows SetUpTransformsStep set up are what ConvertInPlace expects: gray (+ alpha) or
+// RGB (+ alpha), 8 bits, packed.
+Status CheckRowLayout(const PngState& s) {
+  const int color_channels = (s.color_type & PNG_COLOR_MASK_COLOR) != 0 || s.gray_to_rgb ? 3 : 1;
+  if (s.out_bit_depth == 8 && (s.channels == color_channels || s.channels == color_channels + 1) &&
+      s.rowbytes == size_t{s.width} * s.channels) {
+    return Status::Ok();
+  }
+  return InternalError("libpng: unexpected row layout: " + std::to_string(s.channels) +
+                       " channels of " + std::to_string(s.out_bit_depth) + " bits, " +
+                       std::to_string(s.rowbytes) + " bytes per row of " + std::to_string(s.width) +
+                       " pixels");
+}
+
+// The orientation in the eXIf chunk, if the file has one (ReadImageStep done).
+void ReadExifOrientation(const PngState& s, int* exif_orientation) {
+  if (exif_orientation == nullptr) return;
+  png_uint_32 exif_size = 0;
+  png_bytep exif = nullptr;
+  if (png_get_eXIf_1(s.png, s.info, &exif_size, &exif) != 0) {
+    *exif_orientation = TiffOrientation(exif, exif_size);
+  }
+}
+
+// `image`'s pixels, as libpng decoded them, converted to options.channels: copied to
+// `to.dst` when set (and an empty Image returned), else returned as the Image.
+StatusOr<Image> FinishConverted(const PngState& s, const DecodeOptions& options, Image image,
+                                const Destination& to) {
+  const size_t pixel_count = size_t{s.width} * s.height;
+  ConvertInPlace(image.pixels.data(), pixel_count, s.channels, options.channels,
+                 options.background);
+  image.pixels.resize(pixel_count * options.channels);
+  if (to.dst != nullptr) {
+    std::memcpy(to.dst, image.pixels.data(), image.pixels.size());
+    return Image{};
+  }
+  image.width = static_cast<int>(s.width);
+  image.height = static_cast<int>(s.height);
+  image.channels = options.channels;
+  return image;
+}
+
 // The decode behind DecodePngRaw and DecodePngExact. With `to.dst` set, the pixels go
 // there and the returned Image is empty.
 StatusOr<Image> DecodeInto(const uint8_t* data, size_t size, const DecodeOptions& options,
                            int* exif_orientation, const Destination& to) {
   if (exif_orientation != nullptr) *exif_orientation = 1;
   const DecodeLimits& limits = options.limits;
-  if (options.channels != 1 && options.channels != 3) {
-    return InvalidArgumentError("PNG decode: channels must be 1 or 3, not " +
-                                std::to_string(options.channels));
-  }
-  if (limits.max_dimension <= 0) {
-    return InvalidArgumentError("PNG decode: max_dimension must be positive, not " +
-                                std::to_string(limits.max_dimension));
-  }
-  if (data == nullptr && size != 0) return InvalidArgumentError("PNG decode: null data");
+  SHARDPACK_RETURN_IF_ERROR(CheckArguments(data, size, options));
   SHARDPACK_RETURN_IF_ERROR(CheckSignature(data, size));
   SHARDPACK_RETURN_IF_ERROR(CheckChunkLengths(data, size, limits));
 
@@ -341,26 +401,11 @@ StatusOr<Image> DecodeInto(const uint8_t* data, size_t size, const DecodeOptions
 
   // Header phase: IHDR and the chunks before the image data; no pixel memory yet.
   if (!RunGuarded(s, ReadInfoStep)) return LibpngError(*s, limits);
-  if (to.dst != nullptr && (s->height != static_cast<png_uint_32>(to.height) ||
-                            s->width != static_cast<png_uint_32>(to.width))) {
-    return CorruptionError("PNG: " + std::to_string(s->height) + "x" + std::to_string(s->width) +
-                           " in its header, the record says " + std::to_string(to.height) + "x" +
-                           std::to_string(to.width));
-  }
+  SHARDPACK_RETURN_IF_ERROR(CheckHeaderSize(*s, to));
   SHARDPACK_RETURN_IF_ERROR(CheckDimensions(*s, limits));
   s->gray_to_rgb = options.channels == 3 && (s->color_type & PNG_COLOR_MASK_COLOR) == 0;
   if (!RunGuarded(s, SetUpTransformsStep)) return LibpngError(*s, limits);
-
-  // Gray (+ alpha) or RGB (+ alpha), 8 bits: what ConvertInPlace expects.
-  const int color_channels = (s->color_type & PNG_COLOR_MASK_COLOR) != 0 || s->gray_to_rgb ? 3 : 1;
-  if (s->out_bit_depth != 8 ||
-      (s->channels != color_channels && s->channels != color_channels + 1) ||
-      s->rowbytes != size_t{s->width} * s->channels) {
-    return InternalError("libpng: unexpected row layout: " + std::to_string(s->channels) +
-                         " channels of " + std::to_string(s->out_bit_depth) + " bits, " +
-                         std::to_string(s->rowbytes) + " bytes per row of " +
-                         std::to_string(s->width) + " pixels");
-  }
+  SHARDPACK_RETURN_IF_ERROR(CheckRowLayout(*s));
   const uint64_t buffer_bytes = uint64_t{s->rowbytes} * s->height;
   // Rows that need no conversion go straight to the destination.
   const bool direct = to.dst != nullptr && s->channels == options.channels;
@@ -387,28 +432,9 @@ StatusOr<Image> DecodeInto(const uint8_t* data, size_t size, const DecodeOptions
 
   // Decode phase: the image data, then the chunks up to IEND.
   if (!RunGuarded(s, ReadImageStep)) return LibpngError(*s, limits);
-
-  if (exif_orientation != nullptr) {
-    png_uint_32 exif_size = 0;
-    png_bytep exif = nullptr;
-    if (png_get_eXIf_1(s->png, s->info, &exif_size, &exif) != 0) {
-      *exif_orientation = TiffOrientation(exif, exif_size);
-    }
-  }
+  ReadExifOrientation(*s, exif_orientation);
   if (direct) return Image{};
-
-  const size_t pixel_count = size_t{s->width} * s->height;
-  ConvertInPlace(image.pixels.data(), pixel_count, s->channels, options.channels,
-                 options.background);
-  image.pixels.resize(pixel_count * options.channels);
-  if (to.dst != nullptr) {
-    std::memcpy(to.dst, image.pixels.data(), image.pixels.size());
-    return Image{};
-  }
-  image.width = static_cast<int>(s->width);
-  image.height = static_cast<int>(s->height);
-  image.channels = options.channels;
-  return image;
+  return FinishConverted(*s, options, std::move(image), to);
 }
 
 }  // namespace

@@ -63,12 +63,12 @@ Status CheckOptions(const ContactSheetOptions& o) {
 StatusOr<image::Image> BlankSheet(const Geometry& g, uint64_t cells_across, uint64_t cells_down) {
   const uint64_t w = cells_across * static_cast<uint64_t>(g.tile_w);
   const uint64_t h = cells_down * static_cast<uint64_t>(g.tile_h);
-  if (w > kMaxSheetSide || h > kMaxSheetSide || w * h > kMaxSheetPixels) {
+  if (w > kMaxImageSide || h > kMaxImageSide || w * h > kMaxSheetPixels) {
     return InvalidArgumentError(
         "contact sheet: " + std::to_string(w) + "x" + std::to_string(h) + " pixels (" +
         std::to_string(cells_across) + "x" + std::to_string(cells_down) + " cells of " +
         std::to_string(g.tile_w) + "x" + std::to_string(g.tile_h) + ") is above the limit of " +
-        std::to_string(kMaxSheetSide) + " a side and " + std::to_string(kMaxSheetPixels) +
+        std::to_string(kMaxImageSide) + " a side and " + std::to_string(kMaxSheetPixels) +
         " in all: show fewer samples or smaller thumbnails");
   }
   image::Image sheet;

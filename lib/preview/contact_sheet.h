@@ -28,6 +28,7 @@
 
 #include "image/image.h"
 #include "shardpack/dataset.h"
+#include "shardpack/limits.h"
 #include "shardpack/status.h"
 
 namespace shardpack {
@@ -37,9 +38,8 @@ inline constexpr int kSheetPad = 4;
 // Range of ContactSheetOptions::thumb, in pixels.
 inline constexpr int kMinSheetThumb = 16;
 inline constexpr int kMaxSheetThumb = 4096;
-// Largest sheet accepted: each side at most kMaxSheetSide pixels and at most
-// kMaxSheetPixels pixels in all (768 MiB of RGB).
-inline constexpr int kMaxSheetSide = 65500;
+// Largest sheet accepted: each side at most kMaxImageSide pixels (shardpack/limits.h) and
+// at most kMaxSheetPixels pixels in all (768 MiB of RGB).
 inline constexpr uint64_t kMaxSheetPixels = 1ull << 28;
 // Colours, RGB: the background (also the letterbox around thumbnails) and all text.
 inline constexpr uint8_t kSheetBackground[3] = {24, 24, 24};

@@ -28,6 +28,9 @@ inline constexpr size_t kMaxTextBytes = 4096;
 // has 21,841 classes.
 inline constexpr uint64_t kMaxClasses = 1000000;
 inline constexpr uint64_t kMaxClassNameBytes = 1024;
+// Largest image/class/label of a TFRecord record that convert and adopt take in: a record
+// with a larger one is refused as it is read, before a class list up to it is made.
+inline constexpr int64_t kMaxLabel = 10000000;
 // Largest manifest.json and .idx file read whole.
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
 inline constexpr uint64_t kMaxIndexBytes = 1ull << 30;
