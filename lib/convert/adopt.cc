@@ -68,9 +68,12 @@ std::string CheckRecord(const format::RecordView& r, const uint8_t* file_data,
   if (actual != d.pixel_crc) {
     return "pixel checksum " + format::Hex32(actual) + ", expected " + format::Hex32(d.pixel_crc);
   }
-  if (d.label < 0 || d.label > kMaxLabel) {
+  // The manifest lists a class for every label up to the largest, and readers refuse one
+  // of more than kMaxClasses classes: a larger label is this record's fault, named here.
+  if (d.label < 0 || static_cast<uint64_t>(d.label) >= kMaxClasses) {
     return "feature image/class/label: " + std::to_string(d.label) + " is outside 0.." +
-           std::to_string(kMaxLabel);
+           std::to_string(kMaxClasses - 1) + " (a dataset has at most " +
+           std::to_string(kMaxClasses) + " classes)";
   }
   if (g->channels == 0) g->channels = static_cast<int>(d.channels);
   if (d.channels != g->channels) {

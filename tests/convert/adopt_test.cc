@@ -117,6 +117,26 @@ TEST(AdoptTest, DamagedRecordIsAFaultNamedByFileRecordAndOffset) {
   EXPECT_FALSE(std::filesystem::exists(dir.Join("manifest.json")));
 }
 
+TEST(AdoptTest, LabelPastTheClassLimitIsAFaultAndNothingIsWritten) {
+  TempDir dir;
+  std::vector<std::string> payloads;
+  payloads.push_back(testing::TfRawExample(testing::TestPixels(0, 4, 5, 3), 4, 5, 3, 1, "a",
+                                           "f0.png", /*with_crc=*/true));
+  // A label the manifest could list (its class list would stop at 1,000,000 entries).
+  payloads.push_back(testing::TfRawExample(testing::TestPixels(1, 4, 5, 3), 4, 5, 3,
+                                           static_cast<int64_t>(kMaxClasses), "b", "f1.png",
+                                           /*with_crc=*/true));
+  testing::WriteFileOrDie(dir.Join("part-0.tfrecord"), testing::FrameRecords(payloads));
+  auto s = Adopt(dir.path());
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  ASSERT_EQ(s->faults.size(), 1u);
+  EXPECT_EQ(s->faults[0].record, 1);
+  EXPECT_NE(s->faults[0].message.find("image/class/label: 1000000 is outside 0..999999"),
+            std::string::npos)
+      << s->faults[0].message;
+  EXPECT_FALSE(std::filesystem::exists(dir.Join("manifest.json")));
+}
+
 TEST(AdoptTest, EncodedRecordsCannotBeAdopted) {
   TempDir dir;
   testing::WriteFileOrDie(

@@ -28,8 +28,9 @@ inline constexpr size_t kMaxTextBytes = 4096;
 // has 21,841 classes.
 inline constexpr uint64_t kMaxClasses = 1000000;
 inline constexpr uint64_t kMaxClassNameBytes = 1024;
-// Largest image/class/label of a TFRecord record that convert and adopt take in: a record
-// with a larger one is refused as it is read, before a class list up to it is made.
+// Largest image/class/label of a TFRecord record that convert takes in: a record with a
+// larger one is refused as it is read, before a class list up to it is made (adopt, whose
+// class list runs up to the largest label, takes labels below kMaxClasses).
 inline constexpr int64_t kMaxLabel = 10000000;
 // Largest manifest.json and .idx file read whole.
 inline constexpr uint64_t kMaxManifestBytes = 256ull << 20;
