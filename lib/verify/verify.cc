@@ -23,8 +23,9 @@
 #include "format/record.h"
 #include "image/image.h"
 #include "io/env.h"
-#include "io/memory_budget.h"
 #include "io/mapped_range.h"
+#include "io/memory_budget.h"
+#include "read/shard_reader.h"
 #include "remote/shard_cache.h"
 #include "shardpack/limits.h"
 #include "shardpack/manifest.h"
@@ -166,16 +167,19 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
   SHARDPACK_RETURN_IF_ERROR(
       CheckAgainstManifest(d.label, d.class_text, d.channels, d.height, d.width, m));
   if (!raw) {
-    Status s = image::CheckDeclaredFormat(d.pixels, d.pixel_bytes,
-                                          d.encoding == ImageEncoding::kJpeg);
+    Status s =
+        image::CheckDeclaredFormat(d.pixels, d.pixel_bytes, d.encoding == ImageEncoding::kJpeg);
     if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
   }
   if (!raw && decode) {
+    SampleView view;
+    view.encoded = {d.pixels, d.pixel_bytes};
+    view.encoding = d.encoding;
+    view.height = static_cast<int>(d.height);
+    view.width = static_cast<int>(d.width);
+    view.channels = static_cast<int>(d.channels);
     std::vector<uint8_t> pixels(static_cast<size_t>(d.height * d.width * d.channels));
-    Status s =
-        image::DecodeExact(d.pixels, d.pixel_bytes, static_cast<int>(d.height),
-                           static_cast<int>(d.width), static_cast<int>(d.channels), pixels.data());
-    if (!s.ok()) return CorruptionError("image/encoded: " + s.message());
+    SHARDPACK_RETURN_IF_ERROR(read::DecodeSampleInto(view, 1, pixels.data()));
   }
   return Status::Ok();
 }
@@ -509,9 +513,9 @@ Status VerifyShards(const Manifest& m, const FileSource& source, const VerifyOpt
                     VerifyReport* report) {
   SHARDPACK_ASSIGN_OR_RETURN(
       const int threads,
-      ThreadsThatFit(m, options,
-                     options.num_threads > 0 ? options.num_threads
-                                             : tbb::this_task_arena::max_concurrency()));
+      ThreadsThatFit(
+          m, options,
+          options.num_threads > 0 ? options.num_threads : tbb::this_task_arena::max_concurrency()));
   io::Env* env = io::Env::Posix();
   std::vector<ShardResult> results(m.shards.size());
   std::vector<std::atomic<uint64_t>> labels(m.classes.size());
