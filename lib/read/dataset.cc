@@ -6,10 +6,10 @@
 #include <vector>
 
 #include "format/format.h"
+#include "format/shard_reader.h"
 #include "image/image.h"
 #include "io/env.h"
 #include "read/dataset_access.h"
-#include "read/shard_reader.h"
 #include "remote/shard_cache.h"
 
 namespace shardpack {
@@ -23,7 +23,7 @@ class Dataset::Impl {
   // A remote dataset: its cached copy, kept (with its lock against eviction) while the
   // shards are mapped (declared first: destroyed after them).
   std::unique_ptr<remote::CachedDataset> cached;
-  std::vector<std::unique_ptr<read::ShardReader>> shards;
+  std::vector<std::unique_ptr<format::ShardReader>> shards;
   std::vector<uint64_t> first_sample;  // of each shard
 
   size_t ShardOf(uint64_t index) const {
@@ -33,7 +33,7 @@ class Dataset::Impl {
 
   // A label is an index into the class list for whoever consumes the sample: one outside
   // it is the record's Corruption (verify reports the same).
-  Status CheckLabel(const read::ShardReader& shard, uint64_t record, int64_t label) const {
+  Status CheckLabel(const format::ShardReader& shard, uint64_t record, int64_t label) const {
     if (label >= 0 && static_cast<uint64_t>(label) < manifest.classes.size()) return Status::Ok();
     return shard.Fault(
         record,
@@ -87,7 +87,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     files.display = files.path;
   }
   impl->env = env;
-  read::ShardOpenOptions shard_options;
+  format::ShardOpenOptions shard_options;
   shard_options.env = env;
   shard_options.random_access = options.random_access;
   shard_options.copy_on_write = options.copy_on_write;
@@ -97,9 +97,9 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     const std::string path = files.path(e.data.file);
     const std::string shown = files.display(e.data.file);
     auto shard = impl->manifest.backend == Backend::kTfrecord
-                     ? read::OpenTfrecordShard(e, path, shown, files.path(e.index->file),
-                                               files.display(e.index->file), shard_options)
-                     : read::OpenLmdbShard(e, path, shown, shard_options);
+                     ? format::OpenTfrecordShard(e, path, shown, files.path(e.index->file),
+                                                 files.display(e.index->file), shard_options)
+                     : format::OpenLmdbShard(e, path, shown, shard_options);
     if (!shard.ok()) return shard.status();
     impl->shards.push_back(std::move(shard).value());
     impl->first_sample.push_back(e.first_sample);
@@ -120,7 +120,7 @@ Status Dataset::Get(uint64_t index, SampleView* out) const {
 Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
   if (index >= size()) return impl_->OutOfRange(index);
   const size_t s = impl_->ShardOf(index);
-  const read::ShardReader& shard = *impl_->shards[s];
+  const format::ShardReader& shard = *impl_->shards[s];
   const uint64_t record = index - impl_->first_sample[s];
   SHARDPACK_RETURN_IF_ERROR(shard.Get(record, verify_crc, out));
   return impl_->CheckLabel(shard, record, out->label);
@@ -129,7 +129,7 @@ Status Dataset::Get(uint64_t index, SampleView* out, bool verify_crc) const {
 Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* out) const {
   if (index >= size()) return impl_->OutOfRange(index);
   const size_t s = impl_->ShardOf(index);
-  const read::ShardReader& shard = *impl_->shards[s];
+  const format::ShardReader& shard = *impl_->shards[s];
   const uint64_t record = index - impl_->first_sample[s];
   SampleView view;
   SHARDPACK_RETURN_IF_ERROR(shard.Get(record, impl_->options.verify_crc, &view));
@@ -144,7 +144,7 @@ Status Dataset::GetPixels(uint64_t index, std::span<uint8_t> dst, SampleView* ou
   if (view.encoding == ImageEncoding::kRaw) {
     std::memcpy(dst.data(), view.pixels.data(), bytes);
   } else {
-    d = read::DecodeSampleInto(view, 1, dst.data());
+    d = format::DecodeSampleInto(view, 1, dst.data());
   }
   // Those reads went through the mapping: a shard that shrank meanwhile gave zeros.
   SHARDPACK_RETURN_IF_ERROR(shard.CheckIntact(record));
@@ -177,13 +177,13 @@ void read::DatasetAccess::WillNeed(std::span<const uint64_t> indices) const {
 
 uint64_t read::DatasetAccess::WillNeedMissing(uint64_t limit) const {
   constexpr uint64_t kBlock = 2ull << 20;
-  std::vector<std::vector<read::FileRange>> missing(dataset_->impl_->shards.size());
+  std::vector<std::vector<format::FileRange>> missing(dataset_->impl_->shards.size());
   uint64_t budget = limit;
   for (size_t s = 0; s < dataset_->impl_->shards.size(); ++s) {
     if (!dataset_->impl_->shards[s]->MissingBlocks(kBlock, &budget, &missing[s])) return 0;
   }
   for (size_t s = 0; s < dataset_->impl_->shards.size(); ++s) {
-    for (const read::FileRange& r : missing[s]) dataset_->impl_->shards[s]->WillNeedRange(r);
+    for (const format::FileRange& r : missing[s]) dataset_->impl_->shards[s]->WillNeedRange(r);
   }
   return limit - budget;
 }
@@ -229,7 +229,7 @@ StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {
   return SampleLocation{s, record, impl_->shards[s]->LocationOffset(record)};
 }
 
-const read::ShardReader& read::DatasetAccess::shard(size_t i) const {
+const format::ShardReader& read::DatasetAccess::shard(size_t i) const {
   return *dataset_->impl_->shards[i];
 }
 io::Env* read::DatasetAccess::env() const { return dataset_->impl_->env; }

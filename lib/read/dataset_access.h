@@ -18,16 +18,18 @@
 
 #include "shardpack/dataset.h"
 
-namespace shardpack::read {
-
+namespace shardpack::format {
 class ShardReader;
+}
+
+namespace shardpack::read {
 
 class DatasetAccess {
  public:
   explicit DatasetAccess(const Dataset& dataset) : dataset_(&dataset) {}
 
-  // Shard i of manifest().shards as its format reads it (read/shard_reader.h).
-  const ShardReader& shard(size_t i) const;
+  // Shard i of manifest().shards as its format reads it (format/shard_reader.h).
+  const format::ShardReader& shard(size_t i) const;
   // The file system the shards are read through.
   io::Env* env() const;
 

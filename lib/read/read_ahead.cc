@@ -9,10 +9,10 @@
 #include <limits>
 #include <thread>
 
+#include "format/shard_reader.h"
 #include "io/env.h"
 #include "io/mapped_range.h"
 #include "read/dataset_access.h"
-#include "read/shard_reader.h"
 
 namespace shardpack::read {
 namespace {
@@ -626,7 +626,8 @@ void ReadAhead::Completed(uint64_t tag, StatusOr<size_t> result) {
   cv_.notify_all();
 }
 
-Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out, CopyTarget* copy) {
+Status ReadAhead::Sample(uint64_t position, bool verify_crc, SampleView* out,
+                         format::CopyTarget* copy) {
   const uint64_t unit = UnitOf(position);
   Slot& slot = SlotOf(unit);
   const Slot::Item* item = nullptr;

@@ -6,10 +6,10 @@
 // of blocks (whose samples are a permutation of whole blocks). A unit's stored records go
 // into a read slot, `slots` of them (the byte budget decides how many). The loader's
 // workers then parse and copy each sample out of its slot's buffer exactly as they would
-// out of a mapping (read::ShardReader::Parse). A shard that shrinks gives a short read,
+// out of a mapping (format::ShardReader::Parse). A shard that shrinks gives a short read,
 // reported as an IOError naming the file, record and offset.
 //
-// Planning a unit: each sample's record extent (ShardReader::Extent); runs of records that
+// Planning a unit: each sample's record extent (format::ShardReader::Extent); runs of records that
 // follow each other in the same file and in the unit are coalesced into one read of up to
 // kMaxReadBytes (1 MiB), so a window's blocks are read whole, several reads each, wherever
 // their records fall in the batches. With direct I/O each read covers the block-aligned
@@ -34,7 +34,7 @@
 #include <string>
 #include <vector>
 
-#include "read/shard_reader.h"
+#include "format/shard_reader.h"
 #include "shardpack/dataset.h"
 #include "shardpack/status.h"
 
@@ -124,7 +124,8 @@ class ReadAhead {
   void Start(uint64_t unit, uint64_t first, std::span<const uint64_t> indices);
   // Waits until the sample at `position` (its unit started) is read, then parses it into
   // `out`, whose pointers stay valid until the position is finished.
-  Status Sample(uint64_t position, bool verify_crc, SampleView* out, CopyTarget* copy = nullptr);
+  Status Sample(uint64_t position, bool verify_crc, SampleView* out,
+                format::CopyTarget* copy = nullptr);
   // Positions [first, first + count) are done with; a unit all of whose started positions
   // are frees its slot for the unit `slots` later. Returns whether a slot was freed.
   bool Finish(uint64_t first, uint64_t count);

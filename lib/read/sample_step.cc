@@ -4,9 +4,9 @@
 #include <cstring>
 #include <utility>
 
+#include "format/shard_reader.h"
 #include "image/image.h"
 #include "read/dataset_access.h"
-#include "read/shard_reader.h"
 #include "shardpack/limits.h"
 
 namespace shardpack::read {
@@ -62,7 +62,7 @@ void SampleStep::WarmDecoder(SampleScratch* scratch) const {
       own.resize(bytes);
       dst = own.data();
     }
-    DecodeSampleInto(view, 1, dst).IgnoreError();
+    format::DecodeSampleInto(view, 1, dst).IgnoreError();
     return;
   }
 }
@@ -84,7 +84,7 @@ Status SampleStep::Place(const SampleSource& source, const SampleTarget& target,
   // encoded image: decodes it there). Unless the host normalises the sample next, nothing
   // reads it again soon (the GPU copy, or the consumer, a batch later): the copy's stores
   // then go around the caches.
-  CopyTarget copy;
+  format::CopyTarget copy;
   if (transformer_.pass_through()) {
     copy = {target.pixels, sample_bytes_,
             normalizer_ != nullptr ? crc32c::CopyStores::kCached : crc32c::CopyStores::kStreaming};
@@ -152,7 +152,8 @@ Status SampleStep::TransformEncoded(const SampleView& view, uint64_t key, uint8_
   const size_t bytes =
       static_cast<size_t>(height) * static_cast<size_t>(width) * static_cast<size_t>(view.channels);
   if (scratch->decoded.size() < bytes) scratch->decoded.resize(bytes);
-  SHARDPACK_RETURN_IF_ERROR(DecodeSampleInto(view, plan.denominator, scratch->decoded.data()));
+  SHARDPACK_RETURN_IF_ERROR(
+      format::DecodeSampleInto(view, plan.denominator, scratch->decoded.data()));
   return transformer_.ApplyPlan(scratch->decoded.data(), height, width, view.channels, plan, dst,
                                 &scratch->transform);
 }

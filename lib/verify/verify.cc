@@ -21,11 +21,11 @@
 #include "format/index_file.h"
 #include "format/lmdb_shard.h"
 #include "format/record.h"
+#include "format/shard_reader.h"
 #include "image/image.h"
 #include "io/env.h"
 #include "io/mapped_range.h"
 #include "io/memory_budget.h"
-#include "read/shard_reader.h"
 #include "remote/shard_cache.h"
 #include "shardpack/limits.h"
 #include "shardpack/manifest.h"
@@ -179,7 +179,7 @@ Status CheckPayload(const uint8_t* payload, uint64_t length, const format::Recor
     view.width = static_cast<int>(d.width);
     view.channels = static_cast<int>(d.channels);
     std::vector<uint8_t> pixels(static_cast<size_t>(d.height * d.width * d.channels));
-    SHARDPACK_RETURN_IF_ERROR(read::DecodeSampleInto(view, 1, pixels.data()));
+    SHARDPACK_RETURN_IF_ERROR(format::DecodeSampleInto(view, 1, pixels.data()));
   }
   return Status::Ok();
 }

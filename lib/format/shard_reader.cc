@@ -1,4 +1,4 @@
-#include "read/shard_reader.h"
+#include "format/shard_reader.h"
 
 #include <algorithm>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "util/crc32c.h"
 #include "util/location.h"
 
-namespace shardpack::read {
+namespace shardpack::format {
 
 std::string ShardReader::Where(uint64_t record) const {
   return RecordLocation{name_, static_cast<int64_t>(record),
@@ -38,9 +38,8 @@ namespace {
 
 // `out` from a parsed record, which must hold what the shard holds (`expected`); an encoded
 // image is decoded into `copy` where CopyTarget says so. Errors unnamed (callers add Where).
-Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* out,
-            CopyTarget* copy) {
-  SHARDPACK_RETURN_IF_ERROR(format::CheckEncoding(d, expected));
+Status Fill(const DecodedSample& d, ImageEncoding expected, SampleView* out, CopyTarget* copy) {
+  SHARDPACK_RETURN_IF_ERROR(CheckEncoding(d, expected));
   out->encoding = d.encoding;
   if (d.encoding == ImageEncoding::kRaw) {
     out->pixels = {d.pixels, d.pixel_bytes};
@@ -67,7 +66,7 @@ Status Fill(const format::DecodedSample& d, ImageEncoding expected, SampleView* 
 
 // The pixels' checksum, read once: while copying them to `copy` where it fits them
 // (CopyTarget), else in place.
-uint32_t PixelCrc(const format::DecodedSample& d, CopyTarget* copy) {
+uint32_t PixelCrc(const DecodedSample& d, CopyTarget* copy) {
   if (d.encoding == ImageEncoding::kRaw && copy != nullptr && copy->dst != nullptr &&
       copy->bytes == d.pixel_bytes) {
     copy->copied = true;
@@ -78,11 +77,10 @@ uint32_t PixelCrc(const format::DecodedSample& d, CopyTarget* copy) {
 
 // One pass over the pixels: their checksum, combined with the prefix's, gives the payload
 // checksum, and is checked against image/raw/crc32c as well.
-Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d, CopyTarget* copy) {
+Status CheckCrcs(const RecordView& r, const DecodedSample& d, CopyTarget* copy) {
   const uint32_t pixels = PixelCrc(d, copy);
-  SHARDPACK_RETURN_IF_ERROR(
-      format::CheckPayloadCrc(r, format::PayloadCrc(r.payload, r.length, d, pixels)));
-  return format::CheckPixelCrc(d, pixels);
+  SHARDPACK_RETURN_IF_ERROR(CheckPayloadCrc(r, PayloadCrc(r.payload, r.length, d, pixels)));
+  return CheckPixelCrc(d, pixels);
 }
 
 // An Example payload (an LMDB value, or a TFRecord record's payload whose checksums were
@@ -90,10 +88,10 @@ Status CheckCrcs(const format::RecordView& r, const format::DecodedSample& d, Co
 // pixels copied to `copy` in that pass).
 Status ParseExample(const uint8_t* payload, uint64_t length, bool verify_crc,
                     ImageEncoding expected, SampleView* out, CopyTarget* copy) {
-  format::DecodedSample d;
-  SHARDPACK_RETURN_IF_ERROR(format::ParseStoredSample(payload, length, &d));
+  DecodedSample d;
+  SHARDPACK_RETURN_IF_ERROR(ParseStoredSample(payload, length, &d));
   if (verify_crc && d.has_pixel_crc) {
-    SHARDPACK_RETURN_IF_ERROR(format::CheckPixelCrc(d, PixelCrc(d, copy)));
+    SHARDPACK_RETURN_IF_ERROR(CheckPixelCrc(d, PixelCrc(d, copy)));
   }
   return Fill(d, expected, out, copy);
 }
@@ -127,8 +125,7 @@ constexpr uint64_t kPrefetchBytes = 4096;
 class TfrecordShard final : public ShardReader {
  public:
   TfrecordShard(const ShardEntry& e, std::string path, std::unique_ptr<io::MappedFile> file,
-                std::vector<format::IndexEntry> index, uint64_t max_record_bytes,
-                ImageEncoding encoding)
+                std::vector<IndexEntry> index, uint64_t max_record_bytes, ImageEncoding encoding)
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/true, encoding),
         file_(std::move(file)),
         index_(std::move(index)),
@@ -138,7 +135,7 @@ class TfrecordShard final : public ShardReader {
   using ShardReader::Parse;
 
   Status Get(uint64_t record, bool verify_crc, SampleView* out, CopyTarget* copy) const override {
-    const format::IndexEntry& e = index_[record];
+    const IndexEntry& e = index_[record];
     // The rest of the file from the record on: a length field claiming more than the
     // index line says is named as such, not as a truncation.
     // (Open checked that every index line lies inside the file: they are ordered.)
@@ -150,7 +147,7 @@ class TfrecordShard final : public ShardReader {
   }
 
   void WillNeed(uint64_t record) const override {
-    const format::IndexEntry& e = index_[record];
+    const IndexEntry& e = index_[record];
     file_->WillNeed(e.offset, e.size);
   }
 
@@ -159,14 +156,14 @@ class TfrecordShard final : public ShardReader {
       __builtin_prefetch(&index_[record]);
       return;
     }
-    const format::IndexEntry& e = index_[record];
+    const IndexEntry& e = index_[record];
     const uint8_t* start = file_->data() + e.offset;
     const uint64_t bytes = std::min<uint64_t>(e.size, kPrefetchBytes);
     for (uint64_t at = 0; at < bytes; at += 64) __builtin_prefetch(start + at);
   }
 
   void Populate(uint64_t record) const override {
-    const format::IndexEntry& e = index_[record];
+    const IndexEntry& e = index_[record];
     file_->Populate(e.offset, e.size);
   }
 
@@ -185,7 +182,7 @@ class TfrecordShard final : public ShardReader {
   // The middle of the record: its pixels. Its first page also holds the previous record's
   // tail and its own header, which a reader may have touched alone.
   bool Resident(uint64_t record) const override {
-    const format::IndexEntry& e = index_[record];
+    const IndexEntry& e = index_[record];
     return file_->Resident(e.offset + e.size / 2);
   }
 
@@ -209,10 +206,10 @@ class TfrecordShard final : public ShardReader {
   // The framed record at the start of `bytes` (`n` of them available).
   Status Decode(uint64_t record, const uint8_t* bytes, uint64_t n, bool verify_crc, SampleView* out,
                 CopyTarget* copy) const {
-    const format::IndexEntry& e = index_[record];
-    format::RecordView r;
-    Status s = format::ReadRecordAt(bytes, n, 0, max_record_bytes_,
-                                    /*check_payload_crc=*/false, &r);
+    const IndexEntry& e = index_[record];
+    RecordView r;
+    Status s = ReadRecordAt(bytes, n, 0, max_record_bytes_,
+                            /*check_payload_crc=*/false, &r);
     if (s.ok() && r.framed_size() != e.size) {
       s = CorruptionError("the record is " + std::to_string(r.framed_size()) +
                           " bytes, its index line says " + std::to_string(e.size));
@@ -222,21 +219,21 @@ class TfrecordShard final : public ShardReader {
       s = ParseExample(r.payload, r.length, /*verify_crc=*/false, encoding(), out, copy);
       return s.ok() ? s : Fault(record, s);
     }
-    format::DecodedSample d;
-    s = format::ParseStoredSample(r.payload, r.length, &d);
+    DecodedSample d;
+    s = ParseStoredSample(r.payload, r.length, &d);
     if (s.ok()) s = CheckCrcs(r, d, copy);
     if (s.ok()) s = Fill(d, encoding(), out, copy);
     return s.ok() ? s : Fault(record, s);
   }
 
   std::unique_ptr<io::MappedFile> file_;
-  std::vector<format::IndexEntry> index_;
+  std::vector<IndexEntry> index_;
   uint64_t max_record_bytes_;
 };
 
 class LmdbShard final : public ShardReader {
  public:
-  LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<format::LmdbShardReader> lmdb,
+  LmdbShard(const ShardEntry& e, std::string path, std::unique_ptr<LmdbShardReader> lmdb,
             ImageEncoding encoding)
       : ShardReader(e.data.file, std::move(path), e.records, /*offsets=*/false, encoding),
         lmdb_(std::move(lmdb)) {}
@@ -313,7 +310,7 @@ class LmdbShard final : public ShardReader {
   uint64_t LocationOffset(uint64_t) const override { return 0; }
 
  private:
-  std::unique_ptr<format::LmdbShardReader> lmdb_;
+  std::unique_ptr<LmdbShardReader> lmdb_;
 };
 
 }  // namespace
@@ -335,16 +332,15 @@ StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(const ShardEntry& e,
     return CorruptionError(shown + ": " + std::to_string(file->size()) +
                            " bytes, the manifest says " + std::to_string(e.data.bytes));
   }
-  SHARDPACK_ASSIGN_OR_RETURN(std::string index_text,
-                             env->ReadFile(index_path, format::kMaxIndexBytes));
-  auto index = format::ParseIndex(index_text, e.records);
+  SHARDPACK_ASSIGN_OR_RETURN(std::string index_text, env->ReadFile(index_path, kMaxIndexBytes));
+  auto index = ParseIndex(index_text, e.records);
   if (!index.ok()) return index.status().WithPrefix(index_shown);
   if (index->size() != e.records) {
     return CorruptionError(index_shown + ": " + std::to_string(index->size()) +
                            " records, the manifest says " + std::to_string(e.records));
   }
   if (!index->empty()) {
-    const format::IndexEntry& last = index->back();
+    const IndexEntry& last = index->back();
     // Not `last.offset + last.size > size`: the sum can wrap.
     if (last.offset > file->size() || last.size > file->size() - last.offset) {
       return CorruptionError(index_shown + ": line " + std::to_string(index->size()) +
@@ -361,7 +357,7 @@ StatusOr<std::unique_ptr<ShardReader>> OpenTfrecordShard(const ShardEntry& e,
 StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const std::string& path,
                                                      const std::string& shown,
                                                      const ShardOpenOptions& options) {
-  SHARDPACK_ASSIGN_OR_RETURN(auto lmdb, format::LmdbShardReader::Open(path, options.random_access));
+  SHARDPACK_ASSIGN_OR_RETURN(auto lmdb, LmdbShardReader::Open(path, options.random_access));
   if (lmdb->file_bytes() != e.data.bytes) {
     return CorruptionError(shown + ": " + std::to_string(lmdb->file_bytes()) +
                            " bytes, the manifest says " + std::to_string(e.data.bytes));
@@ -373,4 +369,4 @@ StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const 
   return std::unique_ptr<ShardReader>(new LmdbShard(e, path, std::move(lmdb), options.encoding));
 }
 
-}  // namespace shardpack::read
+}  // namespace shardpack::format

@@ -9,8 +9,8 @@
 // contiguous in the file).
 //
 // Thread-safety: every method may be called from any number of threads at once.
-#ifndef SHARDPACK_READ_SHARD_READER_H_
-#define SHARDPACK_READ_SHARD_READER_H_
+#ifndef SHARDPACK_FORMAT_SHARD_READER_H_
+#define SHARDPACK_FORMAT_SHARD_READER_H_
 
 #include <cstdint>
 #include <memory>
@@ -26,7 +26,7 @@ namespace shardpack::io {
 class Env;
 }
 
-namespace shardpack::read {
+namespace shardpack::format {
 
 // The bytes of a shard's file that hold one record.
 struct RecordExtent {
@@ -168,6 +168,6 @@ StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& entry,
                                                      const std::string& shown,
                                                      const ShardOpenOptions& options);
 
-}  // namespace shardpack::read
+}  // namespace shardpack::format
 
-#endif  // SHARDPACK_READ_SHARD_READER_H_
+#endif  // SHARDPACK_FORMAT_SHARD_READER_H_
