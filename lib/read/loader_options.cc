@@ -59,9 +59,7 @@ void PlanReadAhead(const LoaderOptions& o, uint64_t stored_batch, IoPlan* io) {
   ro.depth = o.io_depth;
   ro.direct = o.io_bypass_cache;
   ro.reuse_cache = o.io_reuse_page_cache;
-  ro.queue = o.io_queue == IoQueue::kUring   ? QueueKind::kUring
-             : o.io_queue == IoQueue::kPread ? QueueKind::kPread
-                                             : QueueKind::kAuto;
+  ro.queue = o.io_queue;
 }
 
 }  // namespace

@@ -266,12 +266,12 @@ class UringQueue final : public ReadQueue {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth, size_t queued,
+StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(IoQueue kind, int depth, size_t queued,
                                                    ReadQueue::Done done) {
   depth = std::max(1, depth);
-  if (kind != QueueKind::kPread) {
+  if (kind != IoQueue::kPread) {
     auto uring = UringQueue::Create(depth, queued, done);
-    if (uring.ok() || kind == QueueKind::kUring) return uring;
+    if (uring.ok() || kind == IoQueue::kUring) return uring;
   }
   return std::unique_ptr<ReadQueue>(new PreadQueue(depth, queued, std::move(done)));
 }
@@ -392,12 +392,12 @@ StatusOr<std::unique_ptr<ReadAhead>> ReadAhead::Create(const Dataset& dataset,
     ra->files_.push_back(std::move(file));
   }
   ra->direct_ = options.direct && all_direct && shards > 0;
-  QueueKind kind = options.queue;
+  IoQueue kind = options.queue;
   if (!all_fds) {
-    if (kind == QueueKind::kUring) {
+    if (kind == IoQueue::kUring) {
       return InvalidArgumentError("read-ahead: io_uring needs files with descriptors");
     }
-    kind = QueueKind::kPread;
+    kind = IoQueue::kPread;
   }
   ReadAhead* raw = ra.get();
   // At most a read per record of every slot waits at once.

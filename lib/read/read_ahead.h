@@ -36,6 +36,7 @@
 
 #include "format/shard_reader.h"
 #include "shardpack/dataset.h"
+#include "shardpack/loader.h"
 #include "shardpack/status.h"
 
 namespace shardpack::io {
@@ -66,12 +67,10 @@ class ReadQueue {
   virtual std::string Describe() const = 0;
 };
 
-enum class QueueKind { kAuto, kUring, kPread };
-
-// kAuto: io_uring if it can be set up here (and every file has a descriptor), else pread
-// threads. kUring fails where it cannot be set up, naming why. Room for `queued` reads
-// waiting beyond the depth is made at once (more grows it).
-StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(QueueKind kind, int depth, size_t queued,
+// The queue LoaderOptions::io_queue names. kAuto: io_uring if it can be set up here (and every file
+// has a descriptor), else pread threads. kUring fails where it cannot be set up, naming why. Room
+// for `queued` reads waiting beyond the depth is made at once (more grows it).
+StatusOr<std::unique_ptr<ReadQueue>> MakeReadQueue(IoQueue kind, int depth, size_t queued,
                                                    ReadQueue::Done done);
 
 // The units of an epoch: positions [0, total) of its order (the positions its batches
@@ -90,7 +89,7 @@ struct ReadAheadOptions {
   int depth = 16;           // reads in flight
   bool direct = true;       // bypass the page cache (O_DIRECT, else DONTNEED after reading)
   bool reuse_cache = true;  // read records found in the page cache through the mapping
-  QueueKind queue = QueueKind::kAuto;
+  IoQueue queue = IoQueue::kAuto;
 };
 
 class ReadAhead {

@@ -66,7 +66,7 @@ TEST_P(ReadAheadTest, RecordsAdjacentInAFileAreOneReadAndEverySampleIsTheStoredO
   read::ReadAheadOptions o;
   o.unit_samples = 9;
   o.slots = 2;
-  o.queue = read::QueueKind::kPread;
+  o.queue = IoQueue::kPread;
   o.reuse_cache = false;
   auto ra = read::ReadAhead::Create(*ds, o);
   ASSERT_OK(ra.status());
@@ -147,7 +147,7 @@ TEST_P(ReadAheadTest, RecordsASmallGapApartJoinOneReadAndTheirBytesAreTheStoredO
   read::ReadAheadOptions o;
   o.unit_samples = 6;
   o.slots = 1;
-  o.queue = read::QueueKind::kPread;
+  o.queue = IoQueue::kPread;
   o.reuse_cache = false;
   auto ra = read::ReadAhead::Create(*ds, o);
   ASSERT_OK(ra.status());
