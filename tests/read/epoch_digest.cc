@@ -4,6 +4,9 @@
 // and the process's peak RSS.
 //   epoch_digest DIR [--io auto|mapped|readahead] [--batch-size N] [--epochs E]
 //                [--io-buffer BYTES] [--shuffle global|block]
+//                [--transform none|center_crop|random_resized_crop|random_crop]
+//                [--output HxW] [--flip 0|1] [--dtype uint8|float32|float16]
+// (The transform flags also let two builds of the loader be compared batch for batch.)
 // Output, one line: "digest <hex> batches <n> peak_rss_kb <kb> io <LoaderStats::io>".
 #include <sys/resource.h>
 
@@ -41,6 +44,20 @@ int main(int argc, char** argv) {
       o.io_buffer_bytes = std::stoull(value);
     } else if (flag == "--shuffle") {
       o.shuffle = value == "block" ? ShuffleMode::kBlock : ShuffleMode::kGlobal;
+    } else if (flag == "--transform") {
+      o.transform = value == "center_crop"           ? Transform::kCenterCrop
+                    : value == "random_resized_crop" ? Transform::kRandomResizedCrop
+                    : value == "random_crop"         ? Transform::kRandomCrop
+                                                     : Transform::kNone;
+    } else if (flag == "--output") {
+      o.output_height = std::stoi(value.substr(0, value.find('x')));
+      o.output_width = std::stoi(value.substr(value.find('x') + 1));
+    } else if (flag == "--flip") {
+      o.random_flip = value == "1";
+    } else if (flag == "--dtype") {
+      o.output_type = value == "float32"   ? OutputType::kFloat32
+                      : value == "float16" ? OutputType::kFloat16
+                                           : OutputType::kUint8;
     } else {
       std::fprintf(stderr, "epoch_digest: unknown flag %s\n", flag.c_str());
       return 2;
