@@ -427,7 +427,7 @@ std::function<int()> AddBench(CLI::App& app) {
   cmd->add_option("DST", a->dst, "Dataset directory (holding manifest.json)")->required();
   cmd->add_option("--threads", a->threads, "Worker thread counts to measure")
       ->delimiter(',')
-      ->check(Integer<int>(1, 4096));
+      ->check(Integer<int>(1, kMaxThreads));
   cmd->add_option("--shuffle", a->shuffles, "Shuffle modes to measure: none, global, block")
       ->delimiter(',')
       ->check(EnumCheck<ShuffleMode>());

@@ -17,7 +17,7 @@
 
 namespace shardpack::cli {
 
-constexpr int kMaxSide = static_cast<int>(format::kMaxDimension);
+constexpr int kMaxSide = static_cast<int>(kMaxImageSide);
 
 // The command line of convert, as parsed.
 struct ConvertArgs {
@@ -182,14 +182,14 @@ std::function<int()> AddConvert(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "Seed of --shuffle (recorded in the manifest)")
       ->check(Integer<uint64_t>());
   cmd->add_option("--threads", a->threads, "Decoding threads (default: all cores)")
-      ->check(Integer<int>(0, 4096));
+      ->check(Integer<int>(0, kMaxThreads));
   cmd->add_flag("--no-orient", a->no_orient, "Ignore EXIF orientation (recorded)");
   cmd->add_option("--background", a->background,
                   "RRGGBB hex colour under alpha and around --fit pad")
       ->capture_default_str();
   cmd->add_option("--list", a->list, "List file of \"path label\" lines relative to SRC");
   cmd->add_option("--max-pixels", a->max_pixels, "Reject images with more pixels")
-      ->check(Integer<uint64_t>(1, format::kMaxPixels))
+      ->check(Integer<uint64_t>(1, kMaxImagePixels))
       ->capture_default_str();
   cmd->add_option("--max-scans", a->max_scans, "Reject progressive JPEGs with more scans")
       ->check(Integer<int>(1))

@@ -22,7 +22,7 @@ std::function<int()> AddMerge(CLI::App& app) {
   cmd->add_option("DST", a->dst, "The DST every part was converted into (it holds parts/)")
       ->required();
   cmd->add_option("--threads", a->threads, "Verify threads (default: all cores)")
-      ->check(Integer<int>(0, 4096));
+      ->check(Integer<int>(0, kMaxThreads));
   cmd->add_flag("--no-verify", a->no_verify,
                 "Check only that every part's files are there with their sizes (parts "
                 "verified where they were made)");

@@ -34,7 +34,7 @@ std::function<int()> AddVerify(CLI::App& app) {
   cmd->add_flag("--decode", args->decode,
                 "A dataset of encoded images: also decode every image and check its size");
   cmd->add_option("--threads", args->threads, "Threads checking shards (default: all cores)")
-      ->check(Integer<int>(0, 4096));
+      ->check(Integer<int>(0, kMaxThreads));
   cmd->add_flag("--json", args->json, "Print a machine-readable report on stdout");
   cmd->add_option("--cache-dir", args->cache_dir,
                   "URL datasets: the local cache (default: $SHARDPACK_CACHE_DIR, else "

@@ -145,7 +145,7 @@ void AdoptFile(const std::string& path, const std::string& name, const std::stri
   ++summary->files;
   summary->bytes += size;
   format::RecordScanner scanner(
-      data, size, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = true},
+      data, size, {.max_length = kMaxRecordBytes, .check_payload_crc = true},
       [&](uint64_t record, uint64_t offset, const std::string& message) {
         faults->Add(name, static_cast<int64_t>(record), static_cast<int64_t>(offset), message);
       });

@@ -151,11 +151,10 @@ Status CheckGeometry(const ConvertOptions& o) {
         "choose exactly one output geometry: a fixed size (height and width), max_side, or "
         "keep");
   }
-  if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0 ||
-      o.height > format::kMaxDimension || o.width > format::kMaxDimension || o.max_side < 0 ||
-      o.max_side > format::kMaxDimension) {
+  if ((o.height > 0) != (o.width > 0) || o.height < 0 || o.width < 0 || o.height > kMaxImageSide ||
+      o.width > kMaxImageSide || o.max_side < 0 || o.max_side > kMaxImageSide) {
     return InvalidArgumentError("output size must be positive and at most " +
-                                std::to_string(format::kMaxDimension) + " a side");
+                                std::to_string(kMaxImageSide) + " a side");
   }
   if (Status s = CheckResizeFilter(o.filter, "filter"); !s.ok()) return s;
   if (Status s = CheckFitMode(o.fit, "fit"); !s.ok()) return s;
@@ -168,8 +167,8 @@ Status CheckDecodeSettings(const ConvertOptions& o) {
   if (o.channels != 1 && o.channels != 3) {
     return InvalidArgumentError("channels must be 1 or 3, not " + std::to_string(o.channels));
   }
-  if (o.max_pixels == 0 || o.max_pixels > format::kMaxPixels) {
-    return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(format::kMaxPixels));
+  if (o.max_pixels == 0 || o.max_pixels > kMaxImagePixels) {
+    return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(kMaxImagePixels));
   }
   if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
   return Status::Ok();
@@ -536,17 +535,17 @@ Status CheckNotInterrupted(const std::string& dst) {
 // The manifest lists every class by name: their number and length are bounded, so that a
 // typo cannot make a manifest of hundreds of megabytes that readers then refuse.
 Status CheckClasses(const std::string& src, const convert::InputSet& inputs) {
-  if (inputs.classes.size() > format::kMaxClasses) {
+  if (inputs.classes.size() > kMaxClasses) {
     return InvalidArgumentError(src + ": " + std::to_string(inputs.classes.size()) +
-                                " classes, more than the " + std::to_string(format::kMaxClasses) +
+                                " classes, more than the " + std::to_string(kMaxClasses) +
                                 " a dataset may have");
   }
   for (size_t i = 0; i < inputs.classes.size(); ++i) {
-    if (inputs.classes[i].size() > format::kMaxClassNameBytes) {
+    if (inputs.classes[i].size() > kMaxClassNameBytes) {
       return InvalidArgumentError(
           src + ": class " + std::to_string(i) + " (\"" + inputs.classes[i].substr(0, 40) +
           "...\") has a name of " + std::to_string(inputs.classes[i].size()) +
-          " bytes, more than the " + std::to_string(format::kMaxClassNameBytes) + " allowed");
+          " bytes, more than the " + std::to_string(kMaxClassNameBytes) + " allowed");
     }
   }
   return Status::Ok();
@@ -661,10 +660,10 @@ StatusOr<ScanResult> Scan(const std::string& src, const std::string& target,
   }
   SHARDPACK_RETURN_IF_ERROR(CheckDestinationOutsideSource(src, target, o));
   scan.tfrecord_source = IsTfrecordSource(src, o);
-  SHARDPACK_ASSIGN_OR_RETURN(
-      scan.inputs, scan.tfrecord_source  ? ScanTfrecordFiles(src, format::kDefaultMaxRecordBytes)
-                   : o.list_file.empty() ? ScanClassFolders(src)
-                                         : ReadListFile(o.list_file, src));
+  SHARDPACK_ASSIGN_OR_RETURN(scan.inputs, scan.tfrecord_source
+                                              ? ScanTfrecordFiles(src, kMaxRecordBytes)
+                                          : o.list_file.empty() ? ScanClassFolders(src)
+                                                                : ReadListFile(o.list_file, src));
   SHARDPACK_RETURN_IF_ERROR(CheckClasses(src, scan.inputs));
   scan.range = scan.partitioned ? PartitionInputs(scan.inputs.files.size(), o.part_index,
                                                   o.part_count, o.max_shard_records)
@@ -852,9 +851,9 @@ Status DecodeStage::DecodeRecord(Item* item, DecodeScratch* scratch) const {
   SHARDPACK_ASSIGN_OR_RETURN(auto record, std::move(decoded));
   item->bytes_in = record.bytes_in;
   item->filename = std::move(record.filename);
-  if (item->filename.size() > format::kMaxTextBytes) {
+  if (item->filename.size() > kMaxTextBytes) {
     return CorruptionError("feature image/filename: " + std::to_string(item->filename.size()) +
-                           " bytes, more than " + std::to_string(format::kMaxTextBytes));
+                           " bytes, more than " + std::to_string(kMaxTextBytes));
   }
   if (item->filename.empty()) item->filename = item->input->relative;
   return Resize(std::move(record.image), item, &scratch->resize);
@@ -1250,8 +1249,7 @@ StatusOr<ConvertSummary> ConvertToS3(const std::string& src, const std::string& 
   // (an overwrite converts the staging directory anew).
   const std::string replaced_path = io::JoinPath(staging, kReplacedManifestName);
   if (!replaced && env->FileExists(replaced_path)) {
-    SHARDPACK_ASSIGN_OR_RETURN(std::string text,
-                               env->ReadFile(replaced_path, format::kMaxManifestBytes));
+    SHARDPACK_ASSIGN_OR_RETURN(std::string text, env->ReadFile(replaced_path, kMaxManifestBytes));
     replaced = std::move(text);
   }
   // The staging directory is this run's own: an interrupted conversion in it goes on, a

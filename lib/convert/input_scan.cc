@@ -163,10 +163,10 @@ StatusOr<InputSet> ReadListFile(const std::string& list_path, const std::string&
     int64_t label = -1;
     auto r = std::from_chars(label_text.data(), label_text.data() + label_text.size(), label);
     if (r.ec != std::errc() || r.ptr != label_text.data() + label_text.size() || label < 0 ||
-        label >= static_cast<int64_t>(format::kMaxClasses)) {
+        label >= static_cast<int64_t>(kMaxClasses)) {
       return bad("label \"" + EscapeBytes(label_text.substr(0, 40)) +
                  (label_text.size() > 40 ? "..." : "") + "\" is not an integer in 0.." +
-                 std::to_string(format::kMaxClasses - 1) +
+                 std::to_string(kMaxClasses - 1) +
                  " (every label up to the largest becomes a class of the manifest)");
     }
     max_label = std::max(max_label, label);

@@ -169,9 +169,9 @@ Status CheckCaffeDatum(const CaffeDatumView& d, ImageEncoding encoding) {
                            ", expected 1 (gray) or 3 (BGR)");
   }
   for (auto [v, name] : {std::pair{d.height, "height"}, std::pair{d.width, "width"}}) {
-    if (v < 1 || v > kMaxDimension) {
+    if (v < 1 || v > kMaxImageSide) {
       return CorruptionError(std::string("Datum.") + name + ": " + std::to_string(v) +
-                             " is outside 1.." + std::to_string(kMaxDimension));
+                             " is outside 1.." + std::to_string(kMaxImageSide));
     }
   }
   const uint64_t expected = static_cast<uint64_t>(d.channels) * static_cast<uint64_t>(d.height) *

@@ -471,9 +471,9 @@ Status Expect(const FeatureRef& f, std::string_view key, FeatureRef::Kind kind) 
 }
 
 Status CheckDim(int64_t v, std::string_view key) {
-  if (v >= 1 && v <= kMaxDimension) return Status::Ok();
+  if (v >= 1 && v <= kMaxImageSide) return Status::Ok();
   return CorruptionError("feature " + std::string(key) + ": " + std::to_string(v) +
-                         " is outside 1.." + std::to_string(kMaxDimension));
+                         " is outside 1.." + std::to_string(kMaxImageSide));
 }
 
 }  // namespace
@@ -575,10 +575,10 @@ Status DecodeStoredEncoded(const ExampleView& v, DecodedSample* out) {
   SHARDPACK_RETURN_IF_ERROR(CheckShape(v));
   const uint64_t pixels =
       static_cast<uint64_t>(v.height.int64) * static_cast<uint64_t>(v.width.int64);
-  if (pixels > kMaxPixels) {
+  if (pixels > kMaxImagePixels) {
     return CorruptionError("image/height x image/width is " + std::to_string(v.height.int64) + "x" +
                            std::to_string(v.width.int64) + ", over the limit of " +
-                           std::to_string(kMaxPixels) + " pixels");
+                           std::to_string(kMaxImagePixels) + " pixels");
   }
   return FinishSample(v, v.encoded_crc, kKeyEncodedCrc, encoding, v.encoded.bytes, out);
 }
@@ -637,8 +637,8 @@ Status DecodeEncodedSample(const ExampleView& v, EncodedSample* out) {
   }
   SHARDPACK_RETURN_IF_ERROR(Expect(v.label, kKeyLabel, K::kInt64));
   for (auto [f, key, dst, max] :
-       {std::tuple{&v.height, kKeyHeight, &out->height, kMaxDimension},
-        std::tuple{&v.width, kKeyWidth, &out->width, kMaxDimension},
+       {std::tuple{&v.height, kKeyHeight, &out->height, int64_t{kMaxImageSide}},
+        std::tuple{&v.width, kKeyWidth, &out->width, int64_t{kMaxImageSide}},
         std::tuple{&v.channels, kKeyChannels, &out->channels, int64_t{4}}}) {
     if (f->kind == K::kAbsent) continue;
     SHARDPACK_RETURN_IF_ERROR(Expect(*f, key, K::kInt64));

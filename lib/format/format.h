@@ -18,13 +18,6 @@ inline constexpr uint64_t kRecordHeaderSize = 12;
 inline constexpr uint64_t kRecordFooterSize = 4;
 inline constexpr uint64_t kRecordOverhead = kRecordHeaderSize + kRecordFooterSize;
 
-// The limits of shardpack/limits.h under the names the format code uses. The writer
-// refuses larger images and longer texts; readers refuse longer payloads.
-inline constexpr uint64_t kMaxPixels = kMaxImagePixels;
-inline constexpr int64_t kMaxDimension = kMaxImageSide;
-using shardpack::kMaxTextBytes;
-inline constexpr uint64_t kDefaultMaxRecordBytes = kMaxRecordBytes;
-
 // Pixel bytes of TFRecord shards start at file offsets that are multiples of this.
 inline constexpr uint32_t kDefaultPixelAlignment = 64;
 
@@ -51,9 +44,6 @@ inline constexpr std::string_view kFormatJpeg = "JPEG";
 inline constexpr std::string_view kFormatPng = "PNG";
 
 inline constexpr std::string_view kManifestName = "manifest.json";
-// What a conversion accepts for its classes (shardpack/limits.h).
-using shardpack::kMaxClasses;
-using shardpack::kMaxClassNameBytes;
 // What a conversion leaves in its output directory until the manifest is published: the
 // progress record of convert, the parts of convert --part and the plan of merge.
 inline constexpr const char* kConvertProgressName = ".shardpack-convert.json";
@@ -63,8 +53,6 @@ inline constexpr const char* kMergePlanName = ".shardpack-merge.json";
 // NotFound for a directory without a manifest, saying what it is instead: an interrupted
 // conversion (and how to go on), parts waiting for merge, or no shardpack dataset at all.
 Status NoManifestError(const std::string& dir);
-using shardpack::kMaxIndexBytes;
-using shardpack::kMaxManifestBytes;
 
 // "shard-00003-of-00016.tfrecord"; the staged name, before the total is known, drops
 // "-of-MMMMM": "shard-00003.tfrecord".

@@ -400,15 +400,15 @@ class ManifestSax {
 // limit, and what a record's image/class/text holds).
 Status ReadClass(const Reader& r, const EntryJson& j, size_t i, ClassEntry* c) {
   const std::string path = "classes[" + std::to_string(i) + "]";
-  if (i >= format::kMaxClasses) {
-    return r.Error("classes", "more than " + std::to_string(format::kMaxClasses) +
+  if (i >= kMaxClasses) {
+    return r.Error("classes", "more than " + std::to_string(kMaxClasses) +
                                   " classes, the most a dataset may have");
   }
   SHARDPACK_RETURN_IF_ERROR(r.Object(j, path));
   SHARDPACK_RETURN_IF_ERROR(r.String(j, "name", path, &c->name));
-  if (c->name.size() > format::kMaxTextBytes) {
+  if (c->name.size() > kMaxTextBytes) {
     return r.Error(path + ".name", std::to_string(c->name.size()) + " bytes, more than " +
-                                       std::to_string(format::kMaxTextBytes));
+                                       std::to_string(kMaxTextBytes));
   }
   if (!IsPrintableUtf8(c->name)) {
     return r.Error(path + ".name", "\"" + EscapeBytes(c->name) +
@@ -581,7 +581,7 @@ Status CheckImageLayout(const Reader& r, const Json& image, const Manifest& m) {
 // image.height and image.width (a fixed size, of at most the largest image's pixels), or
 // else image.max_side.
 Status ReadImageSize(const Reader& r, const Json& image, ImageSpec* spec) {
-  const int kMaxSide = static_cast<int>(format::kMaxDimension);
+  const int kMaxSide = static_cast<int>(kMaxImageSide);
   if (!image.contains("height") && !image.contains("width")) {
     return r.Int(image, "max_side", "image", &spec->max_side, kMaxSide);
   }
@@ -590,10 +590,10 @@ Status ReadImageSize(const Reader& r, const Json& image, ImageSpec* spec) {
   if (!spec->fixed()) return r.Error("image", "a fixed size must be positive");
   // The writer's limit: no image of more pixels is stored.
   const uint64_t pixels = static_cast<uint64_t>(spec->height) * static_cast<uint64_t>(spec->width);
-  if (pixels > format::kMaxPixels) {
+  if (pixels > kMaxImagePixels) {
     return r.Error("image", std::to_string(spec->height) + " x " + std::to_string(spec->width) +
                                 " is " + std::to_string(pixels) + " pixels, more than the " +
-                                std::to_string(format::kMaxPixels) + " of the largest image");
+                                std::to_string(kMaxImagePixels) + " of the largest image");
   }
   return Status::Ok();
 }
@@ -783,7 +783,7 @@ Status format::NoManifestError(const std::string& dir) {
 StatusOr<Manifest> ReadManifest(const std::string& dir) {
   SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kLocal));
   const std::string path = io::JoinPath(dir, format::kManifestName);
-  auto text = io::Env::Posix()->ReadFile(path, format::kMaxManifestBytes);
+  auto text = io::Env::Posix()->ReadFile(path, kMaxManifestBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
     return text.status();

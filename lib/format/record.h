@@ -42,7 +42,7 @@ Status CheckPayloadCrc(const RecordView& r, uint32_t actual_crc);
 class RecordScanner {
  public:
   struct Options {
-    uint64_t max_length = kDefaultMaxRecordBytes;
+    uint64_t max_length = kMaxRecordBytes;
     bool check_payload_crc = true;  // off: the caller checks (verify combines CRCs)
   };
   // `record` is the ordinal the faulty record would have; `offset` where it starts.

@@ -60,19 +60,18 @@ Status CheckLabel(const ShardWriterOptions& o, uint64_t number, int64_t label) {
 
 // The limits every reader enforces (format.h), whatever the dataset's shape.
 Status CheckReadable(uint64_t number, const SampleInput& s) {
-  if (s.height < 1 || s.width < 1 || s.height > format::kMaxDimension ||
-      s.width > format::kMaxDimension) {
+  if (s.height < 1 || s.width < 1 || s.height > kMaxImageSide || s.width > kMaxImageSide) {
     return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) + " is outside 1.." +
-                                std::to_string(format::kMaxDimension));
+                                std::to_string(kMaxImageSide));
   }
-  if (uint64_t(s.height) * uint64_t(s.width) > format::kMaxPixels) {
+  if (uint64_t(s.height) * uint64_t(s.width) > kMaxImagePixels) {
     return InvalidArgumentError(SampleName(number) + ": shape " + ShapeText(s) + " has more than " +
-                                std::to_string(format::kMaxPixels) + " pixels");
+                                std::to_string(kMaxImagePixels) + " pixels");
   }
-  if (s.filename.size() > format::kMaxTextBytes) {
+  if (s.filename.size() > kMaxTextBytes) {
     return InvalidArgumentError(SampleName(number) + ": filename of " +
                                 std::to_string(s.filename.size()) + " bytes, limit " +
-                                std::to_string(format::kMaxTextBytes));
+                                std::to_string(kMaxTextBytes));
   }
   return Status::Ok();
 }
@@ -470,9 +469,9 @@ StatusOr<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& di
                                 ", expected 1 (gray) or 3 (RGB)");
   }
   for (const std::string& name : options.class_names) {
-    if (name.size() > format::kMaxTextBytes) {
+    if (name.size() > kMaxTextBytes) {
       return InvalidArgumentError("a class name of " + std::to_string(name.size()) +
-                                  " bytes; the limit is " + std::to_string(format::kMaxTextBytes));
+                                  " bytes; the limit is " + std::to_string(kMaxTextBytes));
     }
     // What ParseManifest reads back (shardpack/manifest.h): a dataset is never written
     // that its readers refuse.

@@ -798,9 +798,9 @@ Status CheckSource(const Image& src) {
 }
 
 Status CheckOutputSize(int height, int width) {
-  if (height <= 0 || width <= 0 || height > kMaxResizeSide || width > kMaxResizeSide) {
+  if (height <= 0 || width <= 0 || height > kMaxImageSide || width > kMaxImageSide) {
     return InvalidArgumentError("resize: output size " + SizeText(height, width) +
-                                " must be in 1.." + std::to_string(kMaxResizeSide));
+                                " must be in 1.." + std::to_string(kMaxImageSide));
   }
   return Status::Ok();
 }

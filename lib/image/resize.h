@@ -31,8 +31,8 @@
 // Errors: InvalidArgument when a requested size (or max_side) is zero or negative, when
 // the source has a zero or negative side, a channel count other than 1 or 3, or
 // pixels.size() != height * width * channels, or when the output would be larger than
-// kMaxResizeSide on a side; ResizeRegionInto also checks its strides, box and pointers.
-// Messages start with "resize: " and give the values.
+// kMaxImageSide (shardpack/limits.h) on a side; ResizeRegionInto also checks its strides, box and
+// pointers. Messages start with "resize: " and give the values.
 //
 // Thread-safety: reentrant; no global state. A ResizeScratch is used by one thread at a
 // time.
@@ -52,9 +52,6 @@ namespace shardpack::image {
 // ResizeFilter and FitMode (shardpack/resize_filter.h) are the kernels (each Pillow's of the
 // same name) and the ways of fitting another aspect ratio; the geometry of each FitMode is
 // given at ResizeFit below.
-
-// Largest output side accepted, in pixels (libjpeg's JPEG_MAX_DIMENSION).
-inline constexpr int kMaxResizeSide = kMaxImageSide;
 
 class ResizeScratch;  // below
 
@@ -203,7 +200,7 @@ class ResizeScratch {
 //
 // InvalidArgument ("resize: ...") for a null pointer, a bad channel count, a non-
 // positive source side, a stride shorter than a row, an output side outside
-// 1..kMaxResizeSide, or a box that is empty, not finite or not inside the source; out is
+// 1..kMaxImageSide, or a box that is empty, not finite or not inside the source; out is
 // then untouched.
 Status ResizeRegionInto(const uint8_t* src, int src_height, int src_width, int channels,
                         size_t src_stride, float x0, float y0, float x1, float y1, int out_height,

@@ -75,7 +75,7 @@ StatusOr<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir,
     env = io::Env::Posix();
   } else {
     const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
-    auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
+    auto text = env->ReadFile(manifest_path, kMaxManifestBytes);
     if (!text.ok()) {
       if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
       return text.status();

@@ -70,7 +70,10 @@ Status CheckLoaderOptions(const LoaderOptions& o) {
     return Bad("prefetch must be in 1.." + std::to_string(kMaxPrefetch) + ", not " +
                std::to_string(o.prefetch));
   }
-  if (o.num_threads < 0) return Bad("num_threads must be >= 0");
+  if (o.num_threads < 0 || o.num_threads > kMaxThreads) {
+    return Bad("num_threads must be in 0.." + std::to_string(kMaxThreads) + ", not " +
+               std::to_string(o.num_threads));
+  }
   if (o.io_depth < 1 || o.io_depth > kMaxIoDepth) {
     return Bad("io_depth must be in 1.." + std::to_string(kMaxIoDepth) + ", not " +
                std::to_string(o.io_depth));

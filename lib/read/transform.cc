@@ -153,9 +153,9 @@ Status SampleTransformer::SetOutputSize(const LoaderOptions& options, const Imag
     if (out_h == 0) out_h = spec.height;
     if (out_w == 0) out_w = spec.width;
   }
-  if (out_h > image::kMaxResizeSide || out_w > image::kMaxResizeSide) {
+  if (out_h > kMaxImageSide || out_w > kMaxImageSide) {
     return InvalidArgumentError("transform: output size " + SizeText(out_h, out_w) + " exceeds " +
-                                std::to_string(image::kMaxResizeSide) + " on a side");
+                                std::to_string(kMaxImageSide) + " on a side");
   }
   out_height_ = out_h;
   out_width_ = out_w;

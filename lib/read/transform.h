@@ -127,7 +127,7 @@ class SampleTransformer {
   // are not checked. InvalidArgument, naming the option and its value, for:
   //   - a spec whose channels are not 1 or 3;
   //   - a negative output side, a side left 0 on a variable-size dataset, a side above
-  //     image::kMaxResizeSide;
+  //     kMaxImageSide;
   //   - kNone on a variable-size dataset, or with an output shape not the stored one;
   //   - kRandomCrop on a variable-size dataset, or larger than the stored shape;
   //   - kCenterCrop with a negative resize_shorter;

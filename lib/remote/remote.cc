@@ -22,8 +22,7 @@ StatusOr<Manifest> FetchManifest(const std::string& url, const RemoteOptions& op
   SHARDPACK_ASSIGN_OR_RETURN(std::string base, remote::NormalizeDatasetUrl(url));
   SHARDPACK_ASSIGN_OR_RETURN(auto client, remote::HttpClient::Create(options));
   const std::string manifest_url = base + "/" + std::string(format::kManifestName);
-  SHARDPACK_ASSIGN_OR_RETURN(std::string text,
-                             client->Get(manifest_url, format::kMaxManifestBytes));
+  SHARDPACK_ASSIGN_OR_RETURN(std::string text, client->Get(manifest_url, kMaxManifestBytes));
   return ParseManifest(text, manifest_url);
 }
 

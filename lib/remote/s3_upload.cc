@@ -348,7 +348,7 @@ Status Uploader::Publish(const std::vector<Item>& items, UploadSummary* summary)
   // the one that lists what was just sent).
   const std::string manifest_path = io::JoinPath(dir_, format::kManifestName);
   SHARDPACK_ASSIGN_OR_RETURN(std::string manifest,
-                             env_->ReadFile(manifest_path, format::kMaxManifestBytes));
+                             env_->ReadFile(manifest_path, kMaxManifestBytes));
   const std::string manifest_url = ObjectUrl(std::string(format::kManifestName));
   SHARDPACK_RETURN_IF_ERROR(PutObject(manifest_url, manifest, clients_[0].get()));
   SHARDPACK_RETURN_IF_ERROR(CheckSize(manifest_url, manifest.size(), clients_[0].get()));

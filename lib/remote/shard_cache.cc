@@ -176,8 +176,7 @@ class Fetcher {
     SHARDPACK_ASSIGN_OR_RETURN(auto client, HttpClient::Create(options_));
     clients_.push_back(std::move(client));
     const std::string manifest_url = url + "/" + std::string(format::kManifestName);
-    SHARDPACK_ASSIGN_OR_RETURN(std::string text,
-                               clients_[0]->Get(manifest_url, format::kMaxManifestBytes));
+    SHARDPACK_ASSIGN_OR_RETURN(std::string text, clients_[0]->Get(manifest_url, kMaxManifestBytes));
     SHARDPACK_ASSIGN_OR_RETURN(out_->manifest_, ParseManifest(text, manifest_url));
     out_->manifest_bytes_ = text.size();
 

@@ -264,7 +264,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
 
   std::set<uint64_t> fault_offsets;
   format::RecordScanner scanner(
-      data, size, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = false},
+      data, size, {.max_length = kMaxRecordBytes, .check_payload_crc = false},
       [&](uint64_t record, uint64_t offset, const std::string& message) {
         fault_offsets.insert(offset);
         faults.Add(static_cast<int64_t>(record), static_cast<int64_t>(offset), message);
@@ -312,7 +312,7 @@ void VerifyTfrecordShard(const FileSource& source, const ShardEntry& e, const Ma
     index_faults.Add(-1, -1, source.why_missing(e.index->file));
     return;
   }
-  auto text = env->ReadFile(index_path, format::kMaxIndexBytes);
+  auto text = env->ReadFile(index_path, kMaxIndexBytes);
   if (!text.ok()) {
     index_faults.Add(-1, -1,
                      text.status().code() == StatusCode::kNotFound
@@ -603,7 +603,7 @@ StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions
   const auto start = std::chrono::steady_clock::now();
   io::Env* env = io::Env::Posix();
   const std::string manifest_path = io::JoinPath(dir, format::kManifestName);
-  auto text = env->ReadFile(manifest_path, format::kMaxManifestBytes);
+  auto text = env->ReadFile(manifest_path, kMaxManifestBytes);
   if (!text.ok()) {
     if (text.status().code() == StatusCode::kNotFound) return format::NoManifestError(dir);
     return text.status();

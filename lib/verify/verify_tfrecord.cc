@@ -125,7 +125,7 @@ void VerifyFile(const format::TfrecordFile& file, const VerifyOptions& options, 
   const uint8_t* data = (*mapped)->data();
   out->bytes = (*mapped)->size();
   format::RecordScanner scanner(
-      data, out->bytes, {.max_length = format::kDefaultMaxRecordBytes, .check_payload_crc = true},
+      data, out->bytes, {.max_length = kMaxRecordBytes, .check_payload_crc = true},
       [&](uint64_t record, uint64_t offset, const std::string& message) {
         std::string m = message;
         if (offset == 0 && image::Sniff(data, out->bytes) != image::Format::kUnknown) {

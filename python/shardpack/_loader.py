@@ -386,7 +386,7 @@ class Loader:
         o.block_size = integer(block_size, "block_size", 1, INT32_MAX)
         o.block_window = integer(block_window, "block_window", 1, INT32_MAX)
         o.seed = integer(seed, "seed", 0, UINT64_MAX)
-        o.num_threads = integer(num_threads, "num_threads", 0, 4096)
+        o.num_threads = integer(num_threads, "num_threads", 0, _shardpack.MAX_THREADS)
         o.prefetch = integer(prefetch, "prefetch", 1, _shardpack.MAX_PREFETCH)
         o.read_ahead_bytes = integer(read_ahead, "read_ahead", 0, UINT64_MAX)
         o.io = enum_member(_shardpack.IoPath, io, "io")

@@ -322,7 +322,7 @@ def convert(
     o.write_method = enum_member(_shardpack.WriteMethod, write_method, "write_method")
     o.shuffle = bool(shuffle)
     o.seed = integer(seed, "seed", 0, UINT64_MAX)
-    o.num_threads = integer(threads, "threads", 0, 4096)
+    o.num_threads = integer(threads, "threads", 0, _shardpack.MAX_THREADS)
     o.apply_orientation = bool(orient)
     o.background = list(_rgb(background))
     if list_file is not None:

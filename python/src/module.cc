@@ -22,6 +22,7 @@ NB_MODULE(_shardpack, m) {
   m.attr("MAX_IMAGE_SIDE") = shardpack::kMaxImageSide;
   m.attr("MAX_PREFETCH") = shardpack::kMaxPrefetch;
   m.attr("MAX_IO_DEPTH") = shardpack::kMaxIoDepth;
+  m.attr("MAX_THREADS") = shardpack::kMaxThreads;
   shardpack::python::BindDataset(m);
   shardpack::python::BindLoader(m);
   shardpack::python::BindConvert(m);

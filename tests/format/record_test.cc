@@ -144,7 +144,7 @@ TEST(RecordTest, LengthWithValidChecksumBeyondTheFileIsAnErrorNotAnAllocation) {
   file += std::string(reinterpret_cast<char*>(header), sizeof header) + "tiny";
   RecordView v;
   Status s = ReadRecordAt(reinterpret_cast<const uint8_t*>(file.data()), file.size(),
-                          Frame("x").size(), kDefaultMaxRecordBytes, true, &v);
+                          Frame("x").size(), kMaxRecordBytes, true, &v);
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
   EXPECT_NE(s.message().find("exceeds the limit"), std::string::npos) << s.message();
@@ -159,12 +159,12 @@ TEST(RecordTest, LengthWithValidChecksumBeyondTheFileIsAnErrorNotAnAllocation) {
 }
 
 // The reader's limit is inclusive (docs/FORMAT.md §1): a record of exactly
-// kDefaultMaxRecordBytes (the figure the docs state) is read whole, checksum and all; one a
+// kMaxRecordBytes (the figure the docs state) is read whole, checksum and all; one a
 // byte longer is refused before its payload is touched. The payloads are zeros in an
 // anonymous mapping: the zero page, not 257 MiB of memory.
 TEST(RecordTest, ARecordOfExactlyTheLimitIsReadAndOneByteLongerIsRefused) {
-  EXPECT_EQ(kDefaultMaxRecordBytes, 269'484'031u);  // 89,478,485 x 3 + 1 MiB
-  for (const uint64_t length : {kDefaultMaxRecordBytes, kDefaultMaxRecordBytes + 1}) {
+  EXPECT_EQ(kMaxRecordBytes, 269'484'031u);  // 89,478,485 x 3 + 1 MiB
+  for (const uint64_t length : {kMaxRecordBytes, kMaxRecordBytes + 1}) {
     const uint64_t size = kRecordHeaderSize + length + kRecordFooterSize;
     void* map = ::mmap(nullptr, size, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -174,8 +174,8 @@ TEST(RecordTest, ARecordOfExactlyTheLimitIsReadAndOneByteLongerIsRefused) {
     EncodeRecordFooter(crc32c::Value(data + kRecordHeaderSize, length),
                        data + kRecordHeaderSize + length);
     RecordView v;
-    const Status s = ReadRecordAt(data, size, 0, kDefaultMaxRecordBytes, true, &v);
-    if (length == kDefaultMaxRecordBytes) {
+    const Status s = ReadRecordAt(data, size, 0, kMaxRecordBytes, true, &v);
+    if (length == kMaxRecordBytes) {
       EXPECT_TRUE(s.ok()) << s.ToString();
       EXPECT_EQ(v.length, length);
       // verify's walk (a refused header would send it resynchronising through every byte).
@@ -199,7 +199,7 @@ TEST(RecordTest, ARecordOfExactlyTheLimitIsReadAndOneByteLongerIsRefused) {
 // docs/FORMAT.md and docs/RELIABILITY.md state the limit the readers enforce (they said
 // 269,484,032, one more than the code's).
 TEST(RecordTest, TheDocumentedRecordLimitIsTheReadersLimit) {
-  std::string figure = std::to_string(kDefaultMaxRecordBytes);
+  std::string figure = std::to_string(kMaxRecordBytes);
   for (size_t i = figure.size(); i > 3; i -= 3) figure.insert(i - 3, ",");
   for (const char* doc : {"/docs/FORMAT.md", "/docs/RELIABILITY.md"}) {
     std::ifstream in(std::string(SHARDPACK_SOURCE_DIR) + doc);

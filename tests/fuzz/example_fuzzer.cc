@@ -52,8 +52,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   // Pointers into the payload, and a shape the format allows.
   FUZZ_CHECK(d.pixels >= data && d.pixel_bytes <= static_cast<uint64_t>(data + size - d.pixels));
-  FUZZ_CHECK(d.height >= 1 && d.height <= shardpack::format::kMaxDimension);
-  FUZZ_CHECK(d.width >= 1 && d.width <= shardpack::format::kMaxDimension);
+  FUZZ_CHECK(d.height >= 1 && d.height <= shardpack::kMaxImageSide);
+  FUZZ_CHECK(d.width >= 1 && d.width <= shardpack::kMaxImageSide);
   FUZZ_CHECK(d.channels == 1 || d.channels == 3);
   FUZZ_CHECK(d.pixel_bytes == static_cast<uint64_t>(d.height * d.width * d.channels));
   const auto inside = [&](std::string_view s) {

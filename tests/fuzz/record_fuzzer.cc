@@ -99,8 +99,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t input_size) {
   }
   const uint8_t* data = shard.data();
   const size_t size = shard.size();
-  for (uint64_t max_length :
-       {shardpack::format::kDefaultMaxRecordBytes, uint64_t{64}, UINT64_MAX}) {
+  for (uint64_t max_length : {shardpack::kMaxRecordBytes, uint64_t{64}, UINT64_MAX}) {
     Scan(data, size, max_length);
     // Random access, as Dataset::Get does at an offset from the index file; the offsets
     // past the end are refused as well.

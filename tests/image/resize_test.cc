@@ -791,7 +791,7 @@ TEST(ResizeTest, NonPositiveOrHugeOutputSizeIsInvalidArgument) {
   const Image src = MakeImage(4, 4, 3);
   ExpectInvalid(Resize(src, 0, 4, ResizeFilter::kArea), "output size 0x4");
   ExpectInvalid(Resize(src, 4, -1, ResizeFilter::kArea), "output size 4x-1");
-  ExpectInvalid(Resize(src, 4, kMaxResizeSide + 1, ResizeFilter::kArea), "must be in 1..65500");
+  ExpectInvalid(Resize(src, 4, kMaxImageSide + 1, ResizeFilter::kArea), "must be in 1..65500");
   ExpectInvalid(ResizeFit(src, -3, 4, FitMode::kCrop, ResizeFilter::kArea, nullptr),
                 "output size -3x4");
   ExpectInvalid(ResizeMaxSide(src, 0, ResizeFilter::kArea), "max side 0");

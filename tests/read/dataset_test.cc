@@ -218,7 +218,7 @@ TEST(DatasetTest, ResidentTellsWhetherARecordIsInThePageCache) {
 TEST(DatasetTest, PublicRecordLimitDefaultIsTheFormatsLimit) {
   // A static_assert no longer compiles everywhere: DatasetOptions holds strings now, which
   // clang 14 with libstdc++ 12 cannot construct in a constant expression.
-  EXPECT_EQ(DatasetOptions{}.max_record_bytes, format::kDefaultMaxRecordBytes);
+  EXPECT_EQ(DatasetOptions{}.max_record_bytes, kMaxRecordBytes);
 }
 
 // A label is an index into the class list for whoever consumes it: a record whose label

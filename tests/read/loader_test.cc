@@ -565,6 +565,13 @@ TEST(LoaderOptionsTest, BadOptionsAreInvalidArguments) {
   };
   EXPECT_EQ(code([](LoaderOptions& o) { o.batch_size = 0; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(code([](LoaderOptions& o) { o.prefetch = 0; }), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.prefetch = kMaxPrefetch + 1; }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.num_threads = kMaxThreads + 1; }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.io_depth = kMaxIoDepth + 1; }),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code([](LoaderOptions& o) { o.device = -2; }), StatusCode::kInvalidArgument);
   EXPECT_EQ(code([](LoaderOptions& o) {
               o.rank = 2;
               o.world_size = 2;
@@ -576,6 +583,31 @@ TEST(LoaderOptionsTest, BadOptionsAreInvalidArguments) {
               o.output_width = 9;
             }),
             StatusCode::kInvalidArgument);
+}
+
+TEST(LoaderOptionsTest, EveryOptionEnumNameParsesBackToItsValue) {
+  auto round_trip = [](auto value) {
+    using E = decltype(value);
+    auto parsed = ParseEnum<E>(EnumName(value), "option");
+    return parsed.ok() && *parsed == value;
+  };
+  for (size_t i = 0; i < EnumNames<ShuffleMode>().size(); ++i) {
+    EXPECT_TRUE(round_trip(static_cast<ShuffleMode>(i)));
+  }
+  for (size_t i = 0; i < EnumNames<Transform>().size(); ++i) {
+    EXPECT_TRUE(round_trip(static_cast<Transform>(i)));
+  }
+  EXPECT_TRUE(round_trip(Tail::kPad));
+  EXPECT_TRUE(round_trip(OutputType::kFloat16));
+  EXPECT_TRUE(round_trip(IoPath::kReadAhead));
+  EXPECT_TRUE(round_trip(IoQueue::kPread));
+  EXPECT_TRUE(round_trip(HugePages::kOff));
+  EXPECT_TRUE(round_trip(OnCorrupt::kSkip));
+  EXPECT_STREQ(EnumName(static_cast<Tail>(7)), "?");
+  auto bad = ParseEnum<Tail>("sideways", "tail");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(bad.status().message(), "tail=sideways: expected partial, drop or pad");
 }
 
 TEST(LoaderOptionsTest, AStateForAnotherConfigurationIsRefused) {

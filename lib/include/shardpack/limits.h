@@ -13,6 +13,9 @@ namespace shardpack {
 // LoaderOptions::io_depth (reads in flight on the read-ahead path): their largest values.
 inline constexpr int kMaxPrefetch = 64;
 inline constexpr int kMaxIoDepth = 256;
+// Worker threads any command or option asks for (the loader's num_threads, convert's,
+// verify's and merge's --threads).
+inline constexpr int kMaxThreads = 4096;
 
 // Largest image stored or decoded, in pixels (Pillow's MAX_IMAGE_PIXELS: a quarter GiB at
 // 3 bytes a pixel), and its largest side (libjpeg's JPEG_MAX_DIMENSION).

@@ -171,7 +171,8 @@ struct LoaderOptions {
   int block_window = 16;
   // Seed of the shuffles and of the random transforms (default 0).
   uint64_t seed = 0;
-  // Worker threads that copy and transform samples (0, the default: all cores, at most 8).
+  // Worker threads that copy and transform samples (0..kMaxThreads, 4096; 0, the default:
+  // all cores, at most 8).
   int num_threads = 0;
   // Batches prepared ahead of the consumer (1..kMaxPrefetch, which is 64; default 2). The
   // ring has prefetch + 2 slots: the one the consumer holds, the one being released, and
