@@ -354,20 +354,32 @@ bool ParseFeature(const Parser& outer, const uint8_t* b, const uint8_t* e, Featu
   return true;
 }
 
-FeatureRef* Slot(ExampleView* v, std::string_view key) {
-  if (key == kKeyRaw) return &v->raw;
-  if (key == kKeyRawCrc) return &v->raw_crc;
-  if (key == kKeyHeight) return &v->height;
-  if (key == kKeyWidth) return &v->width;
-  if (key == kKeyChannels) return &v->channels;
-  if (key == kKeyLabel) return &v->label;
-  if (key == kKeyClassText) return &v->class_text;
-  if (key == kKeyFilename) return &v->filename;
-  if (key == kKeyFormat) return &v->format;
-  if (key == kKeyEncoded) return &v->encoded;
-  if (key == kKeyColorspace) return &v->colorspace;
-  if (key == kKeyEncodedCrc) return &v->encoded_crc;
-  return nullptr;
+// The slot of a known key, by its length first (one comparison for most keys); null for
+// any other key.
+inline FeatureRef* Slot(ExampleView* v, std::string_view key) {
+  switch (key.size()) {
+    case kKeyRaw.size():
+      return key == kKeyRaw ? &v->raw : nullptr;
+    case kKeyWidth.size():
+      return key == kKeyWidth ? &v->width : nullptr;
+    case kKeyHeight.size():  // and kKeyFormat
+      return key == kKeyHeight ? &v->height : key == kKeyFormat ? &v->format : nullptr;
+    case kKeyEncoded.size():
+      return key == kKeyEncoded ? &v->encoded : nullptr;
+    case kKeyChannels.size():  // and kKeyFilename
+      return key == kKeyChannels ? &v->channels : key == kKeyFilename ? &v->filename : nullptr;
+    case kKeyRawCrc.size():  // and kKeyClassText, kKeyColorspace
+      return key == kKeyRawCrc       ? &v->raw_crc
+             : key == kKeyClassText  ? &v->class_text
+             : key == kKeyColorspace ? &v->colorspace
+                                     : nullptr;
+    case kKeyLabel.size():
+      return key == kKeyLabel ? &v->label : nullptr;
+    case kKeyEncodedCrc.size():
+      return key == kKeyEncodedCrc ? &v->encoded_crc : nullptr;
+    default:
+      return nullptr;
+  }
 }
 
 bool ParseMapEntry(const Parser& outer, const uint8_t* b, const uint8_t* e, ExampleView* v) {
@@ -432,15 +444,94 @@ bool ParseExample(Parser& p, ExampleView* out) {
   return true;
 }
 
+// The canonical layout: what EncodeEntries and EncodePayloadPrefix write, and what most
+// writers of tf.train.Example write. One Example.features field spanning the payload; in
+// it, map entries of a key and then a value, the value a Feature of one BytesList or one
+// packed Int64List, the list one value. A length-delimited field of `n` bytes here: its
+// tag, then its length, which must fit what is left (`end`); the field's bytes follow.
+inline const uint8_t* CanonicalField(const uint8_t* p, const uint8_t* end, uint8_t tag,
+                                     const uint8_t** field_end) {
+  if (p >= end || *p != tag) return nullptr;
+  ++p;
+  uint64_t n;
+  if (p < end && *p < 0x80) {
+    n = *p++;
+  } else if ((p = DecodeVarint64(p, end, &n)) == nullptr) {
+    return nullptr;
+  }
+  if (n > static_cast<uint64_t>(end - p)) return nullptr;
+  *field_end = p + n;
+  return p;
+}
+
+// One map entry [p, end) of the canonical layout into `v`, as ParseMapEntry would.
+inline bool CanonicalEntry(const uint8_t* p, const uint8_t* end, ExampleView* v) {
+  const uint8_t *key_end, *feature_end, *list_end, *value_end;
+  const uint8_t* key = CanonicalField(p, end, Tag(1, kLen), &key_end);
+  if (key == nullptr) return false;
+  const uint8_t* feature = CanonicalField(key_end, end, Tag(2, kLen), &feature_end);
+  if (feature == nullptr || feature_end != end) return false;
+  FeatureRef f;
+  f.count = 1;
+  const uint8_t* list = CanonicalField(feature, end, Tag(1, kLen), &list_end);
+  if (list != nullptr) {
+    f.kind = FeatureRef::Kind::kBytes;
+  } else if ((list = CanonicalField(feature, end, Tag(3, kLen), &list_end)) != nullptr) {
+    f.kind = FeatureRef::Kind::kInt64;
+  } else {
+    return false;
+  }
+  const uint8_t* value = CanonicalField(list, end, Tag(1, kLen), &value_end);
+  if (list_end != end || value == nullptr || value_end != end) return false;
+  if (f.kind == FeatureRef::Kind::kBytes) {
+    f.bytes = std::string_view(reinterpret_cast<const char*>(value),
+                               static_cast<size_t>(value_end - value));
+  } else {
+    uint64_t x;
+    if (value < value_end && *value < 0x80) {
+      x = *value++;
+    } else if ((value = DecodeVarint64(value, value_end, &x)) == nullptr) {
+      return false;
+    }
+    if (value != value_end) return false;  // not exactly one packed value
+    f.int64 = static_cast<int64_t>(x);
+  }
+  ++v->num_features;
+  FeatureRef* slot = Slot(
+      v, std::string_view(reinterpret_cast<const char*>(key), static_cast<size_t>(key_end - key)));
+  if (slot != nullptr) *slot = f;
+  return true;
+}
+
 }  // namespace
 
-Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out) {
+bool ParseCanonicalExampleView(const uint8_t* payload, uint64_t size, ExampleView* out) {
+  *out = ExampleView{};
+  const uint8_t* const end = payload + size;
+  const uint8_t* features_end;
+  const uint8_t* p = CanonicalField(payload, end, Tag(1, kLen), &features_end);
+  if (p == nullptr || features_end != end) return false;
+  while (p < end) {
+    const uint8_t* entry_end;
+    const uint8_t* entry = CanonicalField(p, end, Tag(1, kLen), &entry_end);
+    if (entry == nullptr || !CanonicalEntry(entry, entry_end, out)) return false;
+    p = entry_end;
+  }
+  return true;
+}
+
+Status ParseGeneralExampleView(const uint8_t* payload, uint64_t size, ExampleView* out) {
   *out = ExampleView{};
   ParseError error;
   Parser p(payload, payload + size, &error);
   if (ParseExample(p, out)) return Status::Ok();
   return CorruptionError("payload is not a valid tf.train.Example: " + error.what +
                          " at payload byte " + std::to_string(error.at - payload));
+}
+
+Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out) {
+  if (ParseCanonicalExampleView(payload, size, out)) return Status::Ok();
+  return ParseGeneralExampleView(payload, size, out);
 }
 
 namespace {

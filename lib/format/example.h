@@ -71,6 +71,16 @@ struct ExampleView {
 // a valid protobuf message of that schema; the message names the payload byte offset.
 Status ParseExampleView(const uint8_t* payload, uint64_t size, ExampleView* out);
 
+// ParseExampleView's two halves, apart for the tests that hold them to each other. The
+// canonical one reads the layout shardpack's writer (and most others) produce: one
+// Example.features field spanning the payload, map entries of a key then a value, each
+// value one BytesList or one packed Int64List of one value. It returns false, `out`
+// unspecified, for anything else, which the general one then reads (any order, unpacked
+// and repeated values, unknown fields, merged duplicates) and names the faults of. For
+// every payload the canonical one accepts, the two give the same view.
+bool ParseCanonicalExampleView(const uint8_t* payload, uint64_t size, ExampleView* out);
+Status ParseGeneralExampleView(const uint8_t* payload, uint64_t size, ExampleView* out);
+
 // A sample as read back: pointers into the payload. `pixels` is the stored image: the
 // HWC pixels (kRaw: image/raw, pixel_bytes = H*W*C), or the JPEG or PNG file (image/encoded
 // of a 1.3 dataset, §2.5), which decodes to H x W x C; pixel_crc is that feature's

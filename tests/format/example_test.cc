@@ -202,5 +202,71 @@ TEST(ExampleTest, TruncatedOrGarbagePayloadIsCorruptionNeverACrash) {
   }
 }
 
+bool SameFeature(const FeatureRef& a, const FeatureRef& b) {
+  return a.kind == b.kind && a.count == b.count && a.int64 == b.int64 &&
+         a.bytes.data() == b.bytes.data() && a.bytes.size() == b.bytes.size();
+}
+
+// Both halves of ParseExampleView on one payload: where the canonical one accepts it, the
+// general one must too, with the same view; returns whether the canonical one accepted.
+bool ExpectHalvesAgree(const std::string& payload) {
+  const auto* b = reinterpret_cast<const uint8_t*>(payload.data());
+  ExampleView fast, general;
+  const bool canonical = ParseCanonicalExampleView(b, payload.size(), &fast);
+  const Status s = ParseGeneralExampleView(b, payload.size(), &general);
+  if (!canonical) return false;
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(fast.num_features, general.num_features);
+  const FeatureRef ExampleView::*fields[] = {
+      &ExampleView::raw,        &ExampleView::raw_crc,    &ExampleView::height,
+      &ExampleView::width,      &ExampleView::channels,   &ExampleView::label,
+      &ExampleView::class_text, &ExampleView::filename,   &ExampleView::format,
+      &ExampleView::encoded,    &ExampleView::colorspace, &ExampleView::encoded_crc};
+  for (const auto field : fields) EXPECT_TRUE(SameFeature(fast.*field, general.*field));
+  return true;
+}
+
+TEST(ExampleTest, WriterOutputTakesTheCanonicalParse) {
+  const std::string long_class(300, 'k');
+  const std::string long_name(200, 'n');
+  const SampleMeta metas[] = {SampleMeta{4, 4, 3, 0, "c", "f"},
+                              SampleMeta{32, 32, 3, 999999, long_class, long_name},
+                              SampleMeta{1, 1, 1, -5, "", ""}};
+  for (const SampleMeta& meta : metas) {
+    const std::string pixels(static_cast<size_t>(meta.height * meta.width * meta.channels), 'p');
+    for (const uint32_t alignment : {1u, 64u, 4096u}) {
+      EXPECT_TRUE(ExpectHalvesAgree(Payload(meta, pixels, 12, alignment)));
+    }
+  }
+}
+
+TEST(ExampleTest, CanonicalAndGeneralParsesAgreeOnEveryMutation) {
+  const std::string base =
+      Payload({5, 7, 3, 300, "class", "file.png"}, std::string(105, 'x'), 0, 64);
+  std::mt19937 rng(11);
+  int accepted = 0;
+  for (int trial = 0; trial < 20000; ++trial) {
+    std::string p = base;
+    switch (rng() % 4) {
+      case 0:  // a byte changed
+        p[rng() % p.size()] = static_cast<char>(rng());
+        break;
+      case 1:  // cut short
+        p.resize(rng() % p.size());
+        break;
+      case 2:  // a byte inserted
+        p.insert(p.begin() + static_cast<std::ptrdiff_t>(rng() % p.size()),
+                 static_cast<char>(rng()));
+        break;
+      default:  // a bit flipped in the first 80 bytes (tags, lengths, keys)
+        p[rng() % 80] ^= static_cast<char>(1 << (rng() % 8));
+        break;
+    }
+    if (ExpectHalvesAgree(p)) ++accepted;
+    if (HasFailure()) break;
+  }
+  EXPECT_GT(accepted, 1000);  // the canonical parse was exercised, not only refused
+}
+
 }  // namespace
 }  // namespace shardpack::format

@@ -47,6 +47,26 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return true;
   }();
   (void)quiet;
+  // Where the canonical parse accepts the bytes, the general one reads them the same.
+  {
+    shardpack::format::ExampleView fast, general;
+    if (shardpack::format::ParseCanonicalExampleView(data, size, &fast)) {
+      FUZZ_CHECK(shardpack::format::ParseGeneralExampleView(data, size, &general).ok());
+      FUZZ_CHECK(fast.num_features == general.num_features);
+      using F = shardpack::format::FeatureRef;
+      const auto same = [](const F& a, const F& b) {
+        return a.kind == b.kind && a.count == b.count && a.int64 == b.int64 &&
+               a.bytes.data() == b.bytes.data() && a.bytes.size() == b.bytes.size();
+      };
+      FUZZ_CHECK(same(fast.raw, general.raw) && same(fast.raw_crc, general.raw_crc));
+      FUZZ_CHECK(same(fast.height, general.height) && same(fast.width, general.width));
+      FUZZ_CHECK(same(fast.channels, general.channels) && same(fast.label, general.label));
+      FUZZ_CHECK(same(fast.class_text, general.class_text) &&
+                 same(fast.filename, general.filename) && same(fast.format, general.format));
+      FUZZ_CHECK(same(fast.encoded, general.encoded) && same(fast.colorspace, general.colorspace) &&
+                 same(fast.encoded_crc, general.encoded_crc));
+    }
+  }
   shardpack::format::DecodedSample d;
   if (!shardpack::format::ParseSample(data, size, &d).ok()) return 0;
 
