@@ -13,7 +13,7 @@
 # out/venv-peers-ffcv exists (bench/peers/run.sh installs it; FFCV=0 leaves it out), and
 # records shardpack's own stage times (`convert --json`'s "stages") for the report.
 #
-# Inputs (from the corpus of ../shared/tools/make-bench-images.sh, built on first use):
+# Inputs (from the corpus of bench/make-bench-images.sh, built on first use):
 #   A  scale/: 3,000 Caltech-sized real-photo JPEGs (median about 332x280)
 #   B  photos/: the multi-megapixel JPEGs (long side >= 2000 px and >= 2 MP, from
 #      manifest-photos.tsv), where shardpack decodes with DCT scaling
@@ -56,7 +56,7 @@ floor=$build/bench/decode_floor
 
 # ---- the corpus --------------------------------------------------------------------------
 if [ ! -d "$images/scale" ] || [ ! -d "$images/photos" ]; then
-  tool=../shared/tools/make-bench-images.sh
+  tool=bench/make-bench-images.sh
   [ -f "$tool" ] || die "$images/scale or $images/photos is missing and $tool is not here to make them"
   bash "$tool" "$images" 3000
 fi

@@ -7,7 +7,7 @@
 # the two manifests. Exit 0 when all are identical, 1 otherwise (the differing lines
 # printed). A refactor of Convert() must leave them identical (issue 24).
 # Usage: bash bench/convert_digest.sh REV [IMAGES]   IMAGES: a class-folder tree (default
-#   out/bench-images/scale; ../shared/tools/make-bench-images.sh makes it).
+#   out/bench-images/scale; bench/make-bench-images.sh makes it).
 # Environment: THREADS (default 2), OUT (scratch space, default /dev/shm).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ rev=${1:?usage: bash bench/convert_digest.sh REV [IMAGES]}
 images=${2:-out/bench-images/scale}
 threads=${THREADS:-2}
 scratch=${OUT:-/dev/shm}/shardpack-digest.$$
-[ -d "$images" ] || { echo "convert_digest: $images is missing (../shared/tools/make-bench-images.sh makes it)" >&2; exit 2; }
+[ -d "$images" ] || { echo "convert_digest: $images is missing (bench/make-bench-images.sh makes it)" >&2; exit 2; }
 [ -x build/tools/shardpack ] || bash scripts/build.sh
 old=out/digest-$(git rev-parse --short "$rev")
 if [ ! -x "$old/build/tools/shardpack" ]; then

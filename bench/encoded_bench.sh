@@ -10,7 +10,7 @@
 #     to SCALED_OUT x SCALED_OUT (default 112): speed, and PSNR against the raw shards.
 #
 # Usage: bash bench/encoded_bench.sh [IMAGES]
-#   IMAGES: a corpus of ../shared/tools/make-bench-images.sh (default out/bench-images,
+#   IMAGES: a corpus of bench/make-bench-images.sh (default out/bench-images,
 #   made with 3,000 images if missing); its scale/ folder (Caltech-sized photos) is used.
 #   SIZE (default 256): the output is SIZE x SIZE, centre crop, Lanczos.
 # Needs: pyenv's python3 with the shardpack package (bash scripts/install-python.sh) and
@@ -37,7 +37,7 @@ python3 -c "import shardpack, numpy" 2>/dev/null ||
   die "python3 lacks the shardpack package or NumPy: bash scripts/install-python.sh"
 
 if [ ! -d "$images/scale" ]; then
-  tool=../shared/tools/make-bench-images.sh
+  tool=bench/make-bench-images.sh
   [ -f "$tool" ] || die "$images/scale is missing and $tool is not here to make it"
   bash "$tool" "$images" 3000
 fi

@@ -2,7 +2,7 @@
 # The first epoch from the page cache right after a conversion (issue 23; docs/LOADER.md,
 # "The first epoch from the page cache"), and what the converter's ways of writing cost to
 # get it.
-# Set A's photos (IMAGES/scale, the corpus of ../shared/tools/make-bench-images.sh, listed
+# Set A's photos (IMAGES/scale, the corpus of bench/make-bench-images.sh, listed
 # again and again to SAMPLES samples) are converted to 256x256 (crop) into DIR, on the disk,
 # each of the ways in CHUNKS, ROUNDS rounds, the order turning each round. A way is a
 # number, `--write-method write --write-chunk N` (0: record by record; 2097152, the default
@@ -48,7 +48,7 @@ build_targets shardpack_cli first_touch
 sp=$build/tools/shardpack
 [ -x "$sp" ] && [ -x "$build/bench/first_touch" ] || die "$sp or $build/bench/first_touch is missing"
 if [ ! -d "$images/scale" ]; then
-  tool=../shared/tools/make-bench-images.sh
+  tool=bench/make-bench-images.sh
   [ -f "$tool" ] || die "$images/scale is missing and $tool is not here to make it"
   bash "$tool" "$images" 3000
 fi

@@ -10,7 +10,7 @@ n=${1:-2000}
 shift || true
 images=out/bench/images-$n
 # Real photos from Debian packages, Caltech-256-like sizes (deterministic).
-[ -d "$images/scale" ] || bash ../shared/tools/make-bench-images.sh "$images" "$n"
+[ -d "$images/scale" ] || bash bench/make-bench-images.sh "$images" "$n"
 mkdir -p out/bench
 python3 bench/python_loader_bench.py "$images/scale" "out/bench/python-loader-$n" \
   --output out/bench/python_loader.md "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The wheel's CLI against the CMake build's, side by side (docs/WHEELS.md, "Measured"):
-#  1. convert: SRC (a folder of class folders, e.g. ../shared/tools/make-bench-images.sh's
+#  1. convert: SRC (a folder of class folders, e.g. bench/make-bench-images.sh's
 #     scale set) to 256x256 crops with 2 threads into /dev/shm, the two CLIs alternating
 #     round by round; each run's wall seconds, the median ratio, and whether the shards
 #     are the same bytes;

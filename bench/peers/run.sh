@@ -48,7 +48,7 @@
 #   30,000-image corpus apart)
 # Environment: SIZES (samples of the read datasets, default "30000 3000"), CONVERT_N
 #   (images converted in the timed conversion rounds, default 3000), REPS (default 3),
-#   IMAGES (corpus of ../shared/tools/make-bench-images.sh, default out/bench-images, made
+#   IMAGES (corpus of bench/make-bench-images.sh, default out/bench-images, made
 #   with the largest size if it holds fewer images), DATA_DIR (default out/bench/peers-data),
 #   SHARDPACK_BIN (default build-peers/tools/shardpack, a Release build made and kept up to
 #   date here), THREADS (default 2), READ_SECONDS (least time of a reader's steady epochs,
@@ -175,8 +175,8 @@ fi
 total=0
 [ -f "$images/manifest-scale.tsv" ] && total=$(($(wc -l < "$images/manifest-scale.tsv") - 1))
 if [ "$total" -lt "$n" ]; then
-  say "making $n corpus images in $images (../shared/tools/make-bench-images.sh)"
-  bash ../shared/tools/make-bench-images.sh "$images" "$n"
+  say "making $n corpus images in $images (bench/make-bench-images.sh)"
+  bash bench/make-bench-images.sh "$images" "$n"
   total=$(($(wc -l < "$images/manifest-scale.tsv") - 1))
 fi
 [ "$total" -ge "$n" ] || die "$images holds $total images, fewer than $n (IMAGES=another folder)"
