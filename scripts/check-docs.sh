@@ -4,6 +4,8 @@
 #   - every relative Markdown link, [text](path) or [text](path#anchor), in README.md and
 #     docs/**/*.md names a file or folder that exists (http(s) and mailto links and
 #     #anchors within the page are not checked, nor links inside code);
+#   - no doc names a path outside the repository (../shared/ and the like), in code or not:
+#     the docs stand on their own;
 #   - README.md's Layout section names every top-level folder of lib/ (as lib/NAME/) and
 #     every entry of docs/ (a file by its name, a folder as NAME/).
 # Prints each problem and exits 1, or prints one line and exits 0.
@@ -49,6 +51,9 @@ for path in docs:
     with open(path, encoding="utf-8") as f:
         text = f.read()
     rel = os.path.relpath(path, root)
+    for n, line in enumerate(text.split("\n"), 1):
+        if re.search(r"(^|[\s`(])\.\./shared/", line):
+            problems.append(f"{rel}:{n}: names a path outside the repository (../shared/)")
     for n, line in enumerate(prose(text), 1):
         for target in LINK.findall(line):
             if re.match(r"[a-zA-Z][a-zA-Z0-9+.-]*:", target) or target.startswith("#"):
