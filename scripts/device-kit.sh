@@ -80,7 +80,7 @@ python3 -m pip download -q --disable-pip-version-check --no-deps --only-binary=:
   psutil==7.2.2 ||
   echo "device-kit: no wheels (PyPI unreachable?): the check will skip the Python tests" >&2
 # Real photos for the convert-scaling step: issue 17's 16-thread target is stated on set A
-# of bench/convert_bench.sh (scale/ of ../shared/tools/make-bench-images.sh, Caltech-sized
+# of bench/convert_bench.sh (scale/ of bench/make-bench-images.sh, Caltech-sized
 # photo JPEGs). Of its files in sorted order, every tenth where it is a JPEG of at most 128
 # KiB (up to 8 MiB), and all the JPEGs over 128 KiB (up to 32 MiB), listed in photos/LARGE: set A's ratio turns on them (the
 # converter decodes them with DCT scaling, the bare decode whole; a sample of them does not
@@ -116,7 +116,7 @@ if [ -d "$photos" ]; then
   echo "every tenth JPEG of at most 128 KiB of $photos: $count files, $taken bytes; the $large over 128 KiB (photos/LARGE): $large_bytes bytes; $photos has $small and $large (SET_A_COUNTS)" > "$out/photos/SOURCE"
   cat "$out/photos/SOURCE"
 else
-  echo "device-kit: no $photos (../shared/tools/make-bench-images.sh): convert-scaling will use synthetic pictures" >&2
+  echo "device-kit: no $photos (bench/make-bench-images.sh): convert-scaling will use synthetic pictures" >&2
 fi
 # The binary wheel for the machine's Python 3.12 (and later: cp312-abi3), which the check
 # pip-installs beside that machine's torch (step wheel).
