@@ -288,6 +288,7 @@ class Loader::Impl {
     // take the next unit, even before the batch is whole); on an error, the rest.
     int finished = c.begin;
     if (!error.ok()) *position = c.begin;
+    PrefetchFirst(slot, c.begin, c.end);
     for (int i = c.begin; error.ok() && i < c.end; ++i) {
       PrefetchAhead(slot, i, c.end);
       Status s = FillSample(slot, i, worker);
@@ -335,6 +336,20 @@ class Loader::Impl {
   // ahead (whose index line came 8 samples ago), so that the memory's latency of a random
   // record is waited for while earlier samples are copied (docs/LOADER.md, "Small
   // samples").
+  // The chunk's first samples, which no earlier sample of it prefetched: their index
+  // lines, then their records' first bytes (each waits for its index line; they wait
+  // together, not one by one as a copy would).
+  void PrefetchFirst(const Batch::Slot& slot, int begin, int end) const {
+    if (reads != nullptr) return;
+    const read::DatasetAccess access(*dataset);
+    for (int i = begin; i < std::min(end, begin + kPrefetchIndexAhead); ++i) {
+      access.Prefetch(slot.indices[i], 0);
+    }
+    for (int i = begin; i < std::min(end, begin + kPrefetchRecordAhead); ++i) {
+      access.Prefetch(slot.indices[i], 1);
+    }
+  }
+
   void PrefetchAhead(const Batch::Slot& slot, int i, int end) const {
     if (reads != nullptr) return;
     if (i + kPrefetchIndexAhead < end)
