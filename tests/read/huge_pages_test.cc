@@ -247,7 +247,7 @@ TEST(PopulatorTest, MapsTheQueuedRecordsAndStopsWithWorkQueued) {
   busy.Add(all);
 }
 
-// ---- a page cache that lacks a few blocks (Dataset::WillNeedMissing) ----
+// ---- a page cache that lacks a few blocks (DatasetAccess::WillNeedMissing) ----
 
 const uint64_t kPage = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
 

@@ -355,7 +355,7 @@ struct LoaderStats {
   // records found there are read so too, the rest counted in bytes_read).
   uint64_t batches_from_page_cache = 0;
   // Mapped: bytes of the shards found outside the page cache and read ahead at once, by
-  // the scan (Dataset::WillNeedMissing) that a worker's first wait for the disk in an
+  // the scan (DatasetAccess::WillNeedMissing) that a worker's first wait for the disk in an
   // epoch starts; none with read_ahead_bytes 0 (docs/LOADER.md, "A cache that lacks a few
   // blocks").
   uint64_t bytes_found_missing = 0;
