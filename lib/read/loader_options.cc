@@ -13,7 +13,6 @@ namespace {
 // most 1 GiB).
 constexpr uint64_t kDefaultIoBufferBytes = 384ull << 20;
 constexpr uint64_t kMaxAutomaticIoBufferBytes = 1ull << 30;
-constexpr uint64_t kPageSize = 4096;
 
 Status Bad(const std::string& what) { return InvalidArgumentError("loader: " + what); }
 
@@ -23,12 +22,6 @@ uint64_t Times(uint64_t a, uint64_t b) {
   return p > UINT64_MAX ? UINT64_MAX : static_cast<uint64_t>(p);
 }
 uint64_t Plus(uint64_t a, uint64_t b) { return a > UINT64_MAX - b ? UINT64_MAX : a + b; }
-// What AllocateAligned takes for `n` bytes.
-uint64_t PageRounded(uint64_t n) {
-  return n >= UINT64_MAX - kPageSize
-             ? UINT64_MAX
-             : (std::max<uint64_t>(n, 1) + kPageSize - 1) / kPageSize * kPageSize;
-}
 
 // The stored bytes of a batch (what the disk reads for one), at least 1.
 uint64_t StoredBatchBytes(const LoaderOptions& o, const IoPlan& io, uint64_t n) {
@@ -161,9 +154,9 @@ LoaderMemory MemoryOf(const Dataset& dataset, const LoaderOptions& o, const Slot
   const uint64_t hinted = io.read_ahead_batches + 1;
   const uint64_t slot_in = Times(batch, shape.sample_bytes);
   LoaderMemory m;
-  m.ring = Times(slots, Plus(PageRounded(slot_in),
+  m.ring = Times(slots, Plus(AlignedBytes(slot_in),
                              shape.host_normalizes()
-                                 ? PageRounded(Times(slot_in, OutputElementBytes(o.output_type)))
+                                 ? AlignedBytes(Times(slot_in, OutputElementBytes(o.output_type)))
                                  : 0));
   m.workers = Times(static_cast<uint64_t>(threads), scratch_bytes);
   m.read_ahead = io.read_ahead ? ReadAhead::BufferBytes(dataset, io.read_ahead_options) : 0;

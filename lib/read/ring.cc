@@ -8,9 +8,7 @@
 namespace shardpack::read {
 namespace {
 
-constexpr size_t kPageSize = 4096;
-
-size_t RoundUpToPage(size_t n) { return (n + kPageSize - 1) / kPageSize * kPageSize; }
+constexpr uint64_t kPageSize = 4096;
 
 cuda::NormalizeType NormalizeTypeOf(OutputType t) {
   return t == OutputType::kFloat16 ? cuda::NormalizeType::kFloat16 : cuda::NormalizeType::kFloat32;
@@ -82,8 +80,13 @@ Status QueueDeviceCopy(const SlotShape& shape, RingSlot& slot) {
 
 }  // namespace
 
+uint64_t AlignedBytes(uint64_t bytes) {
+  if (bytes >= UINT64_MAX - kPageSize) return UINT64_MAX;
+  return (std::max<uint64_t>(bytes, 1) + kPageSize - 1) / kPageSize * kPageSize;
+}
+
 StatusOr<AlignedBuffer> AllocateAligned(size_t bytes) {
-  const size_t rounded = RoundUpToPage(std::max<size_t>(bytes, 1));
+  const size_t rounded = AlignedBytes(bytes);
   void* p = std::aligned_alloc(kPageSize, rounded);
   if (p == nullptr) {
     return ResourceExhaustedError("loader: cannot allocate " + std::to_string(bytes) +

@@ -27,6 +27,10 @@ struct AlignedFree {
 };
 using AlignedBuffer = std::unique_ptr<uint8_t, AlignedFree>;
 
+// What AllocateAligned takes for `bytes`: at least one page, rounded up to whole pages;
+// UINT64_MAX where that would overflow (the memory check must see a huge need as huge).
+uint64_t AlignedBytes(uint64_t bytes);
+
 // `bytes` (at least one page) of page-aligned memory, backed now (a page fault per 4 KiB
 // of the ring would otherwise fall in the first epoch). ResourceExhausted when the
 // allocation fails.
