@@ -47,7 +47,8 @@ struct FileRange {
 // `bytes` pixel bytes; otherwise `copied` stays false and the copy is the caller's. An
 // encoded image whose pixels are exactly `bytes` is decoded there (checksum checked or
 // not), and `copied` set; a decode that fails is the record's Corruption.
-// `stores`: kStreaming where nothing reads the copy right after (crc32c.h says why).
+// `stores`: kStreaming (or kStreamingUnfenced, the caller fencing) where nothing reads the
+// copy right after (crc32c.h says why).
 struct CopyTarget {
   uint8_t* dst = nullptr;
   uint64_t bytes = 0;
@@ -72,10 +73,11 @@ class ShardReader {
     return Get(record, verify_crc, out, nullptr);
   }
   virtual void WillNeed(uint64_t record) const = 0;
-  // Brings the CPU caches what a Get of `record` reads first, without waiting: at stage 0
-  // where the record is (its index line), at stage 1 the record's first bytes (which
-  // reads the index line: call it a few records after stage 0). Mapped pages only; a
-  // hint that never faults or fails. The default does nothing.
+  // Brings the CPU caches what a Get of `record` reads, without waiting: at stage 0 where
+  // the record is (its index line), at stage 1 the record's first bytes (which reads the
+  // index line: call it a few records after stage 0), at stage 2 the rest of them (call
+  // it a few records after stage 1). Mapped pages only; a hint that never faults or
+  // fails. The default does nothing.
   virtual void Prefetch(uint64_t record, int stage) const {}
   // Maps record `record`'s pages now, reading those not cached; it waits for the reads
   // (for threads that read ahead of the ones calling Get). A hint: it never fails.

@@ -39,7 +39,7 @@ class DatasetAccess {
   // at the disk's speed.
   void WillNeed(std::span<const uint64_t> indices) const;
   // Starts bringing sample `index`'s record into the CPU caches (ShardReader::Prefetch:
-  // stage 0 its location, stage 1 its first bytes).
+  // stage 0 its location, stage 1 its first bytes, stage 2 the rest).
   void Prefetch(uint64_t index, int stage) const;
   // For a dataset the page cache holds nearly whole (a proactive reclaimer took a folio
   // here and there): finds the 2 MiB blocks of the shards that it lacks (two mincore

@@ -43,6 +43,7 @@
 #include "read/ring.h"
 #include "read/sample_step.h"
 #include "read/sampler.h"
+#include "util/crc32c.h"
 
 namespace shardpack {
 namespace {
@@ -63,6 +64,7 @@ struct Batch::Slot : read::RingSlot {};
 // How far ahead of the sample being filled the mapped path prefetches (Work).
 constexpr int kPrefetchIndexAhead = 16;
 constexpr int kPrefetchRecordAhead = 8;
+constexpr int kPrefetchRestAhead = 4;
 
 class Loader::Impl {
  public:
@@ -302,6 +304,9 @@ class Loader::Impl {
       error = s;
       *position = i;
     }
+    // The samples' non-temporal stores are ordered before the batch's publication
+    // (read/sample_step.h).
+    crc32c::StoreFence();
     if (reads != nullptr) FinishReads(slot, finished, c.end, worker.unit_starts);
     if (reads == nullptr && read_ahead_batches > 0) NoteMajorFaults(worker);
     return error;
@@ -333,9 +338,9 @@ class Loader::Impl {
   }
 
   // Mapped path: the index line of the sample 16 ahead, the first bytes of the one 8
-  // ahead (whose index line came 8 samples ago), so that the memory's latency of a random
-  // record is waited for while earlier samples are copied (docs/LOADER.md, "Small
-  // samples").
+  // ahead (whose index line came 8 samples ago), the rest of the one 4 ahead, so that the
+  // memory's latency of a random record is waited for while earlier samples are copied
+  // (docs/LOADER.md, "Small samples").
   // The chunk's first samples, which no earlier sample of it prefetched: their index
   // lines, then their records' first bytes (each waits for its index line; they wait
   // together, not one by one as a copy would).
@@ -348,6 +353,9 @@ class Loader::Impl {
     for (int i = begin; i < std::min(end, begin + kPrefetchRecordAhead); ++i) {
       access.Prefetch(slot.indices[i], 1);
     }
+    for (int i = begin; i < std::min(end, begin + kPrefetchRestAhead); ++i) {
+      access.Prefetch(slot.indices[i], 2);
+    }
   }
 
   void PrefetchAhead(const Batch::Slot& slot, int i, int end) const {
@@ -356,6 +364,9 @@ class Loader::Impl {
       read::DatasetAccess(*dataset).Prefetch(slot.indices[i + kPrefetchIndexAhead], 0);
     if (i + kPrefetchRecordAhead < end) {
       read::DatasetAccess(*dataset).Prefetch(slot.indices[i + kPrefetchRecordAhead], 1);
+    }
+    if (i + kPrefetchRestAhead < end) {
+      read::DatasetAccess(*dataset).Prefetch(slot.indices[i + kPrefetchRestAhead], 2);
     }
   }
 

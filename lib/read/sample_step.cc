@@ -83,11 +83,12 @@ Status SampleStep::Place(const SampleSource& source, const SampleTarget& target,
   // them there while checking their checksum, one pass over them instead of two (an
   // encoded image: decodes it there). Unless the host normalises the sample next, nothing
   // reads it again soon (the GPU copy, or the consumer, a batch later): the copy's stores
-  // then go around the caches.
+  // then go around the caches, fenced by the caller once per chunk (the header).
   format::CopyTarget copy;
   if (transformer_.pass_through()) {
     copy = {target.pixels, sample_bytes_,
-            normalizer_ != nullptr ? crc32c::CopyStores::kCached : crc32c::CopyStores::kStreaming};
+            normalizer_ != nullptr ? crc32c::CopyStores::kCached
+                                   : crc32c::CopyStores::kStreamingUnfenced};
   }
   SampleView view;
   if (source.reads != nullptr) {

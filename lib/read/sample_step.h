@@ -14,6 +14,10 @@
 // does not decode or whose shape the loader cannot take; IOError for a shard that shrank
 // under its mapping (which a damaged-looking sample then is).
 //
+// A sample copied as it is goes to the batch in non-temporal stores that Run does not
+// fence (crc32c::CopyStores::kStreamingUnfenced): the caller calls crc32c::StoreFence()
+// after a chunk's last sample, before the batch is published to another thread or a copy.
+//
 // Thread-safety: immutable after construction; Run may be called from any number of
 // threads at once, each with its own SampleScratch.
 #ifndef SHARDPACK_READ_SAMPLE_STEP_H_

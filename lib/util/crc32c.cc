@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstring>
 
 #if defined(__x86_64__)
@@ -351,10 +352,7 @@ __attribute__((target("sse4.2,crc32,pclmul,avx512f,vpclmulqdq"))) uint32_t CopyE
     dst += 256;
     n -= 256;
   }
-  std::memcpy(dst, p, n);  // the tail (< 256 bytes), summed below
-  // Non-temporal stores are not ordered with later stores: without the fence, the thread
-  // that publishes the copy could be seen before it.
-  if constexpr (kStream) _mm_sfence();
+  std::memcpy(dst, p, n);  // the tail (< 256 bytes), summed below (the caller fences)
   // From here on as ExtendClmulAvx512.
   __m512i z = _mm512_xor_si512(_mm512_xor_si512(Fold512(z0, k.d1536), Fold512(z1, k.d1024)),
                                _mm512_xor_si512(Fold512(z2, k.d512), z3));
@@ -444,7 +442,6 @@ __attribute__((target("sse4.2,crc32,pclmul,avx2,vpclmulqdq"))) uint32_t CopyExte
     done += 256;
   }
   std::memcpy(dst + done, p + done, n - done);  // the tail (< 256 bytes), summed below
-  if constexpr (kStream) _mm_sfence();          // see CopyExtendClmulAvx512
   return FinishFold(FoldEight(y), p + done, n - done);
 }
 
@@ -507,9 +504,9 @@ uint32_t Extend(uint32_t crc, const void* data, size_t n) {
 
 namespace {
 
-// CopyAndExtend with the given engine.
-uint32_t CopyAndExtendOn(Engine engine, uint32_t crc, uint8_t* d, const uint8_t* s, size_t n,
-                         CopyStores stores) {
+// CopyAndExtend with the given engine, without the fence kStreaming ends with.
+uint32_t CopyAndExtendUnfenced(Engine engine, uint32_t crc, uint8_t* d, const uint8_t* s, size_t n,
+                               CopyStores stores) {
 #if defined(__x86_64__)
   if ((engine == Engine::kClmulAvx512 || engine == Engine::kClmulAvx2) && n >= 1024) {
     const bool wide = engine == Engine::kClmulAvx512;
@@ -531,7 +528,7 @@ uint32_t CopyAndExtendOn(Engine engine, uint32_t crc, uint8_t* d, const uint8_t*
     const size_t m = std::min(n, kPiece);
     crc = Extend(crc, s, m);
 #if defined(__x86_64__)
-    if (stores == CopyStores::kStreaming) {
+    if (stores != CopyStores::kCached) {
       StreamCopy(d, s, m);
     } else {
       std::memcpy(d, s, m);
@@ -543,13 +540,26 @@ uint32_t CopyAndExtendOn(Engine engine, uint32_t crc, uint8_t* d, const uint8_t*
     s += m;
     n -= m;
   }
-#if defined(__x86_64__)
-  if (stores == CopyStores::kStreaming) _mm_sfence();
-#endif
+  return crc;
+}
+
+// CopyAndExtend with the given engine.
+uint32_t CopyAndExtendOn(Engine engine, uint32_t crc, uint8_t* d, const uint8_t* s, size_t n,
+                         CopyStores stores) {
+  crc = CopyAndExtendUnfenced(engine, crc, d, s, n, stores);
+  if (stores == CopyStores::kStreaming) StoreFence();
   return crc;
 }
 
 }  // namespace
+
+void StoreFence() {
+#if defined(__x86_64__)
+  _mm_sfence();
+#else
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+#endif
+}
 
 uint32_t CopyAndExtend(uint32_t crc, void* dst, const void* src, size_t n, CopyStores stores) {
 #if defined(__x86_64__)

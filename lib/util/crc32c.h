@@ -28,9 +28,17 @@ inline uint32_t Value(std::string_view s) { return Extend(0, s.data(), s.size())
 // stores, then a fence) where the fused copy runs, which spares reading the destination's
 // lines before writing them: for a destination that no one reads again soon (a batch
 // buffer on its way to the GPU or to another thread); kCached for one read right after.
-enum class CopyStores { kCached, kStreaming };
+// kStreamingUnfenced is kStreaming without its fence, for many copies in a row: such
+// stores are not ordered with later ones, so the caller calls StoreFence() after the last
+// of them and before anything (another thread, a device's copy) may read what they wrote.
+// The fence waits for the stores to leave the core, which a copy after a copy need not.
+enum class CopyStores { kCached, kStreaming, kStreamingUnfenced };
 uint32_t CopyAndExtend(uint32_t init_crc, void* dst, const void* data, size_t n,
                        CopyStores stores = CopyStores::kCached);
+
+// Orders every earlier store, non-temporal ones included, before every later one (SFENCE
+// on x86-64): what kStreamingUnfenced copies need before they are published.
+void StoreFence();
 
 // Returns crc32c(A || B) given crc_a = crc32c(A), crc_b = crc32c(B) and len_b = |B|,
 // in O(log len_b) time without touching the bytes. Lets a payload checksum be built from

@@ -137,7 +137,8 @@ TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
       for (size_t from : {0, 3, 64}) {
         for (size_t to : {0, 5, 64}) {
           if (from + n > src.size() || to + n + 1 > dst.size()) continue;
-          for (CopyStores stores : {CopyStores::kCached, CopyStores::kStreaming}) {
+          for (CopyStores stores :
+               {CopyStores::kCached, CopyStores::kStreaming, CopyStores::kStreamingUnfenced}) {
             std::fill(dst.begin(), dst.end(), 0xa5);
             const uint32_t init = static_cast<uint32_t>(rng());
             const std::string what = "implementation " + std::to_string(static_cast<int>(impl)) +
@@ -147,6 +148,7 @@ TEST(Crc32cTest, CopyAndExtendCopiesExactlyAndSumsAsExtend) {
             ASSERT_EQ(CopyAndExtendWith(impl, init, dst.data() + to, src.data() + from, n, stores),
                       Extend(init, src.data() + from, n))
                 << what;
+            if (stores == CopyStores::kStreamingUnfenced) StoreFence();
             ASSERT_EQ(0, std::memcmp(dst.data() + to, src.data() + from, n)) << what;
             ASSERT_EQ(dst[to + n], 0xa5) << "wrote past the end, " << what;
             if (to > 0) {
