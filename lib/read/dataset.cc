@@ -229,6 +229,12 @@ StatusOr<SampleLocation> Dataset::Locate(uint64_t index) const {
   return SampleLocation{s, record, impl_->shards[s]->LocationOffset(record)};
 }
 
+StatusOr<read::DatasetAccess::ShardRecord> read::DatasetAccess::Find(uint64_t index) const {
+  if (index >= dataset_->size()) return dataset_->impl_->OutOfRange(index);
+  const size_t s = dataset_->impl_->ShardOf(index);
+  return ShardRecord{dataset_->impl_->shards[s].get(), index - dataset_->impl_->first_sample[s]};
+}
+
 const format::ShardReader& read::DatasetAccess::shard(size_t i) const {
   return *dataset_->impl_->shards[i];
 }

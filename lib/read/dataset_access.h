@@ -30,6 +30,13 @@ class DatasetAccess {
 
   // Shard i of manifest().shards as its format reads it (format/shard_reader.h).
   const format::ShardReader& shard(size_t i) const;
+  // Sample `index`'s shard reader and record in it: Dataset::Locate without the record's
+  // offset, which a sample's read does not need. OutOfRange past the last sample.
+  struct ShardRecord {
+    const format::ShardReader* shard = nullptr;
+    uint64_t record = 0;
+  };
+  StatusOr<ShardRecord> Find(uint64_t index) const;
   // The file system the shards are read through.
   io::Env* env() const;
 

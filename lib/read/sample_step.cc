@@ -72,13 +72,15 @@ void SampleStep::WarmDecoder(SampleScratch* scratch) const {
 // zeros caused.
 Status SampleStep::Run(const SampleSource& source, const SampleTarget& target,
                        SampleScratch* scratch) const {
-  Status s = Place(source, target, scratch);
-  Status intact = dataset_->CheckIntact(source.index);
+  SHARDPACK_ASSIGN_OR_RETURN(const DatasetAccess::ShardRecord at,
+                             DatasetAccess(*dataset_).Find(source.index));
+  Status s = Place(source, at, target, scratch);
+  Status intact = at.shard->CheckIntact(at.record);
   return intact.ok() ? s : intact;
 }
 
-Status SampleStep::Place(const SampleSource& source, const SampleTarget& target,
-                         SampleScratch* scratch) const {
+Status SampleStep::Place(const SampleSource& source, const DatasetAccess::ShardRecord& at,
+                         const SampleTarget& target, SampleScratch* scratch) const {
   // Without a transform the pixels go to the batch as they are: the shard reader copies
   // them there while checking their checksum, one pass over them instead of two (an
   // encoded image: decodes it there). Unless the host normalises the sample next, nothing
@@ -94,9 +96,7 @@ Status SampleStep::Place(const SampleSource& source, const SampleTarget& target,
   if (source.reads != nullptr) {
     SHARDPACK_RETURN_IF_ERROR(source.reads->Sample(source.position, verify_crc_, &view, &copy));
   } else {
-    SHARDPACK_ASSIGN_OR_RETURN(const SampleLocation loc, dataset_->Locate(source.index));
-    SHARDPACK_RETURN_IF_ERROR(
-        DatasetAccess(*dataset_).shard(loc.shard).Get(loc.record, verify_crc_, &view, &copy));
+    SHARDPACK_RETURN_IF_ERROR(at.shard->Get(at.record, verify_crc_, &view, &copy));
   }
   // A label is an index into the class list for whoever consumes the batch (a one-hot
   // encoding, a loss): one outside it is the record's fault, not the consumer's.

@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "read/dataset_access.h"
 #include "read/normalize.h"
 #include "read/read_ahead.h"
 #include "read/transform.h"
@@ -87,8 +88,8 @@ class SampleStep {
 
  private:
   // Fetch and transform; Run adds the check that the mapping stayed intact.
-  Status Place(const SampleSource& source, const SampleTarget& target,
-               SampleScratch* scratch) const;
+  Status Place(const SampleSource& source, const DatasetAccess::ShardRecord& at,
+               const SampleTarget& target, SampleScratch* scratch) const;
   Status Transform(const SampleView& view, const SampleSource& source, uint8_t* dst,
                    SampleScratch* scratch) const;
   Status TransformEncoded(const SampleView& view, uint64_t key, uint8_t* dst,
