@@ -123,9 +123,9 @@ bool AppendMissingBlocks(uint64_t size, uint64_t block, ResidentFn resident, uin
 // Example, first pixels); stage 2: the rest of the first 4 KiB, and of a longer record the
 // first 512 bytes of each later page. At 32x32 (3 KB records) the 4 KiB are all of it
 // (1.38x the samples/s of no prefetch in global order on 2 cores, where 128 bytes gave
-// 1.12-1.24x); the two stages gave 1.09x more than one, the page heads 1.03-1.07x at 64x64
-// (64 B, 256 B and 1 KiB a page did no better), and the second-level cache as the
-// destination (prefetcht2: into the L2) 1.08x over the first (docs/LOADER.md).
+// 1.12-1.24x). Two stages gave 1.15x one at 32x32 (1.02x at 64x64), the page heads
+// 1.03-1.07x at 64x64 (64 B, 256 B and 1 KiB a page did no better), the second-level cache
+// as the destination (prefetcht2) 1.09x the first-level's at both sizes (docs/LOADER.md).
 constexpr uint64_t kPrefetchFirstBytes = 1024;
 constexpr uint64_t kPrefetchBytes = 4096;
 constexpr uintptr_t kPageBytes = 4096;
@@ -188,6 +188,8 @@ class TfrecordShard final : public ShardReader {
          page += kPageBytes) {
       PrefetchLines(page, std::min<uintptr_t>(end, page + kPrefetchPageHead));
     }
+    // The footer (the payload's checksum), which the record's read takes first.
+    if (end > whole) PrefetchLines(end - 4, end);
   }
 
   void Populate(uint64_t record) const override {
