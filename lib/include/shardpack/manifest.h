@@ -21,9 +21,9 @@ std::string_view Version();
 // (minor versions only add fields) and refuses a newer major. kFormatMinor is the newest
 // minor this build reads; a writer records the lowest version that describes its dataset:
 // 1.2 (the manifest's own checksum and rejects.tsv's entry), which includes 1.1 (the
-// Caffe schema); 1.3 for a dataset of encoded images.
+// Caffe schema); 1.3 for a dataset of encoded images; 1.4 for one of mixed records.
 inline constexpr int kFormatMajor = 1;
-inline constexpr int kFormatMinor = 3;
+inline constexpr int kFormatMinor = 4;
 
 enum class Backend {
   kTfrecord,  // shard-NNNNN-of-MMMMM.tfrecord + .idx (DALI tfrecord2idx format)
