@@ -36,6 +36,7 @@
 #include "shardpack/shard_writer.h"
 #include "util/hash.h"
 #include "util/text.h"
+#include "util/thread_count.h"
 
 namespace shardpack {
 namespace {
@@ -171,7 +172,7 @@ Status CheckDecodeSettings(const ConvertOptions& o) {
     return InvalidArgumentError("max_pixels must be in 1.." + std::to_string(kMaxImagePixels));
   }
   if (o.max_scans < 1) return InvalidArgumentError("max_scans must be positive");
-  return Status::Ok();
+  return CheckThreadCount(o.num_threads, "num_threads");
 }
 
 // The settings of the encoders: JPEG quality and subsampling, PNG compression, the mixed

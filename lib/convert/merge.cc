@@ -22,6 +22,7 @@
 #include "shardpack/convert.h"
 #include "util/hash.h"
 #include "util/text.h"
+#include "util/thread_count.h"
 
 namespace shardpack {
 namespace {
@@ -458,6 +459,7 @@ InputRange PartitionInputs(uint64_t inputs, int index, int count, uint64_t shard
 }
 
 StatusOr<MergeSummary> Merge(const std::string& dst, const MergeOptions& options) {
+  SHARDPACK_RETURN_IF_ERROR(CheckThreadCount(options.num_threads, "num_threads"));
   const auto start = std::chrono::steady_clock::now();
   io::Env* env = io::Env::Posix();
   SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dst, io::PathKind::kLocal));

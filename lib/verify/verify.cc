@@ -33,6 +33,7 @@
 #include "util/hash.h"
 #include "util/location.h"
 #include "util/text.h"
+#include "util/thread_count.h"
 
 namespace shardpack {
 
@@ -598,6 +599,7 @@ StatusOr<VerifyReport> VerifyRemoteDataset(const std::string& url, const VerifyO
 }  // namespace
 
 StatusOr<VerifyReport> VerifyDataset(const std::string& dir, const VerifyOptions& options) {
+  SHARDPACK_RETURN_IF_ERROR(CheckThreadCount(options.num_threads, "num_threads"));
   SHARDPACK_RETURN_IF_ERROR(io::CheckPathScheme(dir, io::PathKind::kDataset));
   if (IsRemotePath(dir)) return VerifyRemoteDataset(dir, options);
   const auto start = std::chrono::steady_clock::now();

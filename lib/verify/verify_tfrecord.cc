@@ -19,6 +19,7 @@
 #include "shardpack/verify.h"
 #include "util/crc32c.h"
 #include "util/text.h"
+#include "util/thread_count.h"
 
 namespace shardpack {
 namespace {
@@ -170,6 +171,7 @@ void VerifyFile(const format::TfrecordFile& file, const VerifyOptions& options, 
 }  // namespace
 
 StatusOr<VerifyReport> VerifyTfrecordFiles(const std::string& src, const VerifyOptions& options) {
+  SHARDPACK_RETURN_IF_ERROR(CheckThreadCount(options.num_threads, "num_threads"));
   const auto start = std::chrono::steady_clock::now();
   auto found = format::FindTfrecordFiles(src);
   if (!found.ok()) return found.status();

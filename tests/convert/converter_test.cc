@@ -17,6 +17,7 @@
 #include "image_fixtures.h"
 #include "io/dir_lock.h"
 #include "shardpack/dataset.h"
+#include "shardpack/limits.h"
 #include "shardpack/verify.h"
 #include "test_util.h"
 #include "util/hash.h"
@@ -106,6 +107,23 @@ TEST(ConvertTest, ClassFoldersConvertAndEveryInputIsAccountedFor) {
   ASSERT_OK((*ds)->Get(0, &sample));
   EXPECT_EQ(sample.height, 16);
   EXPECT_EQ(sample.filename, "001.cat/B.JPG");  // bytewise order: 'B' < 'a'
+}
+
+// A thread count outside 0..kMaxThreads is the caller's error: nothing is written.
+TEST(ConvertTest, ThreadCountsOutsideTheirRangeAreInvalidArguments) {
+  Tree tree;
+  TempDir out;
+  for (int threads : {-1, kMaxThreads + 1}) {
+    ConvertOptions o = Options16();
+    o.num_threads = threads;
+    auto s = Convert(tree.dir.path(), out.Join("d"), o);
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument) << threads;
+    EXPECT_NE(
+        s.status().message().find("num_threads must be in 0..4096, not " + std::to_string(threads)),
+        std::string::npos)
+        << s.status().message();
+    EXPECT_FALSE(fs::exists(out.Join("d")));
+  }
 }
 
 // The summary says where the time went: every stage that ran took time, the ones that did

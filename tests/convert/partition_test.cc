@@ -8,6 +8,7 @@
 #include "image_fixtures.h"
 #include "shardpack/convert.h"
 #include "shardpack/dataset.h"
+#include "shardpack/limits.h"
 #include "shardpack/verify.h"
 #include "test_util.h"
 
@@ -285,6 +286,17 @@ TEST(PartitionTest, AMergeStoppedByAnIoErrorFinishesWhenRunAgain) {
   ASSERT_TRUE(merged.ok()) << merged.status().ToString();
   EXPECT_EQ(merged->written, 30u);
   EXPECT_EQ(FilesUnder(dst.path()), FilesUnder(single.path()));
+}
+
+TEST(PartitionTest, MergeRefusesAThreadCountOutsideItsRange) {
+  TempDir dst;
+  MergeOptions o;
+  o.num_threads = kMaxThreads + 1;
+  auto merged = Merge(dst.path(), o);
+  EXPECT_EQ(merged.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(merged.status().message().find("num_threads must be in 0..4096, not 4097"),
+            std::string::npos)
+      << merged.status().message();
 }
 
 TEST(PartitionTest, ConvertRefusesBadPartsAndCaffeKeysAndAMergedDestination) {

@@ -10,6 +10,7 @@
 #include "format/index_file.h"
 #include "format/lmdb_shard.h"
 #include "format/record.h"
+#include "shardpack/limits.h"
 #include "shardpack/manifest.h"
 #include "test_util.h"
 #include "util/crc32c.h"
@@ -57,6 +58,27 @@ TEST(VerifyTest, CleanDatasetsPassForBothBackends) {
     EXPECT_EQ(r.records, 10u);
     EXPECT_EQ(r.fault_count, 0u);
   }
+}
+
+// A thread count outside 0..kMaxThreads is the caller's error, before anything is read.
+TEST(VerifyTest, ThreadCountsOutsideTheirRangeAreInvalidArguments) {
+  TempDir dir;
+  testing::WriteTestDataset(dir.path(), {.backend = Backend::kTfrecord, .samples = 2});
+  for (int threads : {-1, kMaxThreads + 1}) {
+    VerifyOptions o;
+    o.num_threads = threads;
+    auto r = VerifyDataset(dir.path(), o);
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << threads;
+    EXPECT_NE(
+        r.status().message().find("num_threads must be in 0..4096, not " + std::to_string(threads)),
+        std::string::npos)
+        << r.status().message();
+    EXPECT_EQ(VerifyTfrecordFiles(dir.path(), o).status().code(), StatusCode::kInvalidArgument);
+  }
+  VerifyOptions most;
+  most.num_threads = kMaxThreads;
+  EXPECT_TRUE(MustVerify(dir.path()).ok());
+  EXPECT_TRUE(VerifyDataset(dir.path(), most).ok());
 }
 
 // Every byte of a small shard flipped in turn: verify reports it, and one fault names
@@ -290,9 +312,12 @@ TEST(VerifyTest, CorruptLmdbFilesAreReportedWithoutCrashing) {
 // the bytes), so only a check of the declared format against the file finds the lie.
 TEST(VerifyTest, AnEncodedRecordWhoseFileIsNotTheFormatItDeclaresIsAFault) {
   TempDir dir;
-  const Manifest m = testing::WriteTestDataset(
-      dir.path(), {.backend = Backend::kLmdb, .samples = 3, .height = 8, .width = 8,
-                   .max_shard_records = 0, .encoding = ImageEncoding::kJpeg});
+  const Manifest m = testing::WriteTestDataset(dir.path(), {.backend = Backend::kLmdb,
+                                                            .samples = 3,
+                                                            .height = 8,
+                                                            .width = 8,
+                                                            .max_shard_records = 0,
+                                                            .encoding = ImageEncoding::kJpeg});
   const std::string shard = dir.Join(m.shards[0].data.file);
   std::filesystem::remove(shard);
   auto w = format::LmdbShardWriter::Create(shard, {.initial_map_bytes = 1 << 20});
@@ -326,19 +351,19 @@ TEST(VerifyTest, AnEncodedRecordWhoseFileIsNotTheFormatItDeclaresIsAFault) {
 // is refused before anything is decoded.
 TEST(VerifyTest, DecodingThreadsAreBoundedByTheMemoryAndNoneFittingIsRefused) {
   TempDir dir;
-  testing::WriteTestDataset(dir.path(), {.samples = 6, .height = 32, .width = 24,
-                                         .encoding = ImageEncoding::kJpeg});
+  testing::WriteTestDataset(
+      dir.path(), {.samples = 6, .height = 32, .width = 24, .encoding = ImageEncoding::kJpeg});
   const uint64_t per_thread = 3 * 32 * 24 * 3;
-  auto r = VerifyDataset(dir.path(), {.num_threads = 8, .decode_encoded = true,
-                                      .max_memory_bytes = per_thread - 1});
+  auto r = VerifyDataset(
+      dir.path(), {.num_threads = 8, .decode_encoded = true, .max_memory_bytes = per_thread - 1});
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kResourceExhausted);
-  EXPECT_NE(r.status().message().find("verify --decode needs " + std::to_string(per_thread) +
-                                      " bytes"),
-            std::string::npos)
+  EXPECT_NE(
+      r.status().message().find("verify --decode needs " + std::to_string(per_thread) + " bytes"),
+      std::string::npos)
       << r.status().message();
-  r = VerifyDataset(dir.path(), {.num_threads = 8, .decode_encoded = true,
-                                 .max_memory_bytes = per_thread});
+  r = VerifyDataset(dir.path(),
+                    {.num_threads = 8, .decode_encoded = true, .max_memory_bytes = per_thread});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->ok()) << Dump(*r);
   EXPECT_EQ(r->records, 6u);

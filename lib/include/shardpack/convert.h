@@ -109,7 +109,7 @@ struct ConvertOptions {
   uint64_t seed = 0;
 
   // Worker threads of this call, in a TBB task_arena of its own (nothing process-wide is
-  // changed). 0: all cores. TBB shares one pool per process, at most the core count (or
+  // changed): 0..kMaxThreads (limits.h), else InvalidArgument. 0: all cores. TBB shares one pool per process, at most the core count (or
   // the application's tbb::global_control limit): more threads than that add nothing.
   int num_threads = 0;
 
@@ -279,7 +279,7 @@ struct MergeOptions {
   // file a part's manifest lists is there with its size (for parts verified where they
   // were made, as `convert --mpi` does).
   bool verify = true;
-  int num_threads = 0;  // verify threads; 0: all cores
+  int num_threads = 0;  // verify threads, 0..kMaxThreads; 0: all cores
   // Called once per fault as verify finds it; faults are also in the summary.
   std::function<void(const VerifyFault&)> on_fault;
 };

@@ -35,7 +35,8 @@ struct VerifyFault {
 std::string FormatFault(const VerifyFault& f);
 
 struct VerifyOptions {
-  // Threads checking shards in parallel; 0: all cores.
+  // Threads checking shards in parallel, 0..kMaxThreads (limits.h), else InvalidArgument;
+  // 0: all cores.
   int num_threads = 0;
   // Called once per fault as it is found, from any thread, never concurrently.
   std::function<void(const VerifyFault&)> on_fault;
