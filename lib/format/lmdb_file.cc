@@ -370,44 +370,15 @@ Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
     const bool leaf = level + 1 == meta_.depth;
     Page page;
     SHARDPACK_RETURN_IF_ERROR(ReadPage(pgno, leaf ? kLeaf : kBranch, &page));
+    if (leaf) return SearchLeaf(page, key, value);
     std::string_view k, v;
     uint64_t child = 0;
-    // The probes read keys alone; the node found is read whole (ReadNode), as is one that
-    // does not lie in its page, for the message.
-    auto probe = [&](uint32_t i) -> Status {
-      if (ProbeKey(page.bytes, page.upper, meta_.page_size, i, &k)) return Status::Ok();
-      Status s = ReadNode(page, i, &k, &v, &child);
-      return s.ok() ? CorruptionError(PageName(pgno) + ": node " + std::to_string(i) +
-                                      " changed while it was read")
-                    : s;
-    };
-    if (leaf) {
-      uint32_t lo = 0, hi = page.keys;
-      while (lo < hi) {
-        const uint32_t mid = lo + (hi - lo) / 2;
-        SHARDPACK_RETURN_IF_ERROR(probe(mid));
-        const int c = CompareKeys(k, key);
-        if (c == 0) {
-          SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, value, &child));
-          if (k != key)
-            return CorruptionError(PageName(pgno) + ": node " + std::to_string(mid) +
-                                   " changed while it was read");
-          return Status::Ok();
-        }
-        if (c < 0) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      return NotFoundError("key " + ShowKey(key) + " is not in the database");
-    }
     // The child is that of the last node whose key is not above `key`; node 0's key
     // stands for every key below node 1's.
     uint32_t lo = 1, hi = page.keys;
     while (lo < hi) {
       const uint32_t mid = lo + (hi - lo) / 2;
-      SHARDPACK_RETURN_IF_ERROR(probe(mid));
+      SHARDPACK_RETURN_IF_ERROR(ProbeNode(page, mid, &k));
       if (CompareKeys(k, key) <= 0) {
         lo = mid + 1;
       } else {
@@ -418,6 +389,148 @@ Status LmdbFile::Find(std::string_view key, std::string_view* value) const {
     pgno = child;
   }
   return InternalError("LMDB lookup fell through");  // depth >= 1 ends at a leaf
+}
+
+// The probes read keys alone; the node found is read whole (ReadNode), as is one that does
+// not lie in its page, for the message.
+Status LmdbFile::ProbeNode(const Page& page, uint32_t i, std::string_view* key) const {
+  if (ProbeKey(page.bytes, page.upper, meta_.page_size, i, key)) return Status::Ok();
+  std::string_view value;
+  uint64_t child = 0;
+  Status s = ReadNode(page, i, key, &value, &child);
+  return s.ok() ? CorruptionError(PageName(page.pgno) + ": node " + std::to_string(i) +
+                                  " changed while it was read")
+                : s;
+}
+
+Status LmdbFile::SearchLeaf(const Page& page, std::string_view key, std::string_view* value) const {
+  std::string_view k;
+  uint64_t child = 0;
+  uint32_t lo = 0, hi = page.keys;
+  while (lo < hi) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    SHARDPACK_RETURN_IF_ERROR(ProbeNode(page, mid, &k));
+    const int c = CompareKeys(k, key);
+    if (c == 0) {
+      SHARDPACK_RETURN_IF_ERROR(ReadNode(page, mid, &k, value, &child));
+      if (k != key)
+        return CorruptionError(PageName(page.pgno) + ": node " + std::to_string(mid) +
+                               " changed while it was read");
+      return Status::Ok();
+    }
+    if (c < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return NotFoundError("key " + ShowKey(key) + " is not in the database");
+}
+
+Status LmdbFile::FindInLeaf(uint64_t pgno, uint32_t node, std::string_view key,
+                            std::string_view* value) const {
+  Page page;
+  SHARDPACK_RETURN_IF_ERROR(ReadPage(pgno, kLeaf, &page));
+  if (node < page.keys) {
+    std::string_view k;
+    uint64_t child = 0;
+    if (ReadNode(page, node, &k, value, &child).ok() && k == key) return Status::Ok();
+  }
+  return SearchLeaf(page, key, value);
+}
+
+Status LmdbFile::ForEachLeaf(
+    const std::function<Status(std::string_view low_key, uint64_t pgno)>& fn) const {
+  if (meta_.root == kNoPage) return Status::Ok();
+  if (meta_.depth <= 1) return fn(std::string_view(), meta_.root);
+  std::string last;
+  bool any = false;
+  return WalkBranch(meta_.root, 0, std::string_view(), fn, &last, &any);
+}
+
+Status LmdbFile::WalkBranch(uint64_t pgno, int level, std::string_view low,
+                            const std::function<Status(std::string_view, uint64_t)>& fn,
+                            std::string* last, bool* any) const {
+  Page page;
+  SHARDPACK_RETURN_IF_ERROR(ReadPage(pgno, kBranch, &page));
+  const bool leaves_below = level + 2 == meta_.depth;
+  for (uint32_t i = 0; i < page.keys; ++i) {
+    std::string_view key, value;
+    uint64_t child = 0;
+    SHARDPACK_RETURN_IF_ERROR(ReadNode(page, i, &key, &value, &child));
+    // Node 0's key stands for everything below node 1's: its entries start at `low`.
+    const std::string_view child_low = i == 0 ? low : key;
+    if (!leaves_below) {
+      SHARDPACK_RETURN_IF_ERROR(WalkBranch(child, level + 1, child_low, fn, last, any));
+      continue;
+    }
+    if (*any && CompareKeys(child_low, *last) <= 0) {
+      return CorruptionError(PageName(pgno) + ": node " + std::to_string(i) + ": key " +
+                             ShowKey(child_low) + " does not follow the key before it, " +
+                             ShowKey(*last));
+    }
+    last->assign(child_low);
+    *any = true;
+    SHARDPACK_RETURN_IF_ERROR(fn(child_low, child));
+  }
+  return Status::Ok();
+}
+
+namespace {
+
+// Software prefetches of [from, to), a line at a time, into the second-level cache.
+void PrefetchRange(const uint8_t* from, const uint8_t* to) {
+  for (const uint8_t* at = from; at < to; at += 64) __builtin_prefetch(at, 0, 1);
+}
+
+}  // namespace
+
+void LmdbFile::PrefetchNode(uint64_t pgno, uint32_t node, int stage) const {
+  const uint32_t psize = meta_.page_size;
+  if (pgno < 2 || pgno > meta_.last_page) return;
+  const uint8_t* p = data_ + pgno * psize;
+  const uint64_t slot = kPageHeaderBytes + 2 * uint64_t{node};
+  if (slot + 2 > psize) return;
+  if (stage == 0) {
+    __builtin_prefetch(p, 0, 1);
+    __builtin_prefetch(p + slot, 0, 1);
+    return;
+  }
+  // Every field read once and checked, as ReadPage and ReadNode do.
+  const uint32_t lower = Load16(p + 12);
+  const uint32_t upper = Load16(p + 14);
+  if (slot + 2 > lower || upper > psize) return;
+  const uint32_t at = Load16(p + slot);
+  if (at < upper || at > psize - kNodeHeaderBytes) return;
+  const uint8_t* n = p + at;
+  if (stage == 1) {
+    PrefetchRange(n, n + std::min<uint64_t>(64, psize - at));
+    return;
+  }
+  const uint64_t size = Load16(n) | (uint64_t{Load16(n + 2)} << 16);
+  const uint64_t data_at = at + kNodeHeaderBytes + Load16(n + 6);
+  const uint8_t* value = nullptr;
+  if (Load16(n + 4) == kBigData) {
+    if (data_at + sizeof(uint64_t) > psize) return;
+    const uint64_t run = Load64(p + data_at);
+    if (run < 2 || run > meta_.last_page) return;
+    value = data_ + run * psize + kPageHeaderBytes;
+  } else {
+    if (data_at > psize) return;
+    value = p + data_at;
+  }
+  const uint8_t* end = std::min(value + size, data_ + (meta_.last_page + 1) * psize);
+  if (end <= value) return;
+  const uint8_t* whole = std::min(end, value + 4096);
+  PrefetchRange(value, whole);
+  const auto page_of = [](const uint8_t* a) {
+    return reinterpret_cast<const uint8_t*>((reinterpret_cast<uintptr_t>(a) + 4095) &
+                                            ~uintptr_t{4095});
+  };
+  for (const uint8_t* page = page_of(whole); page < end; page += 4096) {
+    PrefetchRange(page, std::min(end, page + 512));
+  }
+  PrefetchRange(end - 1, end);
 }
 
 Status LmdbFile::First(std::string_view* key) const {

@@ -109,6 +109,25 @@ class LmdbFile {
   // on the way is damaged.
   Status First(std::string_view* key) const;
 
+  // The leaf pages of the main database in key order, each with the lowest key its branch
+  // keys give it ("" for the first): fn(low_key, pgno) for each. Reads the branch pages
+  // alone, checked as Find checks them, and refuses (Corruption) low keys that do not
+  // strictly increase, which bounds the walk over any page graph as ForEach's order check
+  // does. An empty database calls nothing; a tree of one level, fn("", root).
+  Status ForEachLeaf(
+      const std::function<Status(std::string_view low_key, uint64_t pgno)>& fn) const;
+  // Find within leaf page `pgno` alone (from ForEachLeaf), trying its node `node` first
+  // (where the leaf's keys run on from its low key): NotFound when the page does not hold
+  // `key`; Corruption when it is no leaf or is damaged. One page read, as Find's last.
+  Status FindInLeaf(uint64_t pgno, uint32_t node, std::string_view key,
+                    std::string_view* value) const;
+  // A hint that node `node` of leaf `pgno` will be read, in stages a few records apart,
+  // each reading what the one before brought the CPU caches: stage 0 the page's header and
+  // the node's offset, 1 the node, 2 its value (its first 4 KiB, the head of each later
+  // page and its last line; in the leaf or in an overflow run). Never fails; each field it
+  // reads is checked against the page and the file first, and on anything amiss it stops.
+  void PrefetchNode(uint64_t pgno, uint32_t node, int stage) const;
+
   // Calls `fn` with every key and value of the main database in key order, and stops at
   // the first error of `fn`'s or of the file's (Corruption naming the page). With `audit`,
   // also refuses a page reached twice (or inside an overflow run) and fills `counts`
@@ -133,6 +152,15 @@ class LmdbFile {
                   uint64_t* child, uint64_t* overflow_pgno = nullptr,
                   uint64_t* overflow_pages = nullptr) const;
   std::string PageName(uint64_t pgno) const;
+  // Node i's key for a binary search, or the fault ReadNode finds in the node.
+  Status ProbeNode(const Page& page, uint32_t i, std::string_view* key) const;
+  // Find's search of a leaf page.
+  Status SearchLeaf(const Page& page, std::string_view key, std::string_view* value) const;
+  // ForEachLeaf below branch page `pgno` at `level` (0: the root), whose entries are
+  // bounded below by `low`; `last` and `any`: the last low key given to fn.
+  Status WalkBranch(uint64_t pgno, int level, std::string_view low,
+                    const std::function<Status(std::string_view, uint64_t)>& fn, std::string* last,
+                    bool* any) const;
 
   const uint8_t* data_;  // (meta_.last_page + 1) * meta_.page_size bytes at least
   LmdbMeta meta_;

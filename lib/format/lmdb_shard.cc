@@ -361,10 +361,53 @@ StatusOr<std::unique_ptr<LmdbShardReader>> LmdbShardReader::Open(const std::stri
   return std::unique_ptr<LmdbShardReader>(new LmdbShardReader(path, std::move(map), *file));
 }
 
+void LmdbShardReader::IndexLeaves(uint64_t records) {
+  // A leaf entry takes at least its node header, its 10-byte key and its offset's 2 bytes.
+  constexpr uint64_t kLeastEntryBytes = 20;
+  leaf_of_.clear();
+  if (records == 0 || records > file_bytes() / kLeastEntryBytes ||
+      file_.meta().last_page > UINT32_MAX) {
+    return;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> leaves;  // first record, page
+  Status s = file_.ForEachLeaf([&](std::string_view low, uint64_t pgno) -> Status {
+    uint64_t first = 0;
+    if (!low.empty()) {
+      if (!IsRecordNumberKey(low)) return CorruptionError("not a record key");
+      for (char c : low) first = first * 10 + static_cast<uint64_t>(c - '0');
+    }
+    // Keys strictly increase (ForEachLeaf), and ten digits compare as their numbers.
+    if (first >= records || leaves.size() >= records) return OutOfRangeError("past the records");
+    leaves.emplace_back(first, static_cast<uint32_t>(pgno));
+    return Status::Ok();
+  });
+  if (!s.ok() || faulted() || leaves.empty() || leaves.front().first != 0) return;
+  leaf_of_.resize(records);
+  for (size_t i = 0; i < leaves.size(); ++i) {
+    const uint64_t end = i + 1 < leaves.size() ? leaves[i + 1].first : records;
+    for (uint64_t r = leaves[i].first; r < end; ++r) {
+      const uint64_t node = std::min<uint64_t>(r - leaves[i].first, UINT32_MAX);
+      leaf_of_[r] = {leaves[i].second, static_cast<uint32_t>(node)};
+    }
+  }
+}
+
+void LmdbShardReader::Prefetch(uint64_t index, int stage) const {
+  if (index >= leaf_of_.size()) return;
+  const LeafNode at = leaf_of_[index];
+  file_.PrefetchNode(at.pgno, at.node, stage);
+}
+
 Status LmdbShardReader::Get(uint64_t index, std::string_view* value) const {
   if (faulted()) return IOError(RecordName(index) + ": " + FaultMessage());
   // Ten digits and no allocation (the short-string buffer).
   const std::string key = LmdbKey(index);
+  // The record's leaf page, where IndexLeaves noted it; the tree's search otherwise, and
+  // for every answer but a value found, so that each fault has one message.
+  if (index < leaf_of_.size() &&
+      file_.FindInLeaf(leaf_of_[index].pgno, leaf_of_[index].node, key, value).ok() && !faulted()) {
+    return Status::Ok();
+  }
   Status s = file_.Find(key, value);
   // A lookup that read zeros where the file shrank is reported as what it is.
   if (faulted()) return IOError(RecordName(index) + ": " + FaultMessage());

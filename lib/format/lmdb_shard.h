@@ -146,6 +146,17 @@ class LmdbShardReader {
   // The value of record `index`: Corruption naming the record when its key is missing or a
   // page on the way is damaged; IOError once faulted().
   Status Get(uint64_t index, std::string_view* value) const;
+  // For random reads of a shard of `records` records (the Example schema): notes which leaf
+  // page holds each record, and at which node if the leaf's keys run on from its first,
+  // from the branch pages (LmdbFile::ForEachLeaf), so that Get reads one page and one node
+  // instead of a search per level, and Prefetch can follow a record ahead of Get. 8 bytes
+  // a record. A tree whose leaves do not start at record keys, a walk that fails and
+  // more records than the file could hold leave it out: Get then searches the tree, as it
+  // does for any record its leaf page does not hold (and for the messages of every fault).
+  void IndexLeaves(uint64_t records);
+  // Prefetch hints for record `index` (ShardReader::Prefetch's stages, as
+  // LmdbFile::PrefetchNode takes them); nothing without IndexLeaves.
+  void Prefetch(uint64_t index, int stage) const;
   // Where `value` (from Get) begins in the file.
   uint64_t FileOffset(std::string_view value) const {
     return static_cast<uint64_t>(reinterpret_cast<const uint8_t*>(value.data()) - map_->data());
@@ -185,6 +196,12 @@ class LmdbShardReader {
   std::string path_;
   std::unique_ptr<io::MappedFile> map_;
   LmdbFile file_;  // over map_'s bytes
+  // IndexLeaves: record -> its leaf page and node there, or empty.
+  struct LeafNode {
+    uint32_t pgno;
+    uint32_t node;
+  };
+  std::vector<LeafNode> leaf_of_;
 };
 
 }  // namespace shardpack::format

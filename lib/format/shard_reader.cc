@@ -299,6 +299,10 @@ class LmdbShard final : public ShardReader {
 
   void PreferHugePages() const override { lmdb_->PreferHugePages(); }
 
+  void Prefetch(uint64_t record, int stage) const override {
+    if (!lmdb_->faulted()) lmdb_->Prefetch(record, stage);
+  }
+
   bool MissingBlocks(uint64_t block, uint64_t* budget, std::vector<FileRange>* out) const override {
     if (lmdb_->faulted()) return true;
     return AppendMissingBlocks(
@@ -396,6 +400,7 @@ StatusOr<std::unique_ptr<ShardReader>> OpenLmdbShard(const ShardEntry& e, const 
     return CorruptionError(shown + ": " + std::to_string(lmdb->entries()) +
                            " records, the manifest says " + std::to_string(e.records));
   }
+  if (options.random_access) lmdb->IndexLeaves(e.records);
   return std::unique_ptr<ShardReader>(new LmdbShard(e, path, std::move(lmdb), options.encoding));
 }
 

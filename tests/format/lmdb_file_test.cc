@@ -106,8 +106,12 @@ uint64_t Load64At(const std::vector<uint8_t>& b, size_t at) {
   std::memcpy(&v, b.data() + at, 8);
   return v;
 }
-void Store64At(std::vector<uint8_t>* b, size_t at, uint64_t v) { std::memcpy(b->data() + at, &v, 8); }
-void Store16At(std::vector<uint8_t>* b, size_t at, uint16_t v) { std::memcpy(b->data() + at, &v, 2); }
+void Store64At(std::vector<uint8_t>* b, size_t at, uint64_t v) {
+  std::memcpy(b->data() + at, &v, 8);
+}
+void Store16At(std::vector<uint8_t>* b, size_t at, uint16_t v) {
+  std::memcpy(b->data() + at, &v, 2);
+}
 uint16_t Load16At(const std::vector<uint8_t>& b, size_t at) {
   uint16_t v;
   std::memcpy(&v, b.data() + at, 2);
@@ -133,6 +137,30 @@ Status ReadEveryWay(const std::vector<uint8_t>& bytes, const Entries& keys, bool
     Status s = file->Find(k, &value);
     if (s.ok()) inside(value);
     if (!s.ok() && first.ok()) first = s;
+  }
+  // The leaf index's way (LmdbShardReader::IndexLeaves): the leaves the branch pages give,
+  // each key looked up in its leaf with node hints in and out of range, and every prefetch.
+  std::vector<uint64_t> leaves;
+  Status indexed = file->ForEachLeaf([&](std::string_view low, uint64_t pgno) {
+    inside(low);
+    leaves.push_back(pgno);
+    return leaves.size() > 10000 ? OutOfRangeError("too many leaves") : Status::Ok();
+  });
+  if (indexed.ok()) {
+    for (uint64_t pgno : leaves) {
+      for (uint32_t node = 0; node < 64; ++node) {
+        for (int stage : {0, 1, 2}) file->PrefetchNode(pgno, node, stage);
+      }
+      for (const auto& [k, v] : keys) {
+        std::string_view value;
+        for (uint32_t node : {0u, 1u, 5u, 1000u}) {
+          if (file->FindInLeaf(pgno, node, k, &value).ok()) inside(value);
+        }
+      }
+    }
+  }
+  for (uint64_t pgno = 0; pgno < bytes.size() / 4096 + 2; ++pgno) {
+    for (int stage : {0, 1, 2}) file->PrefetchNode(pgno, 0, stage);
   }
   LmdbTreeCounts counts;
   Status walk = file->ForEach(
@@ -238,7 +266,8 @@ TEST(LmdbFileTest, AnEmptyDatabaseHasNoEntries) {
   EXPECT_TRUE(file->ForEach([&](std::string_view, std::string_view) {
                     ++seen;
                     return Status::Ok();
-                  }).ok());
+                  })
+                  .ok());
   EXPECT_EQ(seen, 0);
 }
 
@@ -335,6 +364,74 @@ TEST(LmdbFileTest, EveryByteOfEveryPageDamagedIsReadSafely) {
   EXPECT_GT(errors, runs / 10) << "most structural damage must be found";
 }
 
+// ForEachLeaf gives the leaves in key order with their low keys, and each key is found in
+// its leaf at the node its rank there says, as Find finds it.
+TEST(LmdbFileTest, TheLeavesAndTheirLowKeysLeadToWhatFindFinds) {
+  testing::TempDir dir;
+  const SmallFile f = MakeSmallFile(dir.path());
+  auto file = LmdbFile::Open(f.bytes.data(), f.bytes.size());
+  ASSERT_TRUE(file.ok());
+  std::vector<std::pair<std::string, uint64_t>> leaves;
+  ASSERT_OK(file->ForEachLeaf([&](std::string_view low, uint64_t pgno) {
+    leaves.emplace_back(std::string(low), pgno);
+    return Status::Ok();
+  }));
+  ASSERT_GE(leaves.size(), 2u);
+  EXPECT_EQ(leaves[0].first, "");
+  EXPECT_EQ(leaves[0].second, f.Child(0));
+  size_t leaf = 0;
+  uint32_t node = 0;
+  for (const auto& [k, v] : f.entries) {  // in key order
+    while (leaf + 1 < leaves.size() && k >= leaves[leaf + 1].first) {
+      ++leaf;
+      node = 0;
+    }
+    std::string_view found, direct;
+    ASSERT_OK(file->Find(k, &found));
+    ASSERT_TRUE(file->FindInLeaf(leaves[leaf].second, node, k, &direct).ok()) << k;
+    EXPECT_EQ(found.data(), direct.data()) << k;
+    // A wrong node hint still finds it (the leaf's search); another leaf does not.
+    ASSERT_OK(file->FindInLeaf(leaves[leaf].second, node + 1, k, &direct));
+    EXPECT_EQ(found.data(), direct.data()) << k;
+    const uint64_t other = leaves[(leaf + 1) % leaves.size()].second;
+    EXPECT_EQ(file->FindInLeaf(other, node, k, &direct).code(), StatusCode::kNotFound) << k;
+    ++node;
+  }
+  std::string_view v;
+  EXPECT_EQ(file->FindInLeaf(f.root, 0, f.entries.begin()->first, &v).code(),
+            StatusCode::kCorruption)
+      << "the root is a branch page";
+}
+
+// A branch key out of order is refused by the leaf walk, which is what bounds it.
+TEST(LmdbFileTest, TheLeafWalkRefusesBranchKeysOutOfOrder) {
+  testing::TempDir dir;
+  SmallFile f = MakeSmallFile(dir.path());
+  ASSERT_GE(f.Keys(f.root), 3);
+  f.SetChild(2, f.Child(1));  // the same leaf twice: its low keys still increase
+  auto file = LmdbFile::Open(f.bytes.data(), f.bytes.size());
+  ASSERT_TRUE(file.ok());
+  int calls = 0;
+  ASSERT_OK(file->ForEachLeaf([&](std::string_view, uint64_t) {
+    ++calls;
+    return Status::Ok();
+  }));
+  EXPECT_EQ(calls, f.Keys(f.root));
+  // Node 2's key made equal to node 1's.
+  SmallFile g = MakeSmallFile(dir.path());
+  const uint64_t root = g.root * g.psize;
+  const uint16_t one = Load16At(g.bytes, root + 16 + 2), two = Load16At(g.bytes, root + 16 + 4);
+  const uint16_t key_size = Load16At(g.bytes, root + one + 6);
+  ASSERT_EQ(key_size, Load16At(g.bytes, root + two + 6));
+  std::copy_n(g.bytes.begin() + root + one + 8, key_size, g.bytes.begin() + root + two + 8);
+  auto bad = LmdbFile::Open(g.bytes.data(), g.bytes.size());
+  ASSERT_TRUE(bad.ok());
+  Status walk = bad->ForEachLeaf([](std::string_view, uint64_t) { return Status::Ok(); });
+  EXPECT_EQ(walk.code(), StatusCode::kCorruption);
+  EXPECT_NE(walk.message().find("does not follow the key before it"), std::string::npos)
+      << walk.message();
+}
+
 TEST(LmdbFileTest, ABranchPointingAtItselfIsCorruptionNotALoop) {
   testing::TempDir dir;
   SmallFile f = MakeSmallFile(dir.path());
@@ -369,8 +466,8 @@ TEST(LmdbFileTest, ALeafReachedTwiceIsCorruptionAndTheAuditNamesThePage) {
   auto file = LmdbFile::Open(f.bytes.data(), f.bytes.size());
   ASSERT_TRUE(file.ok());
   for (bool audit : {false, true}) {
-    Status walk = file->ForEach([](std::string_view, std::string_view) { return Status::Ok(); },
-                                audit);
+    Status walk =
+        file->ForEach([](std::string_view, std::string_view) { return Status::Ok(); }, audit);
     EXPECT_EQ(walk.code(), StatusCode::kCorruption);
     EXPECT_NE(walk.message().find(audit ? "already part of the tree" : "outside the range"),
               std::string::npos)
@@ -396,8 +493,7 @@ TEST(LmdbFileTest, AnOverflowRunOrAValuePastTheLastPageIsCorruption) {
   std::memcpy(bytes.data() + run * f.psize + 12, "\xff\xff\xff\x7f", 4);
   Status s = walk(bytes);
   EXPECT_EQ(s.code(), StatusCode::kCorruption);
-  EXPECT_NE(s.message().find("claims a run of 2147483647 pages"), std::string::npos)
-      << s.message();
+  EXPECT_NE(s.message().find("claims a run of 2147483647 pages"), std::string::npos) << s.message();
   // The node claims a value longer than the rest of the file: refused by the lookup too.
   bytes = f.bytes;
   Store16At(&bytes, node, 0xffff);
@@ -452,9 +548,9 @@ TEST(LmdbFileTest, AnEntryCountThatTheTreeDoesNotHoldIsFoundByTheAudit) {
   ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->meta().entries, f.entries.size() + 1);
   LmdbTreeCounts counts;
-  ASSERT_TRUE(file->ForEach([](std::string_view, std::string_view) { return Status::Ok(); },
-                            true, &counts)
-                  .ok());
+  ASSERT_TRUE(
+      file->ForEach([](std::string_view, std::string_view) { return Status::Ok(); }, true, &counts)
+          .ok());
   EXPECT_EQ(counts.entries, f.entries.size());
 }
 

@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <random>
+
 #include "format/example.h"
 #include "format/format.h"
 #include "test_util.h"
@@ -40,6 +42,106 @@ TEST(LmdbShardTest, MapFullGrowsTheMapAndReplaysTheBatch) {
     return Status::Ok();
   }));
   EXPECT_EQ(walked, 60u);
+}
+
+// A shard of `n` records of `side` x `side` x 3 pixels (values of every size: inside
+// leaves, or each in an overflow run), record i's pixels all i.
+std::string WriteNumberedShard(const testing::TempDir& dir, const std::string& name, int n,
+                               int side) {
+  const std::string path = dir.Join(name);
+  auto w = LmdbShardWriter::Create(path, {});
+  EXPECT_TRUE(w.ok()) << w.status().ToString();
+  std::string entries = EncodeFeatureEntries({side, side, 3, 0, "c", "f"}, 0);
+  for (int i = 0; i < n; ++i) {
+    std::string px(static_cast<size_t>(side) * side * 3, static_cast<char>(i));
+    EXPECT_TRUE((*w)->Append(entries, px, 0, kKeyRaw).ok());
+  }
+  FileEntry f;
+  EXPECT_TRUE((*w)->Finish(&f).ok());
+  return path;
+}
+
+// The leaf index (IndexLeaves) changes how a record is found, not what: every record's
+// value is the tree search's, and every prefetch stage runs on every record.
+TEST(LmdbShardTest, TheLeafIndexFindsWhatTheTreeSearchFinds) {
+  testing::TempDir dir;
+  for (int side : {4, 20, 64}) {  // 48 B (many a leaf), 1.2 KB, 12 KB (overflow) values
+    const int n = side == 64 ? 300 : 3000;
+    const std::string path = WriteNumberedShard(dir, "s" + std::to_string(side) + ".lmdb", n, side);
+    auto plain = LmdbShardReader::Open(path, true);
+    auto indexed = LmdbShardReader::Open(path, true);
+    ASSERT_TRUE(plain.ok() && indexed.ok());
+    ASSERT_GE((*plain)->meta().depth, 2) << side;
+    (*indexed)->IndexLeaves(n);
+    for (int i = 0; i < n; ++i) {
+      for (int stage : {0, 1, 2}) (*indexed)->Prefetch(i, stage);
+      std::string_view a, b;
+      ASSERT_OK((*plain)->Get(i, &a));
+      ASSERT_OK((*indexed)->Get(i, &b));
+      ASSERT_EQ((*plain)->FileOffset(a), (*indexed)->FileOffset(b)) << side << " record " << i;
+      ASSERT_EQ(a.size(), b.size());
+    }
+    // Past the records, and an index for fewer or more records than the shard holds.
+    std::string_view v;
+    EXPECT_EQ((*indexed)->Get(n, &v).code(), StatusCode::kCorruption);
+    (*indexed)->Prefetch(n, 1);
+    for (uint64_t records : {uint64_t{1}, uint64_t(n) / 2, uint64_t(n) + 5}) {
+      (*indexed)->IndexLeaves(records);
+      for (int i = 0; i < n; i += 7) {
+        for (int stage : {0, 1, 2}) (*indexed)->Prefetch(i, stage);
+        std::string_view a, b;
+        ASSERT_OK((*plain)->Get(i, &a));
+        ASSERT_OK((*indexed)->Get(i, &b));
+        ASSERT_EQ((*plain)->FileOffset(a), (*indexed)->FileOffset(b))
+            << side << " record " << i << " of " << records;
+      }
+    }
+  }
+}
+
+// With the leaf index, a damaged shard answers each record as the tree search does: the
+// same error word for word, or a value inside the file; a value wherever the search finds
+// one. (Where the index points at a node holding the key that a damaged leaf's order hides
+// from the search, it returns that value: the record's own checksums judge it.) The
+// sanitizer build checks that nothing is read outside the file.
+TEST(LmdbShardTest, TheLeafIndexAnswersADamagedShardAsTheTreeSearchDoes) {
+  testing::TempDir dir;
+  const int n = 400;
+  const std::string clean = WriteNumberedShard(dir, "clean.lmdb", n, 20);
+  const std::string bytes = testing::ReadFileOrDie(clean);
+  auto meta = LmdbShardReader::Open(clean, true);
+  ASSERT_TRUE(meta.ok());
+  const uint64_t psize = (*meta)->meta().page_size;
+  std::mt19937 rng(5);
+  int errors = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string damaged = bytes;
+    // A byte of a page's header or node table, or anywhere in a page.
+    const uint64_t page = 2 + rng() % (damaged.size() / psize - 2);
+    const uint64_t at = page * psize + (trial % 2 == 0 ? rng() % 64 : rng() % psize);
+    damaged[at] = static_cast<char>(trial % 3 == 0 ? 0xff : damaged[at] ^ (1 << (rng() % 8)));
+    const std::string path = dir.Join("damaged.lmdb");
+    testing::WriteFileOrDie(path, damaged);
+    auto plain = LmdbShardReader::Open(path, true);
+    auto indexed = LmdbShardReader::Open(path, true);
+    ASSERT_EQ(plain.ok(), indexed.ok());
+    if (!plain.ok()) continue;
+    (*indexed)->IndexLeaves(n);
+    for (int i = 0; i < n; ++i) {
+      for (int stage : {0, 1, 2}) (*indexed)->Prefetch(i, stage);
+      std::string_view a, b;
+      const Status sa = (*plain)->Get(i, &a);
+      const Status sb = (*indexed)->Get(i, &b);
+      if (!sb.ok()) {
+        ASSERT_EQ(sa.ToString(), sb.ToString()) << "trial " << trial << " record " << i;
+        ++errors;
+        continue;
+      }
+      EXPECT_LE((*indexed)->FileOffset(b) + b.size(), damaged.size());
+      if (sa.ok()) EXPECT_EQ(a.size(), b.size()) << "trial " << trial << " record " << i;
+    }
+  }
+  EXPECT_GT(errors, 0) << "some damage must be found";
 }
 
 TEST(LmdbShardTest, KeysAreTenDigitsZeroPaddedAndWiderNumbersKeepAllTheirDigits) {
