@@ -138,24 +138,31 @@ Status ReadEveryWay(const std::vector<uint8_t>& bytes, const Entries& keys, bool
     if (s.ok()) inside(value);
     if (!s.ok() && first.ok()) first = s;
   }
-  // The leaf index's way (LmdbShardReader::IndexLeaves): the leaves the branch pages give,
-  // each key looked up in its leaf with node hints in and out of range, and every prefetch.
-  std::vector<uint64_t> leaves;
+  // The leaf index's way (LmdbShardReader::IndexLeaves): the leaves the branch pages give;
+  // each key looked up in the leaf its low keys say, at its rank there and at a node past
+  // the page's; the prefetch stages of a leaf's first nodes and of every page's first.
+  std::vector<std::pair<std::string, uint64_t>> leaves;
   Status indexed = file->ForEachLeaf([&](std::string_view low, uint64_t pgno) {
     inside(low);
-    leaves.push_back(pgno);
-    return leaves.size() > 10000 ? OutOfRangeError("too many leaves") : Status::Ok();
+    leaves.emplace_back(std::string(low), pgno);
+    return leaves.size() > 1000 ? OutOfRangeError("too many leaves") : Status::Ok();
   });
-  if (indexed.ok()) {
-    for (uint64_t pgno : leaves) {
-      for (uint32_t node = 0; node < 64; ++node) {
-        for (int stage : {0, 1, 2}) file->PrefetchNode(pgno, node, stage);
+  if (indexed.ok() && !leaves.empty()) {
+    size_t leaf = 0;
+    uint32_t rank = 0;
+    for (const auto& [k, v] : keys) {
+      while (leaf + 1 < leaves.size() && k >= leaves[leaf + 1].first) {
+        ++leaf;
+        rank = 0;
       }
-      for (const auto& [k, v] : keys) {
-        std::string_view value;
-        for (uint32_t node : {0u, 1u, 5u, 1000u}) {
-          if (file->FindInLeaf(pgno, node, k, &value).ok()) inside(value);
-        }
+      std::string_view value;
+      for (uint32_t node : {rank++, 1000u}) {
+        if (file->FindInLeaf(leaves[leaf].second, node, k, &value).ok()) inside(value);
+      }
+    }
+    for (const auto& [low, pgno] : leaves) {
+      for (uint32_t node = 0; node < 3; ++node) {
+        for (int stage : {0, 1, 2}) file->PrefetchNode(pgno, node, stage);
       }
     }
   }
