@@ -109,8 +109,9 @@ struct ConvertOptions {
   uint64_t seed = 0;
 
   // Worker threads of this call, in a TBB task_arena of its own (nothing process-wide is
-  // changed): 0..kMaxThreads (limits.h), else InvalidArgument. 0: all cores. TBB shares one pool per process, at most the core count (or
-  // the application's tbb::global_control limit): more threads than that add nothing.
+  // changed): 0..kMaxThreads (limits.h), else InvalidArgument. 0: all cores. TBB shares
+  // one pool per process, at most the core count (or the application's
+  // tbb::global_control limit): more threads than that add nothing.
   int num_threads = 0;
 
   bool apply_orientation = true;            // EXIF orientation (JPEG Exif, PNG eXIf)
